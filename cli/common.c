@@ -1,0 +1,58 @@
+/*
+ * common.c: exit codes, error messages and output files for the xstage
+ * command's subcommands.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+int cli_exit_code(xs_status st) {
+  switch (st) {
+  case XS_OK:
+    return EXIT_OK;
+  case XS_IO:
+  case XS_NOMEM:
+  case XS_INTERNAL:
+  case XS_TIMEOUT:
+    return EXIT_MACHINE;
+  default:
+    return EXIT_INPUT;
+  }
+}
+
+int cli_error(const char *cmd, const xs_error *err) {
+  fprintf(stderr, "xstage %s: %s\n", cmd, err->message);
+  return cli_exit_code(err->status);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "xstage %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see xstage %s --help)\n", cmd);
+  return EXIT_INPUT;
+}
+
+int cli_bad_flag(const char *cmd, int argc, char **argv) {
+  extern int optind;
+  const char *arg = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
+  return cli_usage_error(cmd, "flag %s is unknown or needs a value", arg);
+}
+
+int cli_write_output(const char *cmd, const char *path, const char *text) {
+  if (strcmp(path, "-") == 0) {
+    if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
+      fprintf(stderr, "xstage %s: cannot write to standard output\n", cmd);
+      return EXIT_MACHINE;
+    }
+    return EXIT_OK;
+  }
+  xs_error err;
+  if (xs_write_file_atomic(path, text, strlen(text), &err))
+    return cli_error(cmd, &err);
+  return EXIT_OK;
+}

@@ -1,0 +1,36 @@
+/*
+ * common.h: what the subcommands of the xstage command share: exit codes,
+ * messages, flag values with units.
+ */
+#ifndef XSTAGE_CLI_COMMON_H
+#define XSTAGE_CLI_COMMON_H
+
+#include "xstage.h"
+
+#include <stdio.h>
+
+/* Exit codes: 0 success, 1 a failure of the machine (I/O, memory),
+ * 2 bad input (a flag, a file's contents). */
+enum { EXIT_OK = 0, EXIT_MACHINE = 1, EXIT_INPUT = 2 };
+
+int cli_exit_code(xs_status st);
+/* Print "xstage CMD: message" to stderr and return the exit code. */
+int cli_error(const char *cmd, const xs_error *err);
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Unknown flag or missing argument, from getopt's optopt/argv. */
+int cli_bad_flag(const char *cmd, int argc, char **argv);
+/* Write text to path atomically, or to stdout when path is "-". */
+int cli_write_output(const char *cmd, const char *path, const char *text);
+
+int cmd_predict(int argc, char **argv);
+int cmd_profiles(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Shared by predict and demo: evaluate every model in models[0..n) and
+ * print the text report, or the JSON report when json is set. */
+int cli_predict_report(const char *cmd, const xs_program *program,
+                       const xs_profile *profile, const xs_model *models,
+                       size_t nmodels, int json, FILE *out);
+
+#endif

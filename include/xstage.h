@@ -1,0 +1,292 @@
+/*
+ * xstage.h: the public contract of libxstage.
+ *
+ * libxstage models posted sends from fused GPU kernels with the Burst-Gap
+ * model (docs/model.md): a channel injects at R_inj while fewer than C bytes
+ * are in flight and drains at R_drain; past C the sender is held to the drain
+ * rate. Programs (workers, each a list of compute/send/wait/fence ops) are
+ * evaluated exactly under that model and under the blocking, serial and
+ * ideal baselines.
+ *
+ * Conventions:
+ *  - Every unit is SI and appears in the name: bytes (_B), seconds (_s),
+ *    bytes per second (_Bps).
+ *  - Functions that can fail return an xs_status and, when err is not NULL,
+ *    fill it with a message that says what was wrong and where.
+ *  - Whoever receives a pointer from an xs_*_new / xs_*_load / xs_*_parse /
+ *    xs_evaluate call owns it and frees it with the matching xs_*_free; every
+ *    xs_*_free accepts NULL. Strings returned as char * are freed with free().
+ *  - The library keeps no global mutable state; objects may be used from
+ *    several threads as long as each object is used by one at a time.
+ */
+#ifndef XSTAGE_H
+#define XSTAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XSTAGE_VERSION "0.1.0"
+
+/* ---- Status codes: one table; numbers never change once used. ---- */
+#define XS_STATUS_MAP(X)                                                     \
+  X(OK, 0, "success")                                                        \
+  X(INVALID, 1, "invalid input")                                             \
+  X(PARSE, 2, "malformed input")                                             \
+  X(NOMEM, 3, "out of memory")                                               \
+  X(IO, 4, "input/output error")                                             \
+  X(CYCLE, 5, "waits form a cycle")                                          \
+  X(NOTFOUND, 6, "not found")                                                \
+  X(NOTBUILT, 7, "not built in")                                             \
+  X(NODEV, 8, "no device found")                                             \
+  X(TIMEOUT, 9, "timed out")                                                 \
+  X(INTERNAL, 10, "internal error")
+
+typedef enum {
+#define XS_STATUS_ENUM(name, num, text) XS_##name = num,
+  XS_STATUS_MAP(XS_STATUS_ENUM)
+#undef XS_STATUS_ENUM
+} xs_status;
+
+/* A fixed string for the status ("invalid input"); never NULL. */
+const char *xs_strerror(xs_status status);
+
+/* Detail travels with the error: "prog.json:4:17: workers[0].ops[2].send:
+ * expected a number of bytes >= 0, got -5". Caller-allocated. */
+typedef struct xs_error {
+  xs_status status;
+  char message[1024];
+} xs_error;
+
+/* ---- Units: flags take suffixes, JSON stays SI. ---- */
+
+/* "64KiB", "1.5MB", "4096" (bytes). Decimal (kB, MB, GB, TB) and binary
+ * (KiB, MiB, GiB, TiB) prefixes; "B" optional. Result >= 0 and finite. */
+xs_status xs_parse_size(const char *text, double *bytes, xs_error *err);
+/* "2us", "1.5ms", "3e-6" (seconds); s, ms, us, ns, ps. >= 0 and finite. */
+xs_status xs_parse_time(const char *text, double *seconds, xs_error *err);
+/* "300MB/s", "1.6Gbit/s", "2e9" (bytes/s); byte or bit units with decimal or
+ * binary prefixes, "/s" or "ps" suffix. > 0 and finite. */
+xs_status xs_parse_rate(const char *text, double *bytes_per_s,
+                        xs_error *err);
+/* Human formatting into buf (at least 32 bytes): "12.3 us", "4.00 MiB",
+ * "370 GB/s". Returns buf. */
+char *xs_format_time(double seconds, char *buf, size_t size);
+char *xs_format_size(double bytes, char *buf, size_t size);
+char *xs_format_rate(double bytes_per_s, char *buf, size_t size);
+
+/* ---- Channels and profiles ---- */
+
+/* One direction of one link (DESIGN.md's table; docs/formats.md). */
+typedef struct xs_channel {
+  double inject_Bps;        /* R_inj: all issuers together, while room    */
+  double worker_inject_Bps; /* r_w: one worker; defaults to inject_Bps    */
+  double drain_Bps;         /* R_drain: delivery rate                     */
+  double capacity_B;        /* C: bytes in flight before backpressure;
+                               INFINITY when unbounded                    */
+  double latency_s;         /* L: added to every delivery                 */
+  double issue_overhead_s;  /* o: worker time per send before its bytes   */
+  double packet_B;          /* simulator packet size; 0 = its default     */
+  double worker_inflight_B; /* simulator per-worker in-flight limit;
+                               INFINITY = none                            */
+} xs_channel;
+
+/* Fill with defaults for the given rates (unbounded capacity, no latency). */
+void xs_channel_init(xs_channel *channel, double inject_Bps,
+                     double drain_Bps);
+/* Checks the rules of DESIGN.md (rates positive and finite, ...). */
+xs_status xs_channel_check(const xs_channel *channel, const char *name,
+                           xs_error *err);
+
+typedef struct xs_profile xs_profile;
+
+/* An empty profile to fill with xs_profile_add_channel. */
+xs_profile *xs_profile_new(const char *name, const char *source);
+void xs_profile_free(xs_profile *profile);
+/* Copies *channel; channels are kept in name order. */
+xs_status xs_profile_add_channel(xs_profile *profile, const char *name,
+                                 const xs_channel *channel, xs_error *err);
+/* Compute section (for planners). flops_per_s keyed by dtype ("bf16"). */
+xs_status xs_profile_set_compute(xs_profile *profile, unsigned sms,
+                                 double efficiency, double hbm_Bps,
+                                 xs_error *err);
+xs_status xs_profile_set_flops(xs_profile *profile, const char *dtype,
+                               double flops_per_s, xs_error *err);
+
+/* Parse profile JSON; filename is used in messages only (may be NULL). */
+xs_status xs_profile_parse(const char *text, size_t length,
+                           const char *filename, xs_profile **out,
+                           xs_error *err);
+/* A built-in profile name (see xs_builtin_profile_*) or a path to JSON. */
+xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
+                          xs_error *err);
+/* Serialise as profile JSON; free() the result. NULL when out of memory. */
+char *xs_profile_to_json(const xs_profile *profile);
+
+const char *xs_profile_name(const xs_profile *profile);
+const char *xs_profile_source(const xs_profile *profile);
+size_t xs_profile_channel_count(const xs_profile *profile);
+const char *xs_profile_channel_name(const xs_profile *profile, size_t i);
+const xs_channel *xs_profile_channel(const xs_profile *profile, size_t i);
+/* Index of the named channel, or -1. */
+long xs_profile_find_channel(const xs_profile *profile, const char *name);
+/* 0 SMs when the profile has no compute section. */
+unsigned xs_profile_sms(const xs_profile *profile);
+double xs_profile_efficiency(const xs_profile *profile);
+double xs_profile_hbm_Bps(const xs_profile *profile);
+/* 0 when the dtype is not listed. */
+double xs_profile_flops_per_s(const xs_profile *profile, const char *dtype);
+
+/* Built-in profiles (profiles/ in the source tree), in name order. */
+size_t xs_builtin_profile_count(void);
+const char *xs_builtin_profile_name(size_t i);
+/* The profile's JSON text, as shipped. */
+const char *xs_builtin_profile_text(size_t i);
+
+/* ---- Programs: the schedule of a fused kernel ---- */
+
+typedef enum {
+  XS_OP_COMPUTE = 0, /* value: seconds                               */
+  XS_OP_SEND = 1,    /* value: bytes                                 */
+  XS_OP_WAIT = 2,    /* target: index of the send waited on          */
+  XS_OP_FENCE = 3    /* all of this worker's earlier sends delivered */
+} xs_op_kind;
+
+typedef struct xs_op_info {
+  xs_op_kind kind;
+  double value;        /* seconds for compute, bytes for send; else 0   */
+  size_t send;         /* send: its index; wait: the send waited on     */
+  const char *channel; /* send: channel name, NULL = profile's first    */
+} xs_op_info;
+
+typedef struct xs_program xs_program;
+
+xs_program *xs_program_new(const char *name);
+void xs_program_free(xs_program *program);
+
+/* Builder. Ops are appended to worker w. Ids and waits are checked by
+ * xs_program_finish, which must succeed before the program is evaluated. */
+xs_status xs_program_add_worker(xs_program *program, const char *name,
+                                size_t *index, xs_error *err);
+xs_status xs_program_compute(xs_program *program, size_t w, double seconds,
+                             xs_error *err);
+/* channel NULL: the profile's first channel in name order. id NULL: the
+ * send is named "<worker>#<op index>". *send_index (if not NULL) receives
+ * the send's index, usable with xs_program_wait_send. */
+xs_status xs_program_send(xs_program *program, size_t w, double bytes,
+                          const char *channel, const char *id,
+                          size_t *send_index, xs_error *err);
+xs_status xs_program_wait(xs_program *program, size_t w, const char *id,
+                          xs_error *err);
+xs_status xs_program_wait_send(xs_program *program, size_t w,
+                               size_t send_index, xs_error *err);
+xs_status xs_program_fence(xs_program *program, size_t w, xs_error *err);
+/* Resolves waits, rejects duplicate ids, empty programs and waits that form
+ * a cycle (the message names the ops in it). Idempotent. */
+xs_status xs_program_finish(xs_program *program, xs_error *err);
+
+/* Parse program JSON (DESIGN.md "Programs"), finished on success. */
+xs_status xs_program_parse(const char *text, size_t length,
+                           const char *filename, xs_program **out,
+                           xs_error *err);
+xs_status xs_program_load(const char *path, xs_program **out, xs_error *err);
+/* Serialise as program JSON; free() the result. */
+char *xs_program_to_json(const xs_program *program);
+
+const char *xs_program_name(const xs_program *program);
+size_t xs_program_worker_count(const xs_program *program);
+const char *xs_program_worker_name(const xs_program *program, size_t w);
+size_t xs_program_op_count(const xs_program *program, size_t w);
+void xs_program_op(const xs_program *program, size_t w, size_t i,
+                   xs_op_info *out);
+size_t xs_program_send_count(const xs_program *program);
+size_t xs_program_send_worker(const xs_program *program, size_t s);
+double xs_program_send_bytes(const xs_program *program, size_t s);
+/* The send's channel name as written, NULL for the default channel. */
+const char *xs_program_send_channel(const xs_program *program, size_t s);
+/* The send's id, explicit or "<worker>#<op index>", into buf. */
+const char *xs_program_send_id(const xs_program *program, size_t s,
+                               char *buf, size_t size);
+
+/* ---- Evaluation ---- */
+
+typedef enum {
+  XS_MODEL_BURSTGAP = 0, /* the fluid Burst-Gap model, exact             */
+  XS_MODEL_BLOCKING = 1, /* C = 0 and a fence after every send           */
+  XS_MODEL_SERIAL = 2,   /* compute kernel, then communication kernel    */
+  XS_MODEL_IDEAL = 3,    /* perfect overlap: a lower bound               */
+  XS_MODEL_COUNT = 4
+} xs_model;
+
+const char *xs_model_name(xs_model model);
+/* Returns 0 and sets *model when name is known, -1 otherwise. */
+int xs_model_from_name(const char *name, xs_model *model);
+
+typedef struct xs_send_result {
+  double issue_start_s; /* the worker reached the send (before overhead) */
+  double issue_end_s;   /* its last byte was admitted                    */
+  double deliver_s;     /* its last byte arrived                         */
+  double xstage_s;      /* deliver_s - issue_end_s                       */
+  double stall_s;       /* issue time lost to backpressure               */
+} xs_send_result;
+
+typedef struct xs_worker_result {
+  double finish_s;   /* its last op ended                                */
+  double stall_s;    /* backpressure stall plus time blocked in waits    */
+  double compute_s;  /* time in compute ops                              */
+  double issue_s;    /* time issuing sends, overhead and stall included  */
+  double overhead_s; /* the per-send overheads                           */
+  double blocked_s;  /* time blocked in waits and fences                 */
+} xs_worker_result;
+
+typedef struct xs_channel_result {
+  double bytes;          /* bytes sent on the channel                      */
+  double peak_backlog_B; /* largest backlog q(t)                           */
+  size_t sends;          /* number of sends on the channel                 */
+} xs_channel_result;
+
+typedef struct xs_result {
+  xs_model model;
+  double makespan_s;   /* last worker finish or last delivery, later one  */
+  double issue_done_s; /* last worker finish                              */
+  /* serial and ideal terms: max over workers of compute + overheads, and
+   * max over channels with sends of bytes/R_drain + L */
+  double compute_term_s, comm_term_s;
+  size_t nworkers, nsends, nchannels; /* channels: the profile's, in order */
+  xs_worker_result *workers;          /* NULL for serial and ideal        */
+  xs_send_result *sends;              /* NULL for serial, ideal, summary  */
+  xs_channel_result *channels;
+  uint64_t events; /* rate-change events of the exact evaluation          */
+  int fast_path;   /* 1 when the one-worker closed forms were used        */
+} xs_result;
+
+typedef struct xs_eval_options {
+  int event_driven; /* 1: never take the one-worker closed-form path      */
+  int summary_only; /* 1: no per-send results (sends stays NULL)          */
+} xs_eval_options;
+
+/* Evaluate a finished program on a profile under one model. options may be
+ * NULL. Unknown channel names are reported here. *out is freed with
+ * xs_result_free. */
+xs_status xs_evaluate(const xs_program *program, const xs_profile *profile,
+                      xs_model model, const xs_eval_options *options,
+                      xs_result **out, xs_error *err);
+void xs_result_free(xs_result *result);
+
+/* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
+ * for i < count, each a different model. free() the result. */
+char *xs_report_json(const xs_program *program, const xs_profile *profile,
+                     xs_result *const *results, size_t count);
+
+/* Write data to path through a temporary file and a rename, so that a
+ * reader never sees half a file. */
+xs_status xs_write_file_atomic(const char *path, const char *data,
+                               size_t length, xs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XSTAGE_H */

@@ -1,0 +1,188 @@
+/*
+ * eval.c: xs_evaluate, the entry to every model. It binds a program's
+ * channel names to a profile, applies the model's overrides (blocking:
+ * C = 0 and a fence after every send), computes the serial and ideal
+ * baselines, and hands burstgap and blocking to the one-worker closed forms
+ * or to the exact event-driven evaluation. Definitions: docs/model.md.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking",
+                                                        "serial", "ideal"};
+
+const char *xs_model_name(xs_model m) {
+  return (unsigned)m < XS_MODEL_COUNT ? model_names[m] : "unknown";
+}
+
+int xs_model_from_name(const char *name, xs_model *m) {
+  for (int i = 0; i < XS_MODEL_COUNT; i++)
+    if (strcmp(name, model_names[i]) == 0) {
+      *m = (xs_model)i;
+      return 0;
+    }
+  return -1;
+}
+
+void xs_result_free(xs_result *r) {
+  if (!r)
+    return;
+  free(r->workers);
+  free(r->sends);
+  free(r->channels);
+  free(r);
+}
+
+/* Profile channel index of every channel name the program uses; the first
+ * unknown one is reported at the first send that names it. */
+static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
+                               uint32_t *map, xs_error *err) {
+  for (size_t i = 0; i < p->nchan_names; i++) {
+    long c = xs_profile_find_channel(prof, p->chan_names[i]);
+    if (c >= 0) {
+      map[i] = (uint32_t)c;
+      continue;
+    }
+    char known[512];
+    size_t n = 0;
+    known[0] = '\0';
+    for (size_t k = 0; k < xs_profile_channel_count(prof) && n < sizeof known;
+         k++) {
+      int w = snprintf(known + n, sizeof known - n, "%s%s", k ? ", " : "",
+                       xs_profile_channel_name(prof, k));
+      if (w < 0)
+        break;
+      n += (size_t)w;
+    }
+    for (size_t s = 0; s < p->nsends; s++)
+      if (p->send_chan[s] == i)
+        return xs__program_op_fail(
+            p, err, XS_INVALID, p->send_worker[s], p->send_op[s], "channel",
+            "unknown channel \"%s\" (profile \"%s\" has: %s)",
+            p->chan_names[i], xs_profile_name(prof), known);
+    return xs__fail(err, XS_INVALID, "unknown channel \"%s\"",
+                    p->chan_names[i]);
+  }
+  return XS_OK;
+}
+
+xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
+                      xs_model model, const xs_eval_options *opt,
+                      xs_result **out, xs_error *err) {
+  *out = NULL;
+  if ((unsigned)model >= XS_MODEL_COUNT)
+    return xs__fail(err, XS_INVALID, "unknown model %d", (int)model);
+  if (!p->finished)
+    return xs__fail(err, XS_INVALID,
+                    "program \"%s\" is not finished: call xs_program_finish "
+                    "first",
+                    p->name);
+  size_t nch = xs_profile_channel_count(prof);
+  if (nch == 0)
+    return xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
+                    xs_profile_name(prof));
+  xs_eval_options defaults = {0, 0};
+  if (!opt)
+    opt = &defaults;
+
+  uint32_t *map = malloc((p->nchan_names + 1) * sizeof *map);
+  uint32_t *send_chan = malloc((p->nsends + 1) * sizeof *send_chan);
+  xs__chan *chans = malloc(nch * sizeof *chans);
+  xs_result *r = calloc(1, sizeof *r);
+  xs_status st = XS_OK;
+  if (!map || !send_chan || !chans || !r) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  if ((st = bind_channels(p, prof, map, err)))
+    goto done;
+  for (size_t s = 0; s < p->nsends; s++)
+    send_chan[s] = p->send_chan[s] == XS__NONE ? 0 : map[p->send_chan[s]];
+  for (size_t c = 0; c < nch; c++) {
+    const xs_channel *pc = xs_profile_channel(prof, c);
+    chans[c].inject_Bps = pc->inject_Bps;
+    chans[c].worker_Bps = pc->worker_inject_Bps;
+    chans[c].drain_Bps = pc->drain_Bps;
+    chans[c].capacity_B = model == XS_MODEL_BLOCKING ? 0 : pc->capacity_B;
+    chans[c].latency_s = pc->latency_s;
+    chans[c].overhead_s = pc->issue_overhead_s;
+  }
+
+  r->model = model;
+  r->nworkers = p->nworkers;
+  r->nsends = p->nsends;
+  r->nchannels = nch;
+  r->channels = calloc(nch, sizeof *r->channels);
+  if (!r->channels) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  /* serial and ideal terms (docs/model.md "Baselines") */
+  double compute_term = 0;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    const xs__worker *wk = &p->workers[w];
+    double busy = 0;
+    for (size_t i = 0; i < wk->nops; i++) {
+      const xs__op *op = &wk->ops[i];
+      if (op->kind == XS_OP_COMPUTE)
+        busy += op->value;
+      else if (op->kind == XS_OP_SEND)
+        busy += chans[send_chan[op->aux]].overhead_s;
+    }
+    if (busy > compute_term)
+      compute_term = busy;
+  }
+  for (size_t s = 0; s < p->nsends; s++) {
+    xs_channel_result *cr = &r->channels[send_chan[s]];
+    cr->bytes += xs_program_send_bytes(p, s);
+    cr->sends++;
+  }
+  double comm_term = 0;
+  for (size_t c = 0; c < nch; c++) {
+    if (!r->channels[c].sends)
+      continue;
+    double t = r->channels[c].bytes / chans[c].drain_Bps + chans[c].latency_s;
+    if (t > comm_term)
+      comm_term = t;
+  }
+  r->compute_term_s = compute_term;
+  r->comm_term_s = comm_term;
+  if (model == XS_MODEL_SERIAL || model == XS_MODEL_IDEAL) {
+    r->makespan_s = model == XS_MODEL_SERIAL ? compute_term + comm_term
+                                             : fmax(compute_term, comm_term);
+    r->issue_done_s = compute_term;
+    r->nworkers = r->nsends = 0;
+    goto done;
+  }
+
+  r->workers = calloc(p->nworkers, sizeof *r->workers);
+  if (!opt->summary_only)
+    r->sends = calloc(p->nsends + 1, sizeof *r->sends);
+  if (!r->workers || (!opt->summary_only && !r->sends)) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  if (opt->summary_only)
+    r->nsends = 0;
+  xs__eval ev = {p, chans, nch, send_chan, model == XS_MODEL_BLOCKING,
+                 opt->summary_only};
+  if (p->nworkers == 1 && !opt->event_driven) {
+    r->fast_path = 1;
+    st = xs__eval_closed(&ev, r, err);
+  } else {
+    st = xs__eval_fluid(&ev, r, err);
+  }
+done:
+  free(map);
+  free(send_chan);
+  free(chans);
+  if (st) {
+    xs_result_free(r);
+    return st;
+  }
+  *out = r;
+  return XS_OK;
+}

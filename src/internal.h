@@ -1,0 +1,141 @@
+/*
+ * internal.h: what the library's files share and users never see: the flat
+ * program layout the evaluators walk, the error helpers, a string map, and
+ * the JSON position locator.
+ */
+#ifndef XSTAGE_INTERNAL_H
+#define XSTAGE_INTERNAL_H
+
+#include "xstage.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#define XS__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define XS__PRINTF(a, b)
+#endif
+
+/* Fill err (if not NULL) and return status. */
+xs_status xs__fail(xs_error *err, xs_status status, const char *fmt, ...)
+    XS__PRINTF(3, 4);
+xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
+                    va_list ap);
+char *xs__strdup(const char *s);
+/* Grow *array (element size elem) to hold at least need elements. */
+int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
+
+/* ---- String map: string -> uint32, open addressing ---- */
+typedef struct xs__strmap {
+  char **keys;
+  uint32_t *values;
+  size_t cap, count;
+} xs__strmap;
+void xs__strmap_free(xs__strmap *m);
+/* 0 inserted, 1 already present (value left unchanged), -1 out of memory */
+int xs__strmap_put(xs__strmap *m, const char *key, uint32_t value);
+/* 1 found (*value set), 0 not found */
+int xs__strmap_get(const xs__strmap *m, const char *key, uint32_t *value);
+
+/* ---- JSON paths for messages: "workers[1].ops[3].send" ---- */
+#define XS__JPATH_MAX 16
+typedef struct xs__jpath {
+  int depth;
+  struct {
+    const char *key; /* NULL: an array index */
+    size_t index;
+  } seg[XS__JPATH_MAX];
+} xs__jpath;
+void xs__jpath_key(xs__jpath *p, const char *key);
+void xs__jpath_index(xs__jpath *p, size_t index);
+void xs__jpath_pop(xs__jpath *p);
+void xs__jpath_format(const xs__jpath *p, char *buf, size_t size);
+/* Find where the value at path begins in text; 1-based line and column.
+ * Returns 0 when found, -1 when the path is not in the text. */
+int xs__json_locate(const char *text, size_t length, const xs__jpath *path,
+                    int *line, int *column);
+/* Fail with "FILE:LINE:COL: PATH: message", the position found from the
+ * text; falls back to "FILE: PATH: message". */
+xs_status xs__json_fail(xs_error *err, xs_status status, const char *filename,
+                        const char *text, size_t length,
+                        const xs__jpath *path, const char *fmt, ...)
+    XS__PRINTF(7, 8);
+
+/* Read a whole file (NUL-terminated). */
+xs_status xs__read_file(const char *path, char **text, size_t *length,
+                        xs_error *err);
+
+/* ---- Programs: per-worker arrays of compact ops ---- */
+typedef struct xs__op {
+  double value;   /* seconds (compute) or bytes (send)                    */
+  uint32_t aux;   /* send: its send index; wait: the target send index     */
+  uint8_t kind;   /* xs_op_kind                                           */
+  uint8_t pending; /* wait whose id is still a string (aux: pending index) */
+  uint8_t pad[2];
+} xs__op;
+
+#define XS__NONE UINT32_MAX
+
+typedef struct xs__worker {
+  char *name;
+  xs__op *ops;
+  size_t nops, cap;
+} xs__worker;
+
+struct xs_program {
+  char *name;
+  xs__worker *workers;
+  size_t nworkers, workers_cap;
+  /* sends, numbered in the order they were added (for parsed programs:
+   * worker by worker, op by op) */
+  size_t nsends, sends_cap;
+  uint32_t *send_worker;   /* worker of send s                          */
+  uint32_t *send_op;       /* op index within its worker                */
+  uint32_t *send_idoff;    /* offset into idpool, or XS__NONE for auto  */
+  uint32_t *send_chan;     /* index into chan_names, XS__NONE = default */
+  char *idpool;
+  size_t idpool_len, idpool_cap;
+  char **chan_names;
+  size_t nchan_names, chan_names_cap;
+  xs__strmap chan_map, worker_map, id_map;
+  char **pending; /* ids of waits not yet resolved */
+  size_t npending, pending_cap;
+  int finished;
+  /* the JSON it came from, for positions in later messages */
+  char *src_name, *src_text;
+  size_t src_len;
+};
+
+/* Fail naming op i of worker w: "file:line:col: workers[w].ops[i].key: ..."
+ * for parsed programs, "worker NAME, op I: ..." otherwise. */
+xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
+                              xs_status status, size_t w, size_t i,
+                              const char *key, const char *fmt, ...)
+    XS__PRINTF(7, 8);
+
+/* ---- Evaluation internals ---- */
+
+/* Per-channel parameters after the model's overrides, indexed like the
+ * profile's channels. */
+typedef struct xs__chan {
+  double inject_Bps, worker_Bps, drain_Bps, capacity_B, latency_s,
+      overhead_s;
+} xs__chan;
+
+typedef struct xs__eval {
+  const xs_program *prog;
+  const xs__chan *chans;
+  size_t nchans;
+  uint32_t *send_chan; /* profile channel index of each send */
+  int fence_after_send; /* blocking model */
+  int summary_only;
+} xs__eval;
+
+/* One worker, closed forms of docs/model.md; fills r. */
+xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);
+/* Any program, exact event-driven fluid evaluation; fills r. */
+xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err);
+
+#endif /* XSTAGE_INTERNAL_H */

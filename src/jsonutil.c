@@ -1,0 +1,131 @@
+/*
+ * jsonutil.c: typed access to parsed JSON with messages that point at the
+ * offending value (file:line:column and its path), for the parsers of
+ * profiles and programs.
+ */
+#include "jsonutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+xs_status xs__jparse(xs__jdoc *d, json_t **root) {
+  json_error_t je;
+  *root = json_loadb(d->text, d->length, JSON_REJECT_DUPLICATES, &je);
+  if (!*root)
+    return xs__fail(d->err, XS_PARSE, "%s:%d:%d: %s",
+                    d->filename ? d->filename : "<input>", je.line,
+                    je.column, je.text);
+  return XS_OK;
+}
+
+xs_status xs__jfail(xs__jdoc *d, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return xs__json_fail(d->err, XS_INVALID, d->filename, d->text, d->length,
+                       &d->path, "%s", msg);
+}
+
+const char *xs__jtype(const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT:
+    return "an object";
+  case JSON_ARRAY:
+    return "an array";
+  case JSON_STRING:
+    return "a string";
+  case JSON_INTEGER:
+  case JSON_REAL:
+    return "a number";
+  case JSON_TRUE:
+  case JSON_FALSE:
+    return "a boolean";
+  case JSON_NULL:
+    return "null";
+  }
+  return "a value";
+}
+
+xs_status xs__jkeys(xs__jdoc *d, json_t *obj, const char *const *allowed) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    int ok = 0;
+    for (const char *const *a = allowed; *a; a++)
+      if (strcmp(*a, key) == 0)
+        ok = 1;
+    if (!ok) {
+      char list[512];
+      size_t n = 0;
+      list[0] = '\0';
+      for (const char *const *a = allowed; *a && n < sizeof list; a++) {
+        int w = snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", *a);
+        if (w < 0)
+          break;
+        n += (size_t)w;
+      }
+      xs__jpath_key(&d->path, key);
+      xs_status st = xs__jfail(d, "unknown key \"%s\" (known: %s)", key, list);
+      xs__jpath_pop(&d->path);
+      return st;
+    }
+  }
+  return XS_OK;
+}
+
+xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
+                      const char *what, double *value, int *present) {
+  json_t *v = json_object_get(obj, key);
+  if (present)
+    *present = v != NULL;
+  if (!v) {
+    if (present)
+      return XS_OK;
+    return xs__jfail(d, "missing \"%s\" (%s)", key, what);
+  }
+  xs_status st = XS_OK;
+  xs__jpath_key(&d->path, key);
+  if (json_is_null(v) && (flags & XS__J_NULLABLE)) {
+    *value = INFINITY;
+  } else if (!json_is_number(v)) {
+    st = xs__jfail(d, "expected %s, got %s", what, xs__jtype(v));
+  } else {
+    double x = json_number_value(v);
+    if (!isfinite(x))
+      st = xs__jfail(d, "expected %s, got a non-finite number", what);
+    else if ((flags & XS__J_POSITIVE) && !(x > 0))
+      st = xs__jfail(d, "expected %s, got %g (must be > 0)", what, x);
+    else if ((flags & XS__J_NONNEG) && !(x >= 0))
+      st = xs__jfail(d, "expected %s, got %g (must be >= 0)", what, x);
+    else if ((flags & XS__J_INTEGER) && (x != floor(x) || x > 4294967295.0))
+      st = xs__jfail(d, "expected %s, got %g (must be a whole number)", what,
+                     x);
+    else
+      *value = x;
+  }
+  xs__jpath_pop(&d->path);
+  return st;
+}
+
+xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
+                      const char **value, int *present) {
+  json_t *v = json_object_get(obj, key);
+  if (present)
+    *present = v != NULL;
+  if (!v) {
+    if (present)
+      return XS_OK;
+    return xs__jfail(d, "missing \"%s\" (a string)", key);
+  }
+  if (!json_is_string(v)) {
+    xs__jpath_key(&d->path, key);
+    xs_status st = xs__jfail(d, "expected a string, got %s", xs__jtype(v));
+    xs__jpath_pop(&d->path);
+    return st;
+  }
+  *value = json_string_value(v);
+  return XS_OK;
+}

@@ -1,0 +1,42 @@
+/*
+ * jsonutil.h: reading JSON documents with messages that name file, line,
+ * column and path. Used by the profile and program parsers.
+ */
+#ifndef XSTAGE_JSONUTIL_H
+#define XSTAGE_JSONUTIL_H
+
+#include "internal.h"
+
+#include <jansson.h>
+
+typedef struct xs__jdoc {
+  const char *filename;
+  const char *text;
+  size_t length;
+  xs__jpath path;
+  xs_error *err;
+} xs__jdoc;
+
+/* Parse text; syntax errors become "file:line:col: message". */
+xs_status xs__jparse(xs__jdoc *d, json_t **root);
+/* Fail at the current path. */
+xs_status xs__jfail(xs__jdoc *d, const char *fmt, ...) XS__PRINTF(2, 3);
+/* Reject keys of obj that are not in the NULL-terminated list. */
+xs_status xs__jkeys(xs__jdoc *d, json_t *obj, const char *const *allowed);
+/* A number at obj[key] (path extended by key while checking). flags say
+ * what is allowed; *present tells whether the key was there (may be NULL,
+ * then the key is required). */
+enum {
+  XS__J_POSITIVE = 1, /* > 0 */
+  XS__J_NONNEG = 2,   /* >= 0 */
+  XS__J_NULLABLE = 4, /* null allowed: *value = INFINITY */
+  XS__J_INTEGER = 8
+};
+xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
+                      const char *what, double *value, int *present);
+/* A string at obj[key]; *present as above. */
+xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
+                      const char **value, int *present);
+const char *xs__jtype(const json_t *v);
+
+#endif

@@ -1,0 +1,465 @@
+/*
+ * profile.c: machine profiles (named channels plus a compute section) for
+ * the evaluators and planners: building, parsing, the built-in set, and
+ * serialising back to JSON. Format: DESIGN.md "Profiles", docs/formats.md.
+ */
+#include "jsonutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct {
+  char *name;
+  xs_channel ch;
+} named_channel;
+
+typedef struct {
+  char *dtype;
+  double flops_per_s;
+} flops_entry;
+
+struct xs_profile {
+  char *name, *source;
+  named_channel *channels;
+  size_t nchannels, channels_cap;
+  unsigned sms;
+  double efficiency, hbm_Bps;
+  flops_entry *flops;
+  size_t nflops, flops_cap;
+};
+
+/* generated from the JSON files in profiles/ by cmake/embed.cmake */
+extern const size_t xs__builtin_count;
+extern const char *const xs__builtin_names[];
+extern const char *const xs__builtin_texts[];
+
+size_t xs_builtin_profile_count(void) { return xs__builtin_count; }
+const char *xs_builtin_profile_name(size_t i) {
+  return i < xs__builtin_count ? xs__builtin_names[i] : NULL;
+}
+const char *xs_builtin_profile_text(size_t i) {
+  return i < xs__builtin_count ? xs__builtin_texts[i] : NULL;
+}
+
+void xs_channel_init(xs_channel *c, double inject_Bps, double drain_Bps) {
+  memset(c, 0, sizeof *c);
+  c->inject_Bps = inject_Bps;
+  c->worker_inject_Bps = inject_Bps;
+  c->drain_Bps = drain_Bps;
+  c->capacity_B = INFINITY;
+  c->worker_inflight_B = INFINITY;
+}
+
+static int pos_finite(double x) { return isfinite(x) && x > 0; }
+static int nonneg_finite(double x) { return isfinite(x) && x >= 0; }
+
+xs_status xs_channel_check(const xs_channel *c, const char *name,
+                           xs_error *err) {
+  const char *n = name ? name : "channel";
+  if (!pos_finite(c->inject_Bps))
+    return xs__fail(err, XS_INVALID,
+                    "%s: inject_Bps must be positive and finite, got %g", n,
+                    c->inject_Bps);
+  if (!pos_finite(c->worker_inject_Bps))
+    return xs__fail(err, XS_INVALID,
+                    "%s: worker_inject_Bps must be positive and finite, got %g",
+                    n, c->worker_inject_Bps);
+  if (!pos_finite(c->drain_Bps))
+    return xs__fail(err, XS_INVALID,
+                    "%s: drain_Bps must be positive and finite, got %g", n,
+                    c->drain_Bps);
+  if (!(c->capacity_B >= 0) || isnan(c->capacity_B))
+    return xs__fail(err, XS_INVALID,
+                    "%s: capacity_B must be >= 0 (or unbounded), got %g", n,
+                    c->capacity_B);
+  if (!nonneg_finite(c->latency_s))
+    return xs__fail(err, XS_INVALID,
+                    "%s: latency_s must be >= 0 and finite, got %g", n,
+                    c->latency_s);
+  if (!nonneg_finite(c->issue_overhead_s))
+    return xs__fail(err, XS_INVALID,
+                    "%s: issue_overhead_s must be >= 0 and finite, got %g", n,
+                    c->issue_overhead_s);
+  if (!nonneg_finite(c->packet_B))
+    return xs__fail(err, XS_INVALID,
+                    "%s: packet_B must be > 0 and finite, got %g", n,
+                    c->packet_B);
+  if (!(c->worker_inflight_B > 0))
+    return xs__fail(err, XS_INVALID,
+                    "%s: worker_inflight_B must be > 0 (or unbounded), got %g",
+                    n, c->worker_inflight_B);
+  return XS_OK;
+}
+
+xs_profile *xs_profile_new(const char *name, const char *source) {
+  xs_profile *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->name = xs__strdup(name ? name : "");
+  p->source = xs__strdup(source ? source : "");
+  if (!p->name || !p->source) {
+    xs_profile_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void xs_profile_free(xs_profile *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->nchannels; i++)
+    free(p->channels[i].name);
+  for (size_t i = 0; i < p->nflops; i++)
+    free(p->flops[i].dtype);
+  free(p->channels);
+  free(p->flops);
+  free(p->name);
+  free(p->source);
+  free(p);
+}
+
+xs_status xs_profile_add_channel(xs_profile *p, const char *name,
+                                 const xs_channel *c, xs_error *err) {
+  if (!name || !*name)
+    return xs__fail(err, XS_INVALID, "a channel needs a non-empty name");
+  xs_status st = xs_channel_check(c, name, err);
+  if (st)
+    return st;
+  size_t at = 0;
+  while (at < p->nchannels && strcmp(p->channels[at].name, name) < 0)
+    at++;
+  if (at < p->nchannels && strcmp(p->channels[at].name, name) == 0)
+    return xs__fail(err, XS_INVALID, "channel \"%s\" is defined twice", name);
+  if (xs__grow(&p->channels, &p->channels_cap, p->nchannels + 1,
+               sizeof *p->channels))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  char *copy = xs__strdup(name);
+  if (!copy)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  memmove(p->channels + at + 1, p->channels + at,
+          (p->nchannels - at) * sizeof *p->channels);
+  p->channels[at].name = copy;
+  p->channels[at].ch = *c;
+  p->nchannels++;
+  return XS_OK;
+}
+
+xs_status xs_profile_set_compute(xs_profile *p, unsigned sms,
+                                 double efficiency, double hbm_Bps,
+                                 xs_error *err) {
+  if (!(efficiency > 0 && efficiency <= 1))
+    return xs__fail(err, XS_INVALID,
+                    "compute efficiency must be in (0, 1], got %g",
+                    efficiency);
+  if (!(hbm_Bps >= 0) || !isfinite(hbm_Bps))
+    return xs__fail(err, XS_INVALID, "hbm_Bps must be >= 0, got %g", hbm_Bps);
+  p->sms = sms;
+  p->efficiency = efficiency;
+  p->hbm_Bps = hbm_Bps;
+  return XS_OK;
+}
+
+xs_status xs_profile_set_flops(xs_profile *p, const char *dtype,
+                               double flops_per_s, xs_error *err) {
+  if (!pos_finite(flops_per_s))
+    return xs__fail(err, XS_INVALID,
+                    "flops_per_s.%s must be positive and finite, got %g",
+                    dtype, flops_per_s);
+  for (size_t i = 0; i < p->nflops; i++)
+    if (strcmp(p->flops[i].dtype, dtype) == 0) {
+      p->flops[i].flops_per_s = flops_per_s;
+      return XS_OK;
+    }
+  if (xs__grow(&p->flops, &p->flops_cap, p->nflops + 1, sizeof *p->flops))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  char *copy = xs__strdup(dtype);
+  if (!copy)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  p->flops[p->nflops].dtype = copy;
+  p->flops[p->nflops].flops_per_s = flops_per_s;
+  p->nflops++;
+  return XS_OK;
+}
+
+const char *xs_profile_name(const xs_profile *p) { return p->name; }
+const char *xs_profile_source(const xs_profile *p) { return p->source; }
+size_t xs_profile_channel_count(const xs_profile *p) { return p->nchannels; }
+const char *xs_profile_channel_name(const xs_profile *p, size_t i) {
+  return i < p->nchannels ? p->channels[i].name : NULL;
+}
+const xs_channel *xs_profile_channel(const xs_profile *p, size_t i) {
+  return i < p->nchannels ? &p->channels[i].ch : NULL;
+}
+long xs_profile_find_channel(const xs_profile *p, const char *name) {
+  for (size_t i = 0; i < p->nchannels; i++)
+    if (strcmp(p->channels[i].name, name) == 0)
+      return (long)i;
+  return -1;
+}
+unsigned xs_profile_sms(const xs_profile *p) { return p->sms; }
+double xs_profile_efficiency(const xs_profile *p) { return p->efficiency; }
+double xs_profile_hbm_Bps(const xs_profile *p) { return p->hbm_Bps; }
+double xs_profile_flops_per_s(const xs_profile *p, const char *dtype) {
+  for (size_t i = 0; i < p->nflops; i++)
+    if (strcmp(p->flops[i].dtype, dtype) == 0)
+      return p->flops[i].flops_per_s;
+  return 0;
+}
+
+/* ---- parsing ---- */
+
+static xs_status parse_channel(xs__jdoc *d, xs_profile *p, const char *name,
+                               json_t *obj) {
+  static const char *const keys[] = {
+      "inject_Bps", "worker_inject_Bps", "drain_Bps",       "capacity_B",
+      "latency_s",  "issue_overhead_s",  "packet_B",        "worker_inflight_B",
+      "source",     NULL};
+  if (!json_is_object(obj))
+    return xs__jfail(d, "a channel is an object of parameters, got %s",
+                     xs__jtype(obj));
+  xs_status st = xs__jkeys(d, obj, keys);
+  if (st)
+    return st;
+  xs_channel c;
+  xs_channel_init(&c, 1, 1);
+  int have;
+  if ((st = xs__jnumber(d, obj, "inject_Bps", XS__J_POSITIVE,
+                        "an injection rate in bytes/s", &c.inject_Bps, NULL)))
+    return st;
+  c.worker_inject_Bps = c.inject_Bps;
+  if ((st = xs__jnumber(d, obj, "worker_inject_Bps", XS__J_POSITIVE,
+                        "a per-worker injection rate in bytes/s",
+                        &c.worker_inject_Bps, &have)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "drain_Bps", XS__J_POSITIVE,
+                        "a drain rate in bytes/s", &c.drain_Bps, NULL)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "capacity_B", XS__J_NONNEG | XS__J_NULLABLE,
+                        "a capacity in bytes or null", &c.capacity_B, &have)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "latency_s", XS__J_NONNEG,
+                        "a latency in seconds", &c.latency_s, &have)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "issue_overhead_s", XS__J_NONNEG,
+                        "an overhead in seconds", &c.issue_overhead_s, &have)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "packet_B", XS__J_POSITIVE,
+                        "a packet size in bytes", &c.packet_B, &have)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "worker_inflight_B",
+                        XS__J_POSITIVE | XS__J_NULLABLE,
+                        "a per-worker in-flight limit in bytes or null",
+                        &c.worker_inflight_B, &have)))
+    return st;
+  const char *src;
+  if ((st = xs__jstring(d, obj, "source", &src, &have)))
+    return st;
+  xs_error e2;
+  if (xs_profile_add_channel(p, name, &c, &e2))
+    return xs__jfail(d, "%s", e2.message);
+  return XS_OK;
+}
+
+static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
+  static const char *const keys[] = {"sms", "flops_per_s", "efficiency",
+                                     "hbm_Bps", NULL};
+  if (!json_is_object(obj))
+    return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
+  xs_status st = xs__jkeys(d, obj, keys);
+  if (st)
+    return st;
+  double sms = 0, eff = 1, hbm = 0;
+  int have;
+  if ((st = xs__jnumber(d, obj, "sms", XS__J_POSITIVE | XS__J_INTEGER,
+                        "a number of SMs", &sms, &have)))
+    return st;
+  if ((st = xs__jnumber(d, obj, "efficiency", XS__J_POSITIVE,
+                        "an efficiency in (0, 1]", &eff, &have)))
+    return st;
+  if (eff > 1) {
+    xs__jpath_key(&d->path, "efficiency");
+    return xs__jfail(d, "expected an efficiency in (0, 1], got %g", eff);
+  }
+  if ((st = xs__jnumber(d, obj, "hbm_Bps", XS__J_POSITIVE,
+                        "a memory bandwidth in bytes/s", &hbm, &have)))
+    return st;
+  p->sms = (unsigned)sms;
+  p->efficiency = eff;
+  p->hbm_Bps = hbm;
+  json_t *fl = json_object_get(obj, "flops_per_s");
+  if (fl) {
+    xs__jpath_key(&d->path, "flops_per_s");
+    if (!json_is_object(fl))
+      return xs__jfail(d, "expected an object of dtype: FLOP/s, got %s",
+                       xs__jtype(fl));
+    const char *k;
+    json_t *v;
+    json_object_foreach(fl, k, v) {
+      double x;
+      if ((st = xs__jnumber(d, fl, k, XS__J_POSITIVE, "FLOP/s", &x, NULL)))
+        return st;
+      xs_error e2;
+      if (xs_profile_set_flops(p, k, x, &e2))
+        return xs__jfail(d, "%s", e2.message);
+    }
+    xs__jpath_pop(&d->path);
+  }
+  return XS_OK;
+}
+
+xs_status xs_profile_parse(const char *text, size_t length,
+                           const char *filename, xs_profile **out,
+                           xs_error *err) {
+  static const char *const keys[] = {"name", "source", "channels", "compute",
+                                     "notes", NULL};
+  xs__jdoc d = {filename, text, length, {0}, err};
+  json_t *root;
+  *out = NULL;
+  xs_status st = xs__jparse(&d, &root);
+  if (st)
+    return st;
+  xs_profile *p = NULL;
+  if (!json_is_object(root)) {
+    st = xs__jfail(&d, "a profile is an object with \"name\" and "
+                       "\"channels\", got %s",
+                   xs__jtype(root));
+    goto done;
+  }
+  if ((st = xs__jkeys(&d, root, keys)))
+    goto done;
+  const char *name, *source = "";
+  int have;
+  if ((st = xs__jstring(&d, root, "name", &name, NULL)) ||
+      (st = xs__jstring(&d, root, "source", &source, &have)))
+    goto done;
+  p = xs_profile_new(name, source);
+  if (!p) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  json_t *chs = json_object_get(root, "channels");
+  if (!chs) {
+    st = xs__jfail(&d, "missing \"channels\" (an object of named channels)");
+    goto done;
+  }
+  xs__jpath_key(&d.path, "channels");
+  if (!json_is_object(chs) || json_object_size(chs) == 0) {
+    st = xs__jfail(&d, "expected a non-empty object of named channels, got %s",
+                   json_is_object(chs) ? "an empty object" : xs__jtype(chs));
+    goto done;
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(chs, k, v) {
+    xs__jpath_key(&d.path, k);
+    if (!*k) {
+      st = xs__jfail(&d, "a channel needs a non-empty name");
+      goto done;
+    }
+    if ((st = parse_channel(&d, p, k, v)))
+      goto done;
+    xs__jpath_pop(&d.path);
+  }
+  xs__jpath_pop(&d.path);
+  json_t *comp = json_object_get(root, "compute");
+  if (comp) {
+    xs__jpath_key(&d.path, "compute");
+    if ((st = parse_compute(&d, p, comp)))
+      goto done;
+    xs__jpath_pop(&d.path);
+  }
+done:
+  json_decref(root);
+  if (st) {
+    xs_profile_free(p);
+    return st;
+  }
+  *out = p;
+  return XS_OK;
+}
+
+xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
+                          xs_error *err) {
+  *out = NULL;
+  for (size_t i = 0; i < xs__builtin_count; i++)
+    if (strcmp(xs__builtin_names[i], name_or_path) == 0) {
+      char fn[128];
+      snprintf(fn, sizeof fn, "builtin:%s", name_or_path);
+      return xs_profile_parse(xs__builtin_texts[i],
+                              strlen(xs__builtin_texts[i]), fn, out, err);
+    }
+  struct stat sb;
+  if (stat(name_or_path, &sb) != 0) {
+    char list[512];
+    size_t n = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < xs__builtin_count && n < sizeof list; i++) {
+      int w = snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                       xs__builtin_names[i]);
+      if (w < 0)
+        break;
+      n += (size_t)w;
+    }
+    return xs__fail(err, XS_NOTFOUND,
+                    "unknown profile \"%s\": no such file, and not a built-in "
+                    "profile (%s)",
+                    name_or_path, list);
+  }
+  char *text;
+  size_t len;
+  xs_status st = xs__read_file(name_or_path, &text, &len, err);
+  if (st)
+    return st;
+  st = xs_profile_parse(text, len, name_or_path, out, err);
+  free(text);
+  return st;
+}
+
+static void set_num(json_t *o, const char *k, double v) {
+  json_object_set_new(o, k, json_real(v));
+}
+
+char *xs_profile_to_json(const xs_profile *p) {
+  json_t *root = json_object();
+  json_object_set_new(root, "name", json_string(p->name));
+  json_object_set_new(root, "source", json_string(p->source));
+  json_t *chs = json_object();
+  for (size_t i = 0; i < p->nchannels; i++) {
+    const xs_channel *c = &p->channels[i].ch;
+    json_t *o = json_object();
+    set_num(o, "inject_Bps", c->inject_Bps);
+    if (c->worker_inject_Bps != c->inject_Bps)
+      set_num(o, "worker_inject_Bps", c->worker_inject_Bps);
+    set_num(o, "drain_Bps", c->drain_Bps);
+    json_object_set_new(o, "capacity_B", isfinite(c->capacity_B)
+                                             ? json_real(c->capacity_B)
+                                             : json_null());
+    set_num(o, "latency_s", c->latency_s);
+    if (c->issue_overhead_s)
+      set_num(o, "issue_overhead_s", c->issue_overhead_s);
+    if (c->packet_B)
+      set_num(o, "packet_B", c->packet_B);
+    if (isfinite(c->worker_inflight_B))
+      set_num(o, "worker_inflight_B", c->worker_inflight_B);
+    json_object_set_new(chs, p->channels[i].name, o);
+  }
+  json_object_set_new(root, "channels", chs);
+  if (p->sms || p->nflops) {
+    json_t *c = json_object();
+    if (p->sms)
+      json_object_set_new(c, "sms", json_integer(p->sms));
+    json_t *fl = json_object();
+    for (size_t i = 0; i < p->nflops; i++)
+      set_num(fl, p->flops[i].dtype, p->flops[i].flops_per_s);
+    json_object_set_new(c, "flops_per_s", fl);
+    set_num(c, "efficiency", p->efficiency);
+    if (p->hbm_Bps)
+      set_num(c, "hbm_Bps", p->hbm_Bps);
+    json_object_set_new(root, "compute", c);
+  }
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+  json_decref(root);
+  return s;
+}

@@ -1,0 +1,782 @@
+/*
+ * program.c: programs, the schedules of fused kernels (DESIGN.md
+ * "Programs"): the builder that planners use, the JSON parser that users
+ * feed, validation (ids, waits, cycles) and serialisation back to JSON.
+ */
+#include "jsonutil.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+xs_program *xs_program_new(const char *name) {
+  xs_program *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->name = xs__strdup(name ? name : "");
+  if (!p->name) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void xs_program_free(xs_program *p) {
+  if (!p)
+    return;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    free(p->workers[w].name);
+    free(p->workers[w].ops);
+  }
+  free(p->workers);
+  free(p->send_worker);
+  free(p->send_op);
+  free(p->send_idoff);
+  free(p->send_chan);
+  free(p->idpool);
+  for (size_t i = 0; i < p->nchan_names; i++)
+    free(p->chan_names[i]);
+  free(p->chan_names);
+  for (size_t i = 0; i < p->npending; i++)
+    free(p->pending[i]);
+  free(p->pending);
+  xs__strmap_free(&p->chan_map);
+  xs__strmap_free(&p->worker_map);
+  xs__strmap_free(&p->id_map);
+  free(p->src_name);
+  free(p->src_text);
+  free(p->name);
+  free(p);
+}
+
+xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
+                              xs_status status, size_t w, size_t i,
+                              const char *key, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (p->src_text) {
+    xs__jpath path = {0};
+    xs__jpath_key(&path, "workers");
+    xs__jpath_index(&path, w);
+    xs__jpath_key(&path, "ops");
+    xs__jpath_index(&path, i);
+    if (key)
+      xs__jpath_key(&path, key);
+    return xs__json_fail(err, status, p->src_name, p->src_text, p->src_len,
+                         &path, "%s", msg);
+  }
+  return xs__fail(err, status, "program \"%s\", worker \"%s\", op %zu: %s",
+                  p->name, p->workers[w].name, i, msg);
+}
+
+xs_status xs_program_add_worker(xs_program *p, const char *name,
+                                size_t *index, xs_error *err) {
+  if (!name || !*name)
+    return xs__fail(err, XS_INVALID, "a worker needs a non-empty name");
+  if (p->nworkers >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID, "too many workers");
+  int r = xs__strmap_put(&p->worker_map, name, (uint32_t)p->nworkers);
+  if (r < 0)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  if (r > 0)
+    return xs__fail(err, XS_INVALID, "two workers are named \"%s\"", name);
+  if (xs__grow(&p->workers, &p->workers_cap, p->nworkers + 1,
+               sizeof *p->workers))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs__worker *wk = &p->workers[p->nworkers];
+  memset(wk, 0, sizeof *wk);
+  if (!(wk->name = xs__strdup(name)))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  if (index)
+    *index = p->nworkers;
+  p->nworkers++;
+  p->finished = 0;
+  return XS_OK;
+}
+
+static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
+                         double value, uint32_t aux, xs__op **out,
+                         xs_error *err) {
+  if (w >= p->nworkers)
+    return xs__fail(err, XS_INVALID, "no worker %zu (the program has %zu)", w,
+                    p->nworkers);
+  xs__worker *wk = &p->workers[w];
+  if (wk->nops >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID, "worker \"%s\" has too many ops",
+                    wk->name);
+  if (xs__grow(&wk->ops, &wk->cap, wk->nops + 1, sizeof *wk->ops))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs__op *op = &wk->ops[wk->nops++];
+  memset(op, 0, sizeof *op);
+  op->kind = (uint8_t)kind;
+  op->value = value;
+  op->aux = aux;
+  if (out)
+    *out = op;
+  p->finished = 0;
+  return XS_OK;
+}
+
+xs_status xs_program_compute(xs_program *p, size_t w, double seconds,
+                             xs_error *err) {
+  if (!(seconds >= 0) || !isfinite(seconds))
+    return xs__fail(err, XS_INVALID,
+                    "compute must be a finite number of seconds >= 0, got %g",
+                    seconds);
+  return push_op(p, w, XS_OP_COMPUTE, seconds, 0, NULL, err);
+}
+
+static int grow_sends(xs_program *p) {
+  size_t need = p->nsends + 1, cap = p->sends_cap;
+  if (need <= cap)
+    return 0;
+  size_t c1 = cap, c2 = cap, c3 = cap;
+  if (xs__grow(&p->send_worker, &cap, need, sizeof(uint32_t)) ||
+      xs__grow(&p->send_op, &c1, need, sizeof(uint32_t)) ||
+      xs__grow(&p->send_idoff, &c2, need, sizeof(uint32_t)) ||
+      xs__grow(&p->send_chan, &c3, need, sizeof(uint32_t)))
+    return -1;
+  p->sends_cap = cap;
+  return 0;
+}
+
+xs_status xs_program_send(xs_program *p, size_t w, double bytes,
+                          const char *channel, const char *id,
+                          size_t *send_index, xs_error *err) {
+  if (!(bytes >= 0) || !isfinite(bytes))
+    return xs__fail(err, XS_INVALID,
+                    "send must be a finite number of bytes >= 0, got %g",
+                    bytes);
+  if (w >= p->nworkers)
+    return xs__fail(err, XS_INVALID, "no worker %zu (the program has %zu)", w,
+                    p->nworkers);
+  if (p->nsends >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID, "too many sends");
+  uint32_t chan = XS__NONE;
+  if (channel) {
+    if (!*channel)
+      return xs__fail(err, XS_INVALID, "a channel name must not be empty");
+    if (!xs__strmap_get(&p->chan_map, channel, &chan)) {
+      if (xs__grow(&p->chan_names, &p->chan_names_cap, p->nchan_names + 1,
+                   sizeof *p->chan_names))
+        return xs__fail(err, XS_NOMEM, "out of memory");
+      char *c = xs__strdup(channel);
+      if (!c || xs__strmap_put(&p->chan_map, channel,
+                               (uint32_t)p->nchan_names) < 0) {
+        free(c);
+        return xs__fail(err, XS_NOMEM, "out of memory");
+      }
+      chan = (uint32_t)p->nchan_names;
+      p->chan_names[p->nchan_names++] = c;
+    }
+  }
+  uint32_t idoff = XS__NONE;
+  if (id) {
+    if (!*id)
+      return xs__fail(err, XS_INVALID, "a send id must not be empty");
+    uint32_t other;
+    if (xs__strmap_get(&p->id_map, id, &other)) {
+      char buf[256];
+      return xs__fail(err, XS_INVALID,
+                      "duplicate send id \"%s\" (also worker \"%s\", op %" PRIu32
+                      ")",
+                      id, p->workers[p->send_worker[other]].name,
+                      p->send_op[other]);
+      (void)buf;
+    }
+    size_t n = strlen(id) + 1;
+    if (p->idpool_len + n > XS__NONE - 1 ||
+        xs__grow(&p->idpool, &p->idpool_cap, p->idpool_len + n, 1))
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    if (xs__strmap_put(&p->id_map, id, (uint32_t)p->nsends) < 0)
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    idoff = (uint32_t)p->idpool_len;
+    memcpy(p->idpool + p->idpool_len, id, n);
+    p->idpool_len += n;
+  }
+  if (grow_sends(p))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  size_t s = p->nsends;
+  xs_status st = push_op(p, w, XS_OP_SEND, bytes, (uint32_t)s, NULL, err);
+  if (st)
+    return st;
+  p->send_worker[s] = (uint32_t)w;
+  p->send_op[s] = (uint32_t)(p->workers[w].nops - 1);
+  p->send_idoff[s] = idoff;
+  p->send_chan[s] = chan;
+  p->nsends++;
+  if (send_index)
+    *send_index = s;
+  return XS_OK;
+}
+
+xs_status xs_program_wait(xs_program *p, size_t w, const char *id,
+                          xs_error *err) {
+  if (!id || !*id)
+    return xs__fail(err, XS_INVALID, "wait needs the id of a send");
+  if (xs__grow(&p->pending, &p->pending_cap, p->npending + 1,
+               sizeof *p->pending))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  char *copy = xs__strdup(id);
+  if (!copy)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs__op *op;
+  xs_status st =
+      push_op(p, w, XS_OP_WAIT, 0, (uint32_t)p->npending, &op, err);
+  if (st) {
+    free(copy);
+    return st;
+  }
+  op->pending = 1;
+  p->pending[p->npending++] = copy;
+  return XS_OK;
+}
+
+xs_status xs_program_wait_send(xs_program *p, size_t w, size_t send_index,
+                               xs_error *err) {
+  if (send_index >= p->nsends)
+    return xs__fail(err, XS_INVALID, "wait on send %zu: the program has %zu",
+                    send_index, p->nsends);
+  return push_op(p, w, XS_OP_WAIT, 0, (uint32_t)send_index, NULL, err);
+}
+
+xs_status xs_program_fence(xs_program *p, size_t w, xs_error *err) {
+  return push_op(p, w, XS_OP_FENCE, 0, 0, NULL, err);
+}
+
+/* ---- finish: resolve waits, check ids and cycles ---- */
+
+/* A send named "worker#k" without an explicit id. */
+static int find_auto_id(const xs_program *p, const char *id, uint32_t *send) {
+  const char *hash = strrchr(id, '#');
+  if (!hash || !hash[1])
+    return 0;
+  char *end;
+  unsigned long long k = strtoull(hash + 1, &end, 10);
+  if (*end || hash[1] < '0' || hash[1] > '9')
+    return 0;
+  size_t n = (size_t)(hash - id);
+  char name[512];
+  if (n >= sizeof name)
+    return 0;
+  memcpy(name, id, n);
+  name[n] = '\0';
+  uint32_t w;
+  if (!xs__strmap_get(&p->worker_map, name, &w))
+    return 0;
+  const xs__worker *wk = &p->workers[w];
+  if (k >= wk->nops || wk->ops[k].kind != XS_OP_SEND)
+    return 0;
+  uint32_t s = wk->ops[k].aux;
+  if (p->send_idoff[s] != XS__NONE)
+    return 0;
+  *send = s;
+  return 1;
+}
+
+static const char *op_kind_name(int kind) {
+  static const char *const names[] = {"compute", "send", "wait", "fence"};
+  return kind >= 0 && kind < 4 ? names[kind] : "op";
+}
+
+/* Kahn's algorithm over ops: op i of a worker follows op i-1, and a wait
+ * follows the send it waits on. Ops left over lie on or behind a cycle;
+ * walking predecessors from one of them finds the cycle itself. */
+static xs_status check_cycles(xs_program *p, xs_error *err) {
+  size_t total = 0;
+  size_t *base = malloc((p->nworkers + 1) * sizeof *base);
+  if (!base)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  for (size_t w = 0; w < p->nworkers; w++) {
+    base[w] = total;
+    total += p->workers[w].nops;
+  }
+  base[p->nworkers] = total;
+  /* waiters of each send, as a linked list over op nodes */
+  uint32_t *head = malloc(p->nsends * sizeof *head + 1);
+  uint32_t *next = malloc(total * sizeof *next + 1);
+  uint8_t *done = calloc(total + 1, 1);
+  size_t *queue = malloc(total * sizeof *queue + 1);
+  uint32_t *node_worker = malloc(total * sizeof *node_worker + 1);
+  if (!head || !next || !done || !queue || !node_worker) {
+    free(base), free(head), free(next), free(done), free(queue);
+    free(node_worker);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  for (size_t s = 0; s < p->nsends; s++)
+    head[s] = XS__NONE;
+  size_t qn = 0;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    const xs__worker *wk = &p->workers[w];
+    for (size_t i = 0; i < wk->nops; i++) {
+      size_t node = base[w] + i;
+      node_worker[node] = (uint32_t)w;
+      if (wk->ops[i].kind == XS_OP_WAIT) {
+        uint32_t s = wk->ops[i].aux;
+        next[node] = head[s];
+        head[s] = (uint32_t)node;
+      }
+    }
+    if (wk->nops && wk->ops[0].kind != XS_OP_WAIT)
+      queue[qn++] = base[w];
+  }
+  /* in-degree: 1 for the previous op, 1 for a wait's send */
+  uint8_t *indeg = malloc(total + 1);
+  if (!indeg) {
+    free(base), free(head), free(next), free(done), free(queue);
+    free(node_worker);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  for (size_t w = 0; w < p->nworkers; w++)
+    for (size_t i = 0; i < p->workers[w].nops; i++)
+      indeg[base[w] + i] =
+          (uint8_t)((i > 0) + (p->workers[w].ops[i].kind == XS_OP_WAIT));
+  size_t qh = 0, ndone = 0;
+  while (qh < qn) {
+    size_t node = queue[qh++];
+    done[node] = 1;
+    ndone++;
+    uint32_t w = node_worker[node];
+    size_t i = node - base[w];
+    const xs__op *op = &p->workers[w].ops[i];
+    if (op->kind == XS_OP_SEND)
+      for (uint32_t x = head[op->aux]; x != XS__NONE; x = next[x])
+        if (--indeg[x] == 0)
+          queue[qn++] = x;
+    if (i + 1 < p->workers[w].nops && --indeg[node + 1] == 0)
+      queue[qn++] = node + 1;
+  }
+  xs_status st = XS_OK;
+  if (ndone < total) {
+    /* walk back through unfinished predecessors until a node repeats */
+    size_t start = 0;
+    while (done[start])
+      start++;
+    size_t *trail = queue; /* reuse: positions along the walk */
+    size_t *seen_at = malloc(total * sizeof *seen_at + 1);
+    if (!seen_at) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+    } else {
+      for (size_t k = 0; k < total; k++)
+        seen_at[k] = SIZE_MAX;
+      size_t len = 0, node = start;
+      while (seen_at[node] == SIZE_MAX) {
+        seen_at[node] = len;
+        trail[len++] = node;
+        uint32_t w = node_worker[node];
+        size_t i = node - base[w];
+        const xs__op *op = &p->workers[w].ops[i];
+        size_t prev = SIZE_MAX;
+        if (op->kind == XS_OP_WAIT) {
+          uint32_t s = op->aux;
+          size_t snode = base[p->send_worker[s]] + p->send_op[s];
+          if (!done[snode])
+            prev = snode;
+        }
+        if (prev == SIZE_MAX && i > 0 && !done[node - 1])
+          prev = node - 1;
+        node = prev;
+        if (node == SIZE_MAX)
+          break; /* cannot happen: leftovers always have a leftover pred */
+      }
+      char msg[700];
+      size_t n = 0;
+      msg[0] = '\0';
+      size_t from = node == SIZE_MAX ? 0 : seen_at[node];
+      size_t first_w = 0, first_i = 0;
+      int have_first = 0;
+      /* trail runs backwards in time; print it forwards */
+      for (size_t k = len; k-- > from && n < sizeof msg - 64;) {
+        size_t nd = trail[k];
+        uint32_t w = node_worker[nd];
+        size_t i = nd - base[w];
+        const xs__op *op = &p->workers[w].ops[i];
+        if (op->kind != XS_OP_WAIT && op->kind != XS_OP_SEND)
+          continue;
+        char idbuf[256];
+        const char *id =
+            op->kind == XS_OP_WAIT
+                ? xs_program_send_id(p, op->aux, idbuf, sizeof idbuf)
+                : xs_program_send_id(p, op->aux, idbuf, sizeof idbuf);
+        int wn = snprintf(msg + n, sizeof msg - n, "%s%s op %zu (%s \"%s\")",
+                          n ? " -> " : "", p->workers[w].name, i,
+                          op_kind_name(op->kind), id);
+        if (wn > 0)
+          n += (size_t)wn;
+        if (!have_first && op->kind == XS_OP_WAIT) {
+          first_w = w;
+          first_i = i;
+          have_first = 1;
+        }
+      }
+      st = xs__program_op_fail(p, err, XS_CYCLE, first_w, first_i,
+                               have_first ? "wait" : NULL,
+                               "waits form a cycle, so the program never "
+                               "finishes: %s",
+                               msg);
+      free(seen_at);
+    }
+  }
+  free(base), free(head), free(next), free(done), free(queue);
+  free(node_worker), free(indeg);
+  return st;
+}
+
+xs_status xs_program_finish(xs_program *p, xs_error *err) {
+  if (p->finished)
+    return XS_OK;
+  size_t total = 0;
+  for (size_t w = 0; w < p->nworkers; w++)
+    total += p->workers[w].nops;
+  if (p->nworkers == 0 || total == 0)
+    return xs__fail(err, XS_INVALID,
+                    "%s%s%sprogram is empty: it needs at least one worker with "
+                    "at least one op",
+                    p->src_name ? p->src_name : "", p->src_name ? ": " : "",
+                    "");
+  /* explicit ids that look like auto ids must not name another send */
+  for (size_t s = 0; s < p->nsends; s++) {
+    if (p->send_idoff[s] == XS__NONE)
+      continue;
+    const char *id = p->idpool + p->send_idoff[s];
+    uint32_t other;
+    if (strchr(id, '#') && find_auto_id(p, id, &other) && other != s)
+      return xs__program_op_fail(
+          p, err, XS_INVALID, p->send_worker[s], p->send_op[s], "id",
+          "duplicate send id \"%s\": it is also the automatic id of the "
+          "send at worker \"%s\", op %" PRIu32,
+          id, p->workers[p->send_worker[other]].name, p->send_op[other]);
+  }
+  for (size_t w = 0; w < p->nworkers; w++) {
+    xs__worker *wk = &p->workers[w];
+    for (size_t i = 0; i < wk->nops; i++) {
+      xs__op *op = &wk->ops[i];
+      if (op->kind != XS_OP_WAIT || !op->pending)
+        continue;
+      const char *id = p->pending[op->aux];
+      uint32_t s;
+      if (!xs__strmap_get(&p->id_map, id, &s) && !find_auto_id(p, id, &s))
+        return xs__program_op_fail(p, err, XS_INVALID, w, i, "wait",
+                                   "wait on unknown send id \"%s\"", id);
+      op->aux = s;
+      op->pending = 0;
+    }
+  }
+  for (size_t i = 0; i < p->npending; i++)
+    free(p->pending[i]);
+  p->npending = 0;
+  xs_status st = check_cycles(p, err);
+  if (st)
+    return st;
+  p->finished = 1;
+  return XS_OK;
+}
+
+/* ---- accessors ---- */
+
+const char *xs_program_name(const xs_program *p) { return p->name; }
+size_t xs_program_worker_count(const xs_program *p) { return p->nworkers; }
+const char *xs_program_worker_name(const xs_program *p, size_t w) {
+  return w < p->nworkers ? p->workers[w].name : NULL;
+}
+size_t xs_program_op_count(const xs_program *p, size_t w) {
+  return w < p->nworkers ? p->workers[w].nops : 0;
+}
+void xs_program_op(const xs_program *p, size_t w, size_t i, xs_op_info *out) {
+  const xs__op *op = &p->workers[w].ops[i];
+  out->kind = (xs_op_kind)op->kind;
+  out->value = op->value;
+  out->send = op->kind == XS_OP_SEND || (op->kind == XS_OP_WAIT &&
+                                         !op->pending)
+                  ? op->aux
+                  : SIZE_MAX;
+  out->channel = op->kind == XS_OP_SEND ? xs_program_send_channel(p, op->aux)
+                                        : NULL;
+}
+size_t xs_program_send_count(const xs_program *p) { return p->nsends; }
+size_t xs_program_send_worker(const xs_program *p, size_t s) {
+  return p->send_worker[s];
+}
+double xs_program_send_bytes(const xs_program *p, size_t s) {
+  return p->workers[p->send_worker[s]].ops[p->send_op[s]].value;
+}
+const char *xs_program_send_channel(const xs_program *p, size_t s) {
+  uint32_t c = p->send_chan[s];
+  return c == XS__NONE ? NULL : p->chan_names[c];
+}
+const char *xs_program_send_id(const xs_program *p, size_t s, char *buf,
+                               size_t size) {
+  if (p->send_idoff[s] != XS__NONE)
+    return p->idpool + p->send_idoff[s];
+  snprintf(buf, size, "%s#%" PRIu32, p->workers[p->send_worker[s]].name,
+           p->send_op[s]);
+  return buf;
+}
+
+/* ---- JSON ---- */
+
+static xs_status parse_op(xs__jdoc *d, xs_program *p, size_t w, json_t *op) {
+  static const char *const keys[] = {"compute", "send", "channel", "id",
+                                     "wait",    "fence", NULL};
+  static const char *const kinds[] = {"compute", "send", "wait", "fence"};
+  if (!json_is_object(op))
+    return xs__jfail(d, "an op is an object such as {\"compute\": 1e-6} or "
+                        "{\"send\": 4096}, got %s",
+                     xs__jtype(op));
+  xs_status st = xs__jkeys(d, op, keys);
+  if (st)
+    return st;
+  const char *kind = NULL;
+  for (int k = 0; k < 4; k++) {
+    if (!json_object_get(op, kinds[k]))
+      continue;
+    if (kind) {
+      xs__jpath_key(&d->path, kinds[k]);
+      return xs__jfail(d, "an op has one kind, this one has \"%s\" and \"%s\"",
+                       kind, kinds[k]);
+    }
+    kind = kinds[k];
+  }
+  if (!kind)
+    return xs__jfail(d, "an op needs one of \"compute\", \"send\", \"wait\", "
+                        "\"fence\"");
+  xs_error e2;
+  if (strcmp(kind, "send") != 0) {
+    const char *extra = json_object_get(op, "channel") ? "channel"
+                        : json_object_get(op, "id")    ? "id"
+                                                       : NULL;
+    if (extra) {
+      xs__jpath_key(&d->path, extra);
+      return xs__jfail(d, "\"%s\" belongs to a send, not to a %s op", extra,
+                       kind);
+    }
+  }
+  if (strcmp(kind, "compute") == 0) {
+    double s;
+    if ((st = xs__jnumber(d, op, "compute", XS__J_NONNEG,
+                          "a time in seconds", &s, NULL)))
+      return st;
+    if (xs_program_compute(p, w, s, &e2))
+      return xs__jfail(d, "%s", e2.message);
+  } else if (strcmp(kind, "send") == 0) {
+    double b;
+    const char *chan = NULL, *id = NULL;
+    int have;
+    if ((st = xs__jnumber(d, op, "send", XS__J_NONNEG, "a size in bytes", &b,
+                          NULL)) ||
+        (st = xs__jstring(d, op, "channel", &chan, &have)) ||
+        (st = xs__jstring(d, op, "id", &id, &have)))
+      return st;
+    if (xs_program_send(p, w, b, chan, id, NULL, &e2)) {
+      xs__jpath_key(&d->path, id && strstr(e2.message, "id") ? "id"
+                              : chan                         ? "channel"
+                                                             : "send");
+      return xs__jfail(d, "%s", e2.message);
+    }
+  } else if (strcmp(kind, "wait") == 0) {
+    const char *id;
+    if ((st = xs__jstring(d, op, "wait", &id, NULL)))
+      return st;
+    if (xs_program_wait(p, w, id, &e2)) {
+      xs__jpath_key(&d->path, "wait");
+      return xs__jfail(d, "%s", e2.message);
+    }
+  } else {
+    json_t *f = json_object_get(op, "fence");
+    if (!json_is_true(f)) {
+      xs__jpath_key(&d->path, "fence");
+      return xs__jfail(d, "expected true (\"fence\": true), got %s",
+                       json_is_false(f) ? "false" : xs__jtype(f));
+    }
+    if (xs_program_fence(p, w, &e2))
+      return xs__jfail(d, "%s", e2.message);
+  }
+  return XS_OK;
+}
+
+static xs_status parse_program(xs__jdoc *d, json_t *root, xs_program **out) {
+  static const char *const keys[] = {"name", "workers", "description", NULL};
+  static const char *const wkeys[] = {"name", "ops", NULL};
+  xs_status st;
+  if (!json_is_object(root))
+    return xs__jfail(d, "a program is an object with \"workers\", got %s",
+                     xs__jtype(root));
+  if ((st = xs__jkeys(d, root, keys)))
+    return st;
+  const char *name = NULL;
+  int have;
+  if ((st = xs__jstring(d, root, "name", &name, &have)))
+    return st;
+  json_t *ws = json_object_get(root, "workers");
+  if (!ws)
+    return xs__jfail(d, "missing \"workers\" (an array of workers, each with "
+                        "\"name\" and \"ops\")");
+  xs__jpath_key(&d->path, "workers");
+  if (!json_is_array(ws))
+    return xs__jfail(d, "expected an array of workers, got %s",
+                     xs__jtype(ws));
+  if (json_array_size(ws) == 0)
+    return xs__jfail(d, "the program is empty: it has no workers");
+  xs_program *p = xs_program_new(name ? name : "");
+  if (!p)
+    return xs__fail(d->err, XS_NOMEM, "out of memory");
+  size_t wi;
+  json_t *wv;
+  json_array_foreach(ws, wi, wv) {
+    xs__jpath_index(&d->path, wi);
+    if (!json_is_object(wv)) {
+      st = xs__jfail(d, "a worker is an object with \"name\" and \"ops\", "
+                        "got %s",
+                     xs__jtype(wv));
+      goto fail;
+    }
+    if ((st = xs__jkeys(d, wv, wkeys)))
+      goto fail;
+    const char *wname = NULL;
+    char defname[32];
+    if ((st = xs__jstring(d, wv, "name", &wname, &have)))
+      goto fail;
+    if (!wname) {
+      snprintf(defname, sizeof defname, "w%zu", wi);
+      wname = defname;
+    }
+    xs_error e2;
+    if (xs_program_add_worker(p, wname, NULL, &e2)) {
+      if (have)
+        xs__jpath_key(&d->path, "name");
+      st = xs__jfail(d, "%s", e2.message);
+      goto fail;
+    }
+    json_t *ops = json_object_get(wv, "ops");
+    if (!ops) {
+      st = xs__jfail(d, "missing \"ops\" (an array of ops)");
+      goto fail;
+    }
+    xs__jpath_key(&d->path, "ops");
+    if (!json_is_array(ops)) {
+      st = xs__jfail(d, "expected an array of ops, got %s", xs__jtype(ops));
+      goto fail;
+    }
+    size_t oi;
+    json_t *ov;
+    json_array_foreach(ops, oi, ov) {
+      xs__jpath_index(&d->path, oi);
+      if ((st = parse_op(d, p, wi, ov)))
+        goto fail;
+      xs__jpath_pop(&d->path);
+    }
+    xs__jpath_pop(&d->path);
+    xs__jpath_pop(&d->path);
+  }
+  *out = p;
+  return XS_OK;
+fail:
+  xs_program_free(p);
+  return st;
+}
+
+xs_status xs_program_parse(const char *text, size_t length,
+                           const char *filename, xs_program **out,
+                           xs_error *err) {
+  xs__jdoc d = {filename, text, length, {0}, err};
+  json_t *root;
+  *out = NULL;
+  xs_status st = xs__jparse(&d, &root);
+  if (st)
+    return st;
+  xs_program *p = NULL;
+  st = parse_program(&d, root, &p);
+  json_decref(root);
+  if (st)
+    return st;
+  p->src_name = xs__strdup(filename ? filename : "<input>");
+  p->src_text = malloc(length + 1);
+  if (!p->src_name || !p->src_text) {
+    xs_program_free(p);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  memcpy(p->src_text, text, length);
+  p->src_text[length] = '\0';
+  p->src_len = length;
+  if (!*p->name) {
+    /* a program without a name is called after its file */
+    const char *base = filename ? strrchr(filename, '/') : NULL;
+    char *nm = xs__strdup(base ? base + 1 : filename ? filename : "program");
+    if (nm) {
+      free(p->name);
+      p->name = nm;
+    }
+  }
+  if ((st = xs_program_finish(p, err))) {
+    xs_program_free(p);
+    return st;
+  }
+  *out = p;
+  return XS_OK;
+}
+
+xs_status xs_program_load(const char *path, xs_program **out, xs_error *err) {
+  char *text;
+  size_t len;
+  *out = NULL;
+  xs_status st = xs__read_file(path, &text, &len, err);
+  if (st)
+    return st;
+  st = xs_program_parse(text, len, path, out, err);
+  free(text);
+  return st;
+}
+
+char *xs_program_to_json(const xs_program *p) {
+  json_t *root = json_object();
+  json_object_set_new(root, "name", json_string(p->name));
+  json_t *ws = json_array();
+  for (size_t w = 0; w < p->nworkers; w++) {
+    const xs__worker *wk = &p->workers[w];
+    json_t *wo = json_object();
+    json_object_set_new(wo, "name", json_string(wk->name));
+    json_t *ops = json_array();
+    for (size_t i = 0; i < wk->nops; i++) {
+      const xs__op *op = &wk->ops[i];
+      json_t *o = json_object();
+      char buf[256];
+      switch (op->kind) {
+      case XS_OP_COMPUTE:
+        json_object_set_new(o, "compute", json_real(op->value));
+        break;
+      case XS_OP_SEND: {
+        json_object_set_new(o, "send", json_real(op->value));
+        const char *ch = xs_program_send_channel(p, op->aux);
+        if (ch)
+          json_object_set_new(o, "channel", json_string(ch));
+        if (p->send_idoff[op->aux] != XS__NONE)
+          json_object_set_new(o, "id",
+                              json_string(p->idpool + p->send_idoff[op->aux]));
+        break;
+      }
+      case XS_OP_WAIT:
+        json_object_set_new(
+            o, "wait",
+            json_string(op->pending
+                            ? p->pending[op->aux]
+                            : xs_program_send_id(p, op->aux, buf, sizeof buf)));
+        break;
+      default:
+        json_object_set_new(o, "fence", json_true());
+        break;
+      }
+      json_array_append_new(ops, o);
+    }
+    json_object_set_new(wo, "ops", ops);
+    json_array_append_new(ws, wo);
+  }
+  json_object_set_new(root, "workers", ws);
+  char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17) |
+                                 JSON_COMPACT);
+  json_decref(root);
+  return s;
+}

@@ -1,0 +1,205 @@
+/*
+ * units.c: numbers with unit suffixes for command-line flags (64KiB, 2us,
+ * 300MB/s, 1.6Gbit/s) and the human formatting of times, sizes and rates.
+ * JSON never goes through here: it stays in SI units.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+  const char *name;
+  double scale;
+} unit;
+
+/* Split "12.5MiB" into 12.5 and "MiB"; returns 0 on success. */
+static int split_number(const char *text, double *value, const char **rest) {
+  char *end;
+  while (isspace((unsigned char)*text))
+    text++;
+  if (!*text)
+    return -1;
+  /* strtod would take "inf", "nan" and hex; numbers here are decimal */
+  if (!(isdigit((unsigned char)*text) || *text == '.' || *text == '-' ||
+        *text == '+'))
+    return -1;
+  if ((text[0] == '0' && (text[1] == 'x' || text[1] == 'X')))
+    return -1;
+  *value = strtod(text, &end);
+  if (end == text)
+    return -1;
+  while (isspace((unsigned char)*end))
+    end++;
+  *rest = end;
+  return 0;
+}
+
+static int match_unit(const unit *units, const char *suffix, double *scale,
+                      int case_sensitive) {
+  size_t n = strlen(suffix);
+  while (n > 0 && isspace((unsigned char)suffix[n - 1]))
+    n--;
+  for (const unit *u = units; u->name; u++) {
+    if (strlen(u->name) != n)
+      continue;
+    if (case_sensitive ? strncmp(u->name, suffix, n) == 0
+                       : strncasecmp(u->name, suffix, n) == 0) {
+      *scale = u->scale;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static const unit size_units[] = {
+    {"", 1},         {"B", 1},         {"k", 1e3},         {"kB", 1e3},
+    {"M", 1e6},      {"MB", 1e6},      {"G", 1e9},         {"GB", 1e9},
+    {"T", 1e12},     {"TB", 1e12},     {"Ki", 1024.0},     {"KiB", 1024.0},
+    {"Mi", 1048576.0}, {"MiB", 1048576.0}, {"Gi", 1073741824.0},
+    {"GiB", 1073741824.0}, {"Ti", 1099511627776.0},
+    {"TiB", 1099511627776.0}, {NULL, 0}};
+
+static const unit time_units[] = {
+    {"", 1},     {"s", 1},     {"ms", 1e-3}, {"us", 1e-6},
+    {"\xc2\xb5s", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}, {NULL, 0}};
+
+xs_status xs_parse_size(const char *text, double *bytes, xs_error *err) {
+  double v, scale;
+  const char *rest;
+  if (split_number(text, &v, &rest) != 0 ||
+      match_unit(size_units, rest, &scale, 0) != 0 || !isfinite(v * scale))
+    return xs__fail(err, XS_INVALID,
+                    "bad size \"%s\": expected a number of bytes with an "
+                    "optional unit B, kB, MB, GB, KiB, MiB, GiB (e.g. 64KiB)",
+                    text);
+  if (v < 0)
+    return xs__fail(err, XS_INVALID, "bad size \"%s\": must not be negative",
+                    text);
+  *bytes = v * scale;
+  return XS_OK;
+}
+
+xs_status xs_parse_time(const char *text, double *seconds, xs_error *err) {
+  double v, scale;
+  const char *rest;
+  if (split_number(text, &v, &rest) != 0 ||
+      match_unit(time_units, rest, &scale, 1) != 0 || !isfinite(v * scale))
+    return xs__fail(err, XS_INVALID,
+                    "bad time \"%s\": expected a number of seconds with an "
+                    "optional unit s, ms, us, ns (e.g. 2us)",
+                    text);
+  if (v < 0)
+    return xs__fail(err, XS_INVALID, "bad time \"%s\": must not be negative",
+                    text);
+  *seconds = v * scale;
+  return XS_OK;
+}
+
+/* Rates: [prefix](B|bit|b)(/s|ps); B is bytes, bit and b are bits. */
+xs_status xs_parse_rate(const char *text, double *bytes_per_s,
+                        xs_error *err) {
+  double v;
+  const char *rest;
+  if (split_number(text, &v, &rest) != 0)
+    goto bad;
+  char suf[32];
+  size_t n = strlen(rest);
+  while (n > 0 && isspace((unsigned char)rest[n - 1]))
+    n--;
+  if (n >= sizeof suf)
+    goto bad;
+  memcpy(suf, rest, n);
+  suf[n] = '\0';
+  double scale = 1;
+  if (n > 0) {
+    /* strip the per-second part */
+    if (n >= 2 && strcmp(suf + n - 2, "/s") == 0)
+      suf[n -= 2] = '\0';
+    else if (n >= 2 && strcmp(suf + n - 2, "ps") == 0)
+      suf[n -= 2] = '\0';
+    else
+      goto bad;
+    double per = 1;
+    if (n >= 3 && strcmp(suf + n - 3, "bit") == 0) {
+      per = 0.125;
+      suf[n -= 3] = '\0';
+    } else if (n >= 1 && suf[n - 1] == 'b') {
+      per = 0.125;
+      suf[n -= 1] = '\0';
+    } else if (n >= 1 && suf[n - 1] == 'B') {
+      suf[n -= 1] = '\0';
+    } else {
+      goto bad;
+    }
+    if (n > 0) {
+      char withB[36];
+      snprintf(withB, sizeof withB, "%sB", suf);
+      if (match_unit(size_units, withB, &scale, 0) != 0)
+        goto bad;
+    }
+    scale *= per;
+  }
+  if (!isfinite(v * scale))
+    goto bad;
+  if (!(v > 0))
+    return xs__fail(err, XS_INVALID, "bad rate \"%s\": must be positive",
+                    text);
+  *bytes_per_s = v * scale;
+  return XS_OK;
+bad:
+  return xs__fail(err, XS_INVALID,
+                  "bad rate \"%s\": expected bytes per second with an optional "
+                  "unit such as B/s, MB/s, GB/s, GiB/s, Gbit/s (e.g. 300MB/s)",
+                  text);
+}
+
+static char *format_scaled(double v, const unit *units, size_t nunits,
+                           char *buf, size_t size) {
+  /* units ordered from largest to smallest scale */
+  if (!isfinite(v)) {
+    snprintf(buf, size, "%s", v > 0 ? "unbounded" : "n/a");
+    return buf;
+  }
+  if (v == 0) {
+    snprintf(buf, size, "0 %s", units[nunits - 1].name);
+    return buf;
+  }
+  size_t k = nunits - 1;
+  for (size_t i = 0; i < nunits; i++) {
+    if (fabs(v) >= units[i].scale * 0.9995) {
+      k = i;
+      break;
+    }
+  }
+  double s = v / units[k].scale;
+  if (fabs(s) >= 99.95)
+    snprintf(buf, size, "%.0f %s", s, units[k].name);
+  else if (fabs(s) >= 9.995)
+    snprintf(buf, size, "%.1f %s", s, units[k].name);
+  else
+    snprintf(buf, size, "%.2f %s", s, units[k].name);
+  return buf;
+}
+
+char *xs_format_time(double seconds, char *buf, size_t size) {
+  static const unit u[] = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+  return format_scaled(seconds, u, 4, buf, size);
+}
+
+char *xs_format_size(double bytes, char *buf, size_t size) {
+  static const unit u[] = {{"GiB", 1073741824.0},
+                           {"MiB", 1048576.0},
+                           {"KiB", 1024.0},
+                           {"B", 1}};
+  return format_scaled(bytes, u, 4, buf, size);
+}
+
+char *xs_format_rate(double bytes_per_s, char *buf, size_t size) {
+  static const unit u[] = {
+      {"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"kB/s", 1e3}, {"B/s", 1}};
+  return format_scaled(bytes_per_s, u, 5, buf, size);
+}
