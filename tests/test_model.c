@@ -1,0 +1,538 @@
+/*
+ * test_model.c: the Burst-Gap model checked against second ways of computing
+ * it: hand-worked cases, the one-worker closed forms against the
+ * event-driven evaluation, the event-driven evaluation against a naive one,
+ * symmetry (n identical workers = one worker n times as wide), and the
+ * invariants of docs/model.md. Fixed seeds; failures print seed and values.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "naive_fluid.h"
+#include "testutil.h"
+#include "xstage.h"
+
+#define REL 1e-9
+
+static void check_close(double a, double b, double scale, const char *what,
+                        uint64_t seed) {
+  double tol = REL * fmax(scale, fmax(fabs(a), fabs(b)));
+  if (!(fabs(a - b) <= tol)) {
+    fprintf(stderr, "seed %llu: %s: %.17g vs %.17g (diff %.3g, tol %.3g)\n",
+            (unsigned long long)seed, what, a, b, fabs(a - b), tol);
+    fail();
+  }
+}
+
+static xs_profile *one_channel(double inj, double rw, double rd, double cap,
+                               double lat, double ovh) {
+  xs_profile *p = xs_profile_new("test", "test");
+  xs_channel c;
+  xs_channel_init(&c, inj, rd);
+  c.worker_inject_Bps = rw;
+  c.capacity_B = cap;
+  c.latency_s = lat;
+  c.issue_overhead_s = ovh;
+  xs_error e;
+  assert_int_equal(xs_profile_add_channel(p, "link", &c, &e), XS_OK);
+  return p;
+}
+
+static xs_result *eval(const xs_program *p, const xs_profile *prof,
+                       xs_model m, int event_driven) {
+  xs_result *r;
+  xs_error e;
+  xs_eval_options o = {event_driven, 0};
+  xs_status st = xs_evaluate(p, prof, m, &o, &r, &e);
+  if (st)
+    fprintf(stderr, "evaluate: %s\n", e.message);
+  assert_int_equal(st, XS_OK);
+  return r;
+}
+
+/* ---- hand-worked cases (docs/model.md "One worker") ---- */
+
+static void test_hand_below_knee(void **state) {
+  (void)state;
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
+  xs_program *p;
+  const char *text =
+      "{\"name\":\"two bursts\",\"workers\":[{\"name\":\"sm0\",\"ops\":["
+      "{\"send\":4000000,\"channel\":\"nvlink\",\"id\":\"a\"},"
+      "{\"compute\":1e-3},{\"send\":1000000,\"id\":\"b\"},"
+      "{\"wait\":\"b\"},{\"fence\":true}]}]}";
+  assert_int_equal(xs_program_parse(text, strlen(text), "t", &p, &e), XS_OK);
+  for (int ed = 0; ed < 2; ed++) {
+    xs_result *r = eval(p, prof, XS_MODEL_BURSTGAP, ed);
+    /* send a: 4e6 B < b_f = C R_inj/(R_inj - R_drain) = 6.064e6 B */
+    double ia = 4e6 / 1.2e12, qa = (1.2e12 - 3.7e11) * ia;
+    check_close(r->sends[0].issue_end_s, ia, 1e-6, "issue a", 0);
+    check_close(r->sends[0].deliver_s, ia + qa / 3.7e11 + 2e-6, 1e-6,
+                "deliver a", 0);
+    check_close(r->sends[0].stall_s, 0, 1e-6, "stall a", 0);
+    /* send b after 1 ms: backlog long drained */
+    double sb = ia + 1e-3, ib = 1e6 / 1.2e12, qb = (1.2e12 - 3.7e11) * ib;
+    check_close(r->sends[1].issue_start_s, sb, 1e-3, "start b", 0);
+    check_close(r->sends[1].deliver_s, sb + ib + qb / 3.7e11 + 2e-6, 1e-3,
+                "deliver b", 0);
+    check_close(r->makespan_s, sb + ib + qb / 3.7e11 + 2e-6, 1e-3,
+                "makespan", 0);
+    check_close(r->channels[0].peak_backlog_B, qa, 1e6, "peak", 0);
+    xs_result_free(r);
+  }
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+static void test_hand_above_knee(void **state) {
+  (void)state;
+  double inj = 1.2e12, rd = 3.7e11, C = 4194304, L = 2e-6, B = 1e7;
+  xs_profile *prof = one_channel(inj, inj, rd, C, L, 0);
+  xs_program *p = xs_program_new("big");
+  xs_error e;
+  size_t w;
+  assert_int_equal(xs_program_add_worker(p, "w", &w, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, w, B, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  double tf = C / (inj - rd), bf = inj * tf;
+  double issue = tf + (B - bf) / rd;
+  for (int ed = 0; ed < 2; ed++) {
+    xs_result *r = eval(p, prof, XS_MODEL_BURSTGAP, ed);
+    check_close(r->sends[0].issue_end_s, issue, 1e-5, "issue", 0);
+    check_close(r->sends[0].deliver_s, issue + C / rd + L, 1e-5, "deliver", 0);
+    check_close(r->sends[0].stall_s, issue - B / inj, 1e-5, "stall", 0);
+    check_close(r->channels[0].peak_backlog_B, C, C, "peak", 0);
+    check_close(r->issue_done_s, issue, 1e-5, "issue_done", 0);
+    xs_result_free(r);
+    /* blocking: o + B/min(R_inj, r_w, R_drain) + L */
+    r = eval(p, prof, XS_MODEL_BLOCKING, ed);
+    check_close(r->makespan_s, B / rd + L, 1e-5, "blocking", 0);
+    xs_result_free(r);
+  }
+  xs_result *r = eval(p, prof, XS_MODEL_SERIAL, 0);
+  check_close(r->makespan_s, B / rd + L, 1e-5, "serial", 0);
+  xs_result_free(r);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+/* Two workers start equal sends together: they share R_inj, fill C
+ * together, then share R_drain; both finish at the same instant. */
+static void test_hand_two_workers(void **state) {
+  (void)state;
+  double inj = 4e9, rd = 1e9, C = 1e6, B = 2e6;
+  xs_profile *prof = one_channel(inj, 3e9, rd, C, 1e-6, 0);
+  xs_program *p = xs_program_new("pair");
+  xs_error e;
+  for (int i = 0; i < 2; i++) {
+    char n[8];
+    snprintf(n, sizeof n, "w%d", i);
+    assert_int_equal(xs_program_add_worker(p, n, NULL, &e), XS_OK);
+    assert_int_equal(xs_program_compute(p, (size_t)i, 1e-3, &e), XS_OK);
+    assert_int_equal(xs_program_send(p, (size_t)i, B, NULL, NULL, NULL, &e),
+                     XS_OK);
+  }
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  /* x = min(3e9, 4e9/2) = 2e9 each, 4e9 in, fill at 3e9/s: 1e6 B in 1/3 ms,
+   * by then each sent 2e9/3e3 = 6.67e5 B; the rest 1.33e6 B at 0.5e9 each */
+  double tf = C / (4e9 - rd), each = 2e9 * tf;
+  double issue = tf + (B - each) / (rd / 2);
+  xs_result *r = eval(p, prof, XS_MODEL_BURSTGAP, 1);
+  check_close(r->sends[0].issue_end_s, 1e-3 + issue, 1e-3, "issue w0", 0);
+  check_close(r->sends[1].issue_end_s, 1e-3 + issue, 1e-3, "issue w1", 0);
+  check_close(r->sends[1].deliver_s, 1e-3 + issue + C / rd + 1e-6, 1e-3,
+              "deliver", 0);
+  /* stall: issue time minus B at the unthrottled rate 2e9 */
+  check_close(r->sends[0].stall_s, issue - B / 2e9, 1e-3, "stall", 0);
+  xs_result_free(r);
+  r = eval(p, prof, XS_MODEL_IDEAL, 0);
+  check_close(r->makespan_s, fmax(1e-3, 2 * B / rd + 1e-6), 1e-3, "ideal", 0);
+  xs_result_free(r);
+  r = eval(p, prof, XS_MODEL_SERIAL, 0);
+  check_close(r->makespan_s, 1e-3 + 2 * B / rd + 1e-6, 1e-3, "serial", 0);
+  xs_result_free(r);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+/* ---- random programs ---- */
+
+static xs_profile *random_profile(rng *g, int nch, int blocking_limit) {
+  xs_profile *p = xs_profile_new("random", "test");
+  for (int c = 0; c < nch; c++) {
+    xs_channel ch;
+    double rd = rng_range(g, 1e9, 1e10);
+    double inj = rng_int(g, 4) == 0 ? rd * rng_range(g, 0.3, 1.0)
+                                    : rd * rng_range(g, 1.0, 6.0);
+    xs_channel_init(&ch, inj, rd);
+    ch.worker_inject_Bps = rng_int(g, 2) ? inj : inj * rng_range(g, 0.2, 1.0);
+    int k = rng_int(g, 5);
+    ch.capacity_B = k == 0 ? 0 : k == 1 ? INFINITY : rng_range(g, 1e3, 2e6);
+    ch.latency_s = rng_int(g, 3) ? rng_range(g, 0, 5e-6) : 0;
+    ch.issue_overhead_s = rng_int(g, 3) == 0 ? rng_range(g, 0, 1e-6) : 0;
+    if (blocking_limit) {
+      ch.inject_Bps = ch.worker_inject_Bps = rd * (1 + 1e-12);
+      ch.capacity_B = rng_int(g, 2) ? 0 : 1e-6;
+      ch.latency_s = 0;
+    }
+    char name[8];
+    snprintf(name, sizeof name, "c%d", c);
+    xs_error e;
+    assert_int_equal(xs_profile_add_channel(p, name, &ch, &e), XS_OK);
+  }
+  return p;
+}
+
+/* flags: 1 waits, 2 fences */
+static xs_program *random_program(rng *g, int nworkers, int nch, int flags) {
+  xs_program *p = xs_program_new("random");
+  xs_error e;
+  size_t *sends_of = calloc(64 * 16, sizeof *sends_of);
+  int *nsends_of = calloc(64, sizeof *nsends_of);
+  for (int w = 0; w < nworkers; w++) {
+    char name[8];
+    snprintf(name, sizeof name, "w%d", w);
+    assert_int_equal(xs_program_add_worker(p, name, NULL, &e), XS_OK);
+    int nops = 1 + rng_int(g, 10);
+    for (int i = 0; i < nops; i++) {
+      int k = rng_int(g, 10);
+      if (k < 4) {
+        assert_int_equal(
+            xs_program_compute(p, (size_t)w, rng_int(g, 6) ? rng_range(g, 0, 5e-4) : 0, &e),
+            XS_OK);
+      } else if (k < 8 || !(flags & 3)) {
+        char ch[8];
+        snprintf(ch, sizeof ch, "c%d", rng_int(g, nch));
+        double b = rng_int(g, 8) ? rng_range(g, 1e3, 4e6) : 0;
+        size_t s;
+        assert_int_equal(xs_program_send(p, (size_t)w, b, ch, NULL, &s, &e),
+                         XS_OK);
+        if (nsends_of[w] < 16)
+          sends_of[w * 16 + nsends_of[w]++] = s;
+      } else if (k < 9 && (flags & 1)) {
+        /* wait on a send of this or an earlier worker: never a cycle */
+        int t = rng_int(g, w + 1);
+        if (nsends_of[t] > 0) {
+          size_t s = sends_of[t * 16 + rng_int(g, nsends_of[t])];
+          assert_int_equal(xs_program_wait_send(p, (size_t)w, s, &e), XS_OK);
+        }
+      } else if (flags & 2) {
+        assert_int_equal(xs_program_fence(p, (size_t)w, &e), XS_OK);
+      }
+    }
+    if (xs_program_op_count(p, (size_t)w) == 0)
+      assert_int_equal(xs_program_send(p, (size_t)w, 1e4, "c0", NULL, NULL, &e),
+                       XS_OK);
+  }
+  free(sends_of);
+  free(nsends_of);
+  xs_status st = xs_program_finish(p, &e);
+  if (st)
+    fprintf(stderr, "finish: %s\n", e.message);
+  assert_int_equal(st, XS_OK);
+  return p;
+}
+
+static void test_closed_vs_event(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 600; seed++) {
+    rng g = {seed};
+    int nch = 1 + rng_int(&g, 2);
+    xs_profile *prof = random_profile(&g, nch, 0);
+    xs_program *p = random_program(&g, 1, nch, 3);
+    for (int m = 0; m < 2; m++) {
+      xs_result *a = eval(p, prof, (xs_model)m, 0);
+      xs_result *b = eval(p, prof, (xs_model)m, 1);
+      assert_true(a->fast_path && !b->fast_path);
+      double sc = a->makespan_s;
+      check_close(a->makespan_s, b->makespan_s, sc, "makespan", seed);
+      check_close(a->issue_done_s, b->issue_done_s, sc, "issue_done", seed);
+      check_close(a->workers[0].stall_s, b->workers[0].stall_s, sc, "stall",
+                  seed);
+      for (size_t s = 0; s < a->nsends; s++) {
+        check_close(a->sends[s].issue_end_s, b->sends[s].issue_end_s, sc,
+                    "issue_end", seed);
+        check_close(a->sends[s].deliver_s, b->sends[s].deliver_s, sc,
+                    "deliver", seed);
+        check_close(a->sends[s].stall_s, b->sends[s].stall_s, sc, "send stall",
+                    seed);
+      }
+      for (size_t c = 0; c < a->nchannels; c++)
+        check_close(a->channels[c].peak_backlog_B,
+                    b->channels[c].peak_backlog_B,
+                    fmax(1, a->channels[c].peak_backlog_B), "peak", seed);
+      xs_result_free(a);
+      xs_result_free(b);
+    }
+    xs_program_free(p);
+    xs_profile_free(prof);
+  }
+}
+
+static void test_event_vs_naive(void **state) {
+  (void)state;
+  for (uint64_t seed = 1000; seed < 1300; seed++) {
+    rng g = {seed};
+    int nch = 1 + rng_int(&g, 2);
+    int nw = 1 + rng_int(&g, 6);
+    xs_profile *prof = random_profile(&g, nch, 0);
+    xs_program *p = random_program(&g, nw, nch, 3);
+    size_t ns = xs_program_send_count(p);
+    double *del = malloc((ns + 1) * sizeof *del);
+    double *fin = malloc((size_t)nw * sizeof *fin);
+    for (int m = 0; m < 2; m++) {
+      xs_result *a = eval(p, prof, (xs_model)m, 1);
+      double mk;
+      assert_int_equal(naive_eval(p, prof, m == 1, &mk, del, fin), 0);
+      double sc = a->makespan_s;
+      check_close(a->makespan_s, mk, sc, "makespan vs naive", seed);
+      for (size_t s = 0; s < ns; s++)
+        check_close(a->sends[s].deliver_s, del[s], sc, "deliver vs naive",
+                    seed);
+      for (int w = 0; w < nw; w++)
+        check_close(a->workers[w].finish_s, fin[w], sc, "finish vs naive",
+                    seed);
+      xs_result_free(a);
+    }
+    free(del);
+    free(fin);
+    xs_program_free(p);
+    xs_profile_free(prof);
+  }
+}
+
+/* n identical workers on one channel = one worker with n times the bytes and
+ * n times the per-worker rate (the closed forms) */
+static void test_symmetry(void **state) {
+  (void)state;
+  for (uint64_t seed = 2000; seed < 2200; seed++) {
+    rng g = {seed};
+    int n = 2 + rng_int(&g, 30);
+    xs_profile *prof = random_profile(&g, 1, 0);
+    const xs_channel *ch = xs_profile_channel(prof, 0);
+    xs_channel wide = *ch;
+    wide.worker_inject_Bps = ch->worker_inject_Bps * n;
+    wide.issue_overhead_s = 0;
+    xs_channel narrow = *ch;
+    narrow.issue_overhead_s = 0;
+    xs_profile *pn = xs_profile_new("n", "t"), *p1 = xs_profile_new("1", "t");
+    xs_error e;
+    assert_int_equal(xs_profile_add_channel(pn, "c0", &narrow, &e), XS_OK);
+    assert_int_equal(xs_profile_add_channel(p1, "c0", &wide, &e), XS_OK);
+    xs_program *many = xs_program_new("many"), *one = xs_program_new("one");
+    int nops = 1 + rng_int(&g, 8);
+    double ops[8];
+    int kind[8];
+    for (int i = 0; i < nops; i++) {
+      kind[i] = rng_int(&g, 2);
+      ops[i] = kind[i] ? rng_range(&g, 0, 1e6) : rng_range(&g, 0, 1e-3);
+    }
+    for (int w = 0; w <= n; w++) {
+      xs_program *t = w < n ? many : one;
+      char name[8];
+      snprintf(name, sizeof name, "w%d", w);
+      size_t idx;
+      assert_int_equal(xs_program_add_worker(t, name, &idx, &e), XS_OK);
+      for (int i = 0; i < nops; i++) {
+        if (kind[i])
+          assert_int_equal(xs_program_send(t, idx, w < n ? ops[i] : ops[i] * n,
+                                           NULL, NULL, NULL, &e),
+                           XS_OK);
+        else
+          assert_int_equal(xs_program_compute(t, idx, ops[i], &e), XS_OK);
+      }
+    }
+    assert_int_equal(xs_program_finish(many, &e), XS_OK);
+    assert_int_equal(xs_program_finish(one, &e), XS_OK);
+    xs_result *a = eval(many, pn, XS_MODEL_BURSTGAP, 0);
+    xs_result *b = eval(one, p1, XS_MODEL_BURSTGAP, 0);
+    assert_true(b->fast_path);
+    check_close(a->makespan_s, b->makespan_s, b->makespan_s, "symmetric makespan", seed);
+    size_t k = 0;
+    for (int i = 0; i < nops; i++) {
+      if (!kind[i])
+        continue;
+      for (int w = 0; w < n; w++)
+        check_close(a->sends[(size_t)w * (a->nsends / (size_t)n) + k].deliver_s,
+                    b->sends[k].deliver_s, b->makespan_s, "symmetric deliver",
+                    seed);
+      k++;
+    }
+    xs_result_free(a);
+    xs_result_free(b);
+    xs_program_free(many);
+    xs_program_free(one);
+    xs_profile_free(pn);
+    xs_profile_free(p1);
+    xs_profile_free(prof);
+  }
+}
+
+static double makespan(const xs_program *p, const xs_profile *prof,
+                       xs_model m) {
+  xs_result *r = eval(p, prof, m, 0);
+  double v = r->makespan_s;
+  xs_result_free(r);
+  return v;
+}
+
+static void test_invariants(void **state) {
+  (void)state;
+  for (uint64_t seed = 3000; seed < 3400; seed++) {
+    rng g = {seed};
+    int nch = 1 + rng_int(&g, 2);
+    int nw = rng_int(&g, 2) ? 1 : 1 + rng_int(&g, 5);
+    int flags = nw == 1 ? 3 : rng_int(&g, 2) ? 3 : 0;
+    xs_profile *prof = random_profile(&g, nch, 0);
+    xs_program *p = random_program(&g, nw, nch, flags);
+    double bg = makespan(p, prof, XS_MODEL_BURSTGAP);
+    double bl = makespan(p, prof, XS_MODEL_BLOCKING);
+    double id = makespan(p, prof, XS_MODEL_IDEAL);
+    double se = makespan(p, prof, XS_MODEL_SERIAL);
+    if (!(id <= bg * (1 + REL))) {
+      fprintf(stderr, "seed %llu: ideal %.17g > burstgap %.17g\n",
+              (unsigned long long)seed, id, bg);
+      fail();
+    }
+    assert_true(id <= se * (1 + REL));
+    if ((nw == 1 || flags == 0) && !(bg <= bl * (1 + REL))) {
+      fprintf(stderr, "seed %llu: burstgap %.17g > blocking %.17g\n",
+              (unsigned long long)seed, bg, bl);
+      fail();
+    }
+    /* monotone in capacity: more room never makes one worker slower */
+    if (nw == 1) {
+      double prev = INFINITY;
+      double caps[] = {0, 1e3, 1e4, 1e5, 1e6, 1e7, INFINITY};
+      for (int k = 0; k < 7; k++) {
+        xs_profile *q = xs_profile_new("cap", "t");
+        for (size_t c = 0; c < xs_profile_channel_count(prof); c++) {
+          xs_channel ch = *xs_profile_channel(prof, c);
+          ch.capacity_B = caps[k];
+          xs_error e;
+          assert_int_equal(
+              xs_profile_add_channel(q, xs_profile_channel_name(prof, c), &ch, &e),
+              XS_OK);
+        }
+        double v = makespan(p, q, XS_MODEL_BURSTGAP);
+        if (!(v <= prev * (1 + REL))) {
+          fprintf(stderr, "seed %llu: capacity %g gives %.17g > %.17g\n",
+                  (unsigned long long)seed, caps[k], v, prev);
+          fail();
+        }
+        prev = v;
+        xs_profile_free(q);
+      }
+    }
+    xs_program_free(p);
+    xs_profile_free(prof);
+  }
+}
+
+/* C -> 0 with L = 0 and R_inj -> R_drain: burstgap -> blocking. C = 1e30
+ * matches unbounded. */
+static void test_limits(void **state) {
+  (void)state;
+  for (uint64_t seed = 4000; seed < 4200; seed++) {
+    rng g = {seed};
+    int nch = 1 + rng_int(&g, 2);
+    int nw = 1 + rng_int(&g, 4);
+    xs_profile *prof = random_profile(&g, nch, 1);
+    xs_program *p = random_program(&g, nw, nch, nw == 1 ? 3 : 0);
+    double bg = makespan(p, prof, XS_MODEL_BURSTGAP);
+    double bl = makespan(p, prof, XS_MODEL_BLOCKING);
+    check_close(bg, bl, bl, "C->0 limit", seed);
+    xs_program_free(p);
+    xs_profile_free(prof);
+
+    rng h = {seed};
+    prof = random_profile(&h, 1, 0);
+    xs_channel ch = *xs_profile_channel(prof, 0);
+    xs_profile *inf = xs_profile_new("i", "t"), *big = xs_profile_new("b", "t");
+    xs_error e;
+    ch.capacity_B = INFINITY;
+    assert_int_equal(xs_profile_add_channel(inf, "c0", &ch, &e), XS_OK);
+    ch.capacity_B = 1e30;
+    assert_int_equal(xs_profile_add_channel(big, "c0", &ch, &e), XS_OK);
+    p = random_program(&h, 1 + rng_int(&h, 3), 1, 3);
+    double a = makespan(p, inf, XS_MODEL_BURSTGAP);
+    double b = makespan(p, big, XS_MODEL_BURSTGAP);
+    check_close(a, b, a, "C->inf limit", seed);
+    xs_program_free(p);
+    xs_profile_free(inf);
+    xs_profile_free(big);
+    xs_profile_free(prof);
+  }
+}
+
+/* Head-of-line blocking is real: a small send queued behind another
+ * worker's backlog makes its waiter later than under blocking. */
+static void test_head_of_line(void **state) {
+  (void)state;
+  xs_profile *prof = one_channel(1e10, 1e10, 1e9, 1e7, 0, 0);
+  xs_program *p = xs_program_new("hol");
+  xs_error e;
+  assert_int_equal(xs_program_add_worker(p, "big", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_add_worker(p, "small", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, 0, 5e6, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_compute(p, 1, 1e-3, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, 1, 1e3, NULL, "s", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_wait(p, 1, "s", &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  xs_result *bg = eval(p, prof, XS_MODEL_BURSTGAP, 0);
+  xs_result *bl = eval(p, prof, XS_MODEL_BLOCKING, 0);
+  /* burstgap: big is issued by 0.5 ms, 4.5e6 B in flight; at 1 ms 4e6 B
+   * remain ahead of the small send */
+  check_close(bg->workers[1].finish_s, 1e-3 + 1e3 / 1e10 + (4e6 + 1e3 * 0.9) / 1e9,
+              1e-3, "hol finish", 0);
+  assert_true(bg->workers[1].finish_s > bl->workers[1].finish_s);
+  xs_result_free(bg);
+  xs_result_free(bl);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+static void test_summary_only(void **state) {
+  (void)state;
+  rng g = {77};
+  xs_profile *prof = random_profile(&g, 2, 0);
+  for (int nw = 1; nw <= 3; nw++) {
+    xs_program *p = random_program(&g, nw, 2, 3);
+    xs_result *a, *b;
+    xs_error e;
+    xs_eval_options o = {0, 1};
+    assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &a, &e), XS_OK);
+    assert_null(a->sends);
+    b = eval(p, prof, XS_MODEL_BURSTGAP, 0);
+    assert_true(a->makespan_s == b->makespan_s);
+    xs_result_free(a);
+    xs_result_free(b);
+    xs_program_free(p);
+  }
+  xs_profile_free(prof);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hand_below_knee),
+      cmocka_unit_test(test_hand_above_knee),
+      cmocka_unit_test(test_hand_two_workers),
+      cmocka_unit_test(test_closed_vs_event),
+      cmocka_unit_test(test_event_vs_naive),
+      cmocka_unit_test(test_symmetry),
+      cmocka_unit_test(test_invariants),
+      cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_head_of_line),
+      cmocka_unit_test(test_summary_only),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

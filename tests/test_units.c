@@ -1,0 +1,100 @@
+/* test_units.c: flag values with unit suffixes, and their refusals. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "xstage.h"
+
+static void ok_size(const char *t, double want) {
+  double v = -1;
+  xs_error e;
+  assert_int_equal(xs_parse_size(t, &v, &e), XS_OK);
+  assert_true(fabs(v - want) <= 1e-12 * want);
+}
+static void ok_time(const char *t, double want) {
+  double v = -1;
+  xs_error e;
+  assert_int_equal(xs_parse_time(t, &v, &e), XS_OK);
+  assert_true(fabs(v - want) <= 1e-12 * want);
+}
+static void ok_rate(const char *t, double want) {
+  double v = -1;
+  xs_error e;
+  assert_int_equal(xs_parse_rate(t, &v, &e), XS_OK);
+  assert_true(fabs(v - want) <= 1e-12 * want);
+}
+
+static void test_sizes(void **s) {
+  (void)s;
+  ok_size("64KiB", 65536);
+  ok_size("1.5MB", 1.5e6);
+  ok_size("4096", 4096);
+  ok_size("4096B", 4096);
+  ok_size("2 GiB", 2147483648.0);
+  ok_size("1MiB", 1048576);
+  ok_size("3kB", 3000);
+  xs_error e;
+  double v;
+  const char *bad[] = {"", "abc", "12XB", "-1KiB", "1e999", "inf", "nan", "0x10", "5 s"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(xs_parse_size(bad[i], &v, &e), XS_INVALID);
+    assert_non_null(strstr(e.message, "size"));
+  }
+}
+
+static void test_times(void **s) {
+  (void)s;
+  ok_time("2us", 2e-6);
+  ok_time("1.5ms", 1.5e-3);
+  ok_time("3e-6", 3e-6);
+  ok_time("10ns", 1e-8);
+  ok_time("1s", 1);
+  ok_time("7\xc2\xb5s", 7e-6);
+  xs_error e;
+  double v;
+  const char *bad[] = {"", "2 parsecs", "-1us", "1MS", "us"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(xs_parse_time(bad[i], &v, &e), XS_INVALID);
+    assert_non_null(strstr(e.message, "time"));
+  }
+}
+
+static void test_rates(void **s) {
+  (void)s;
+  ok_rate("300MB/s", 3e8);
+  ok_rate("1.6Gbit/s", 2e8);
+  ok_rate("2e9", 2e9);
+  ok_rate("1GiB/s", 1073741824.0);
+  ok_rate("10Gbps", 1.25e9);
+  ok_rate("5GBps", 5e9);
+  ok_rate("100B/s", 100);
+  xs_error e;
+  double v;
+  const char *bad[] = {"", "0", "0MB/s", "-3GB/s", "3GB", "3 furlongs/s", "1XB/s"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(xs_parse_rate(bad[i], &v, &e), XS_INVALID);
+    assert_non_null(strstr(e.message, "rate"));
+  }
+}
+
+static void test_format(void **s) {
+  (void)s;
+  char b[32];
+  assert_string_equal(xs_format_time(1.234e-5, b, sizeof b), "12.3 us");
+  assert_string_equal(xs_format_time(0.5, b, sizeof b), "500 ms");
+  assert_string_equal(xs_format_size(4194304, b, sizeof b), "4.00 MiB");
+  assert_string_equal(xs_format_size(INFINITY, b, sizeof b), "unbounded");
+  assert_string_equal(xs_format_rate(3.7e11, b, sizeof b), "370 GB/s");
+  assert_string_equal(xs_strerror(XS_CYCLE), "waits form a cycle");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sizes), cmocka_unit_test(test_times),
+      cmocka_unit_test(test_rates), cmocka_unit_test(test_format)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
