@@ -150,9 +150,13 @@ int xs__strmap_get(const xs__strmap *m, const char *key, uint32_t *value) {
 xs_status xs__read_file(const char *path, char **text, size_t *length,
                         xs_error *err) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return xs__fail(err, XS_IO, "%s: cannot open: %s", path,
-                    strerror(errno));
+  if (!f) {
+    /* a path that names nothing readable is bad input, not a failure */
+    int bad = errno == ENOENT || errno == ENOTDIR || errno == EACCES ||
+              errno == ENAMETOOLONG || errno == ELOOP;
+    return xs__fail(err, bad ? XS_NOTFOUND : XS_IO, "%s: cannot open: %s",
+                    path, strerror(errno));
+  }
   size_t cap = 65536, n = 0;
   char *buf = malloc(cap);
   if (!buf) {
@@ -180,8 +184,8 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
   fclose(f);
   if (bad) {
     free(buf);
-    return xs__fail(err, XS_IO, "%s: read error: %s", path,
-                    strerror(saved));
+    return xs__fail(err, saved == EISDIR ? XS_INVALID : XS_IO,
+                    "%s: cannot read: %s", path, strerror(saved));
   }
   buf[n] = '\0';
   *text = buf;

@@ -1,0 +1,212 @@
+/*
+ * test_cli.c: the xstage command as a user runs it: exit codes (0, 1, 2),
+ * messages on bad flags and files, --help everywhere, and the JSON report of
+ * predict checked against the library's own evaluation.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xstage.h"
+
+static char out_buf[1 << 22], err_buf[1 << 16];
+
+/* Run "xstage ARGS" through the shell; stdout and stderr captured. */
+static int run(const char *args) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>/tmp/xstage-test-err.$PPID",
+           XSTAGE_SRC, XSTAGE_BIN, args);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
+  out_buf[n] = '\0';
+  int st = pclose(f);
+  char ep[64];
+  snprintf(ep, sizeof ep, "/tmp/xstage-test-err.%d", (int)getpid());
+  FILE *e = fopen(ep, "r");
+  n = e ? fread(err_buf, 1, sizeof err_buf - 1, e) : 0;
+  err_buf[n] = '\0';
+  if (e)
+    fclose(e);
+  remove(ep);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect_rc(const char *args, int rc, const char *in_stderr) {
+  int got = run(args);
+  if (got != rc || (in_stderr && !strstr(err_buf, in_stderr))) {
+    fprintf(stderr, "xstage %s: exit %d (want %d)\nstderr: %s\nwant: %s\n",
+            args, got, rc, err_buf, in_stderr ? in_stderr : "");
+    fail();
+  }
+}
+
+static void test_help(void **s) {
+  (void)s;
+  const char *cmds[] = {"--help", "predict --help", "profiles --help",
+                        "demo --help", "help predict"};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+    expect_rc(cmds[i], 0, NULL);
+    assert_non_null(strstr(out_buf, "usage:"));
+  }
+  expect_rc("--version", 0, NULL);
+  assert_non_null(strstr(out_buf, XSTAGE_VERSION));
+  assert_non_null(strstr(out_buf, "backends"));
+}
+
+static void test_bad_flags(void **s) {
+  (void)s;
+  expect_rc("", 2, "usage");
+  expect_rc("frobnicate", 2, "unknown command \"frobnicate\"");
+  expect_rc("predict --profile h200-nvlink --program examples/two-bursts.json --colour",
+            2, "--colour");
+  expect_rc("predict --program examples/two-bursts.json", 2, "--profile is required");
+  expect_rc("predict --profile h200-nvlink", 2, "--program is required");
+  expect_rc("predict --profile h200-nvlink --program examples/two-bursts.json --model fast",
+            2, "unknown model \"fast\"");
+  expect_rc("predict --profile nope --program examples/two-bursts.json", 2,
+            "unknown profile \"nope\"");
+  expect_rc("predict --profile h200-nvlink --program /no/such/file.json", 2,
+            "/no/such/file.json: cannot open");
+  expect_rc("predict --profile h200-nvlink --program /tmp", 2, "/tmp");
+  expect_rc("predict --profile h200-nvlink --program examples/two-bursts.json extra",
+            2, "unexpected argument");
+  expect_rc("demo --sms 0", 2, "--sms");
+  expect_rc("demo --compute 5parsecs", 2, "bad time");
+  expect_rc("demo --tile-bytes -3", 2, "bad size");
+  expect_rc("profiles show", 2, "show takes one");
+  expect_rc("profiles fly", 2, "unknown subcommand");
+  expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
+            "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
+  expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
+            "waits form a cycle");
+}
+
+static double num(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  assert_non_null(v);
+  assert_true(json_is_number(v));
+  return json_number_value(v);
+}
+
+static void test_predict_json(void **s) {
+  (void)s;
+  expect_rc("predict --profile h200-nvlink --program examples/two-bursts.json --json", 0, NULL);
+  json_error_t je;
+  json_t *root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  assert_string_equal(json_string_value(json_object_get(root, "program")), "two bursts");
+  assert_string_equal(json_string_value(json_object_get(root, "profile")), "h200-nvlink");
+  json_t *models = json_object_get(root, "models");
+  assert_int_equal(json_object_size(models), 4);
+  xs_program *p;
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_program_load(XSTAGE_SRC "/examples/two-bursts.json", &p, &e), XS_OK);
+  assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
+  const char *names[] = {"burstgap", "blocking", "serial", "ideal"};
+  for (int m = 0; m < 4; m++) {
+    json_t *mo = json_object_get(models, names[m]);
+    assert_non_null(mo);
+    xs_result *r;
+    assert_int_equal(xs_evaluate(p, prof, (xs_model)m, NULL, &r, &e), XS_OK);
+    assert_true(fabs(num(mo, "makespan_s") - r->makespan_s) <= 1e-12 * r->makespan_s);
+    if (m >= 2) {
+      assert_int_equal(json_object_size(mo), 1);
+      xs_result_free(r);
+      continue;
+    }
+    assert_int_equal(json_object_size(mo), 5);
+    num(mo, "issue_done_s");
+    json_t *ws = json_object_get(mo, "workers"), *ss = json_object_get(mo, "sends"),
+           *cs = json_object_get(mo, "channels");
+    assert_int_equal(json_array_size(ws), 1);
+    json_t *w0 = json_array_get(ws, 0);
+    assert_string_equal(json_string_value(json_object_get(w0, "name")), "sm0");
+    num(w0, "finish_s");
+    num(w0, "stall_s");
+    assert_int_equal(json_array_size(ss), 2);
+    for (size_t i = 0; i < 2; i++) {
+      json_t *so = json_array_get(ss, i);
+      assert_int_equal(json_object_size(so), 9);
+      assert_string_equal(json_string_value(json_object_get(so, "worker")), "sm0");
+      assert_string_equal(json_string_value(json_object_get(so, "channel")), "nvlink");
+      assert_true(fabs(num(so, "deliver_s") - r->sends[i].deliver_s) <= 1e-12 * r->makespan_s);
+      assert_true(fabs(num(so, "xstage_s") - (num(so, "deliver_s") - num(so, "issue_end_s"))) <= 1e-12);
+      num(so, "issue_start_s");
+      num(so, "stall_s");
+      num(so, "bytes");
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ss, 0), "id")), "a");
+    assert_int_equal(json_array_size(cs), 1);
+    num(json_array_get(cs, 0), "peak_backlog_B");
+    xs_result_free(r);
+  }
+  json_decref(root);
+  expect_rc("predict --profile h200-nvlink --program examples/two-bursts.json --json --model blocking", 0, NULL);
+  root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  models = json_object_get(root, "models");
+  assert_int_equal(json_object_size(models), 1);
+  assert_non_null(json_object_get(models, "blocking"));
+  json_decref(root);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+static void test_auto_ids_and_text(void **s) {
+  (void)s;
+  expect_rc("predict --profile h100-pcie5-host --program examples/hol.json --json", 0, NULL);
+  assert_non_null(strstr(out_buf, "\"id\": \"small#1\""));
+  expect_rc("predict --profile h100-pcie5-host --program examples/hol.json", 0, NULL);
+  assert_non_null(strstr(out_buf, "head-of-line"));
+  assert_non_null(strstr(out_buf, "burstgap speedup"));
+}
+
+static void test_demo(void **s) {
+  (void)s;
+  char path[128], args[512];
+  snprintf(path, sizeof path, "/tmp/xstage-demo-%d.json", (int)getpid());
+  snprintf(args, sizeof args, "demo --json --emit-program %s", path);
+  expect_rc(args, 0, NULL);
+  json_error_t je;
+  json_t *a = json_loads(out_buf, 0, &je);
+  assert_non_null(a);
+  snprintf(args, sizeof args, "predict --profile h200-nvlink --program %s --json", path);
+  expect_rc(args, 0, NULL);
+  json_t *b = json_loads(out_buf, 0, &je);
+  assert_non_null(b);
+  double ma = num(json_object_get(json_object_get(a, "models"), "burstgap"), "makespan_s");
+  double mb = num(json_object_get(json_object_get(b, "models"), "burstgap"), "makespan_s");
+  assert_true(ma == mb && ma > 0);
+  json_decref(a);
+  json_decref(b);
+  remove(path);
+  expect_rc("demo", 0, NULL);
+  assert_non_null(strstr(out_buf, "where the time goes"));
+  expect_rc("profiles", 0, NULL);
+  assert_non_null(strstr(out_buf, "h800-nvlink"));
+  assert_non_null(strstr(out_buf, "leads"));
+  expect_rc("profiles show h100-pcie5-host", 0, NULL);
+  json_t *p = json_loads(out_buf, 0, &je);
+  assert_non_null(p);
+  json_decref(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
+      cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
+      cmocka_unit_test(test_demo)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
