@@ -261,11 +261,18 @@ typedef struct xs_result {
   xs_channel_result *channels;
   uint64_t events; /* rate-change events of the exact evaluation          */
   int fast_path;   /* 1 when the one-worker closed forms were used        */
+  /* allocated lengths of the arrays above, for xs_eval_options.reuse */
+  size_t workers_cap, sends_cap, channels_cap;
 } xs_result;
 
 typedef struct xs_eval_options {
   int event_driven; /* 1: never take the one-worker closed-form path      */
   int summary_only; /* 1: no per-send results (sends stays NULL)          */
+  /* A result of an earlier call to recycle, or NULL. Its arrays are reused
+   * when they are large enough, which saves allocating and faulting in
+   * fresh memory when a planner evaluates many programs in a row. The
+   * result is consumed either way: it becomes *out, or is freed. */
+  xs_result *reuse;
 } xs_eval_options;
 
 /* Evaluate a finished program on a profile under one model. options may be

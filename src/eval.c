@@ -36,14 +36,32 @@ void xs_result_free(xs_result *r) {
   free(r);
 }
 
-/* Profile channel index of every channel name the program uses; the first
- * unknown one is reported at the first send that names it. */
+/* An array of at least need elements in *array, reusing it when it is
+ * large enough; zeroed when zero is set. */
+static int take(void **array, size_t *cap, size_t need, size_t elem,
+                int zero) {
+  if (!*array || *cap < need) {
+    free(*array);
+    *array = malloc((need ? need : 1) * elem);
+    *cap = *array ? need : 0;
+    if (!*array)
+      return -1;
+  }
+  if (zero)
+    memset(*array, 0, need * elem);
+  return 0;
+}
+
+/* Profile channel index of every channel name the program uses (map[0] is
+ * the default, the profile's first); the first unknown one is reported at
+ * the first send that names it. */
 static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
                                uint32_t *map, xs_error *err) {
+  map[0] = 0;
   for (size_t i = 0; i < p->nchan_names; i++) {
     long c = xs_profile_find_channel(prof, p->chan_names[i]);
     if (c >= 0) {
-      map[i] = (uint32_t)c;
+      map[i + 1] = (uint32_t)c;
       continue;
     }
     char known[512];
@@ -58,7 +76,7 @@ static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
       n += (size_t)w;
     }
     for (size_t s = 0; s < p->nsends; s++)
-      if (p->send_chan[s] == i)
+      if (p->send_chan[s] == i + 1)
         return xs__program_op_fail(
             p, err, XS_INVALID, p->send_worker[s], p->send_op[s], "channel",
             "unknown channel \"%s\" (profile \"%s\" has: %s)",
@@ -84,23 +102,32 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   if (nch == 0)
     return xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
                     xs_profile_name(prof));
-  xs_eval_options defaults = {0, 0};
+  xs_eval_options defaults = {0, 0, NULL};
   if (!opt)
     opt = &defaults;
 
   uint32_t *map = malloc((p->nchan_names + 1) * sizeof *map);
-  uint32_t *send_chan = malloc((p->nsends + 1) * sizeof *send_chan);
   xs__chan *chans = malloc(nch * sizeof *chans);
-  xs_result *r = calloc(1, sizeof *r);
+  xs_result *r = opt->reuse;
+  if (r) {
+    xs_result keep = *r;
+    memset(r, 0, sizeof *r);
+    r->workers = keep.workers;
+    r->sends = keep.sends;
+    r->channels = keep.channels;
+    r->workers_cap = keep.workers_cap;
+    r->sends_cap = keep.sends_cap;
+    r->channels_cap = keep.channels_cap;
+  } else {
+    r = calloc(1, sizeof *r);
+  }
   xs_status st = XS_OK;
-  if (!map || !send_chan || !chans || !r) {
+  if (!map || !chans || !r) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
   if ((st = bind_channels(p, prof, map, err)))
     goto done;
-  for (size_t s = 0; s < p->nsends; s++)
-    send_chan[s] = p->send_chan[s] == XS__NONE ? 0 : map[p->send_chan[s]];
   for (size_t c = 0; c < nch; c++) {
     const xs_channel *pc = xs_profile_channel(prof, c);
     chans[c].inject_Bps = pc->inject_Bps;
@@ -115,30 +142,33 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   r->nworkers = p->nworkers;
   r->nsends = p->nsends;
   r->nchannels = nch;
-  r->channels = calloc(nch, sizeof *r->channels);
-  if (!r->channels) {
+  if (take((void **)&r->channels, &r->channels_cap, nch,
+           sizeof *r->channels, 1)) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  /* serial and ideal terms (docs/model.md "Baselines") */
+  /* serial and ideal terms (docs/model.md "Baselines"), and the bytes of
+   * each channel, in one pass over the ops; the one-worker fast path
+   * computes them in its own pass */
+  int fast = p->nworkers == 1 && !opt->event_driven &&
+             (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING);
   double compute_term = 0;
-  for (size_t w = 0; w < p->nworkers; w++) {
+  for (size_t w = 0; w < p->nworkers && !fast; w++) {
     const xs__worker *wk = &p->workers[w];
     double busy = 0;
     for (size_t i = 0; i < wk->nops; i++) {
       const xs__op *op = &wk->ops[i];
-      if (op->kind == XS_OP_COMPUTE)
+      if (op->kind == XS_OP_COMPUTE) {
         busy += op->value;
-      else if (op->kind == XS_OP_SEND)
-        busy += chans[send_chan[op->aux]].overhead_s;
+      } else if (op->kind == XS_OP_SEND) {
+        uint32_t c = map[p->send_chan[op->aux]];
+        busy += chans[c].overhead_s;
+        r->channels[c].bytes += op->value;
+        r->channels[c].sends++;
+      }
     }
     if (busy > compute_term)
       compute_term = busy;
-  }
-  for (size_t s = 0; s < p->nsends; s++) {
-    xs_channel_result *cr = &r->channels[send_chan[s]];
-    cr->bytes += xs_program_send_bytes(p, s);
-    cr->sends++;
   }
   double comm_term = 0;
   for (size_t c = 0; c < nch; c++) {
@@ -155,21 +185,32 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
                                              : fmax(compute_term, comm_term);
     r->issue_done_s = compute_term;
     r->nworkers = r->nsends = 0;
+    free(r->workers);
+    free(r->sends);
+    r->workers = NULL;
+    r->sends = NULL;
+    r->workers_cap = r->sends_cap = 0;
     goto done;
   }
 
-  r->workers = calloc(p->nworkers, sizeof *r->workers);
-  if (!opt->summary_only)
-    r->sends = calloc(p->nsends + 1, sizeof *r->sends);
-  if (!r->workers || (!opt->summary_only && !r->sends)) {
+  /* every send's result is written by the evaluators: no need to zero */
+  if (take((void **)&r->workers, &r->workers_cap, p->nworkers,
+           sizeof *r->workers, 1) ||
+      (!opt->summary_only &&
+       take((void **)&r->sends, &r->sends_cap, p->nsends, sizeof *r->sends,
+            0))) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  if (opt->summary_only)
+  if (opt->summary_only) {
     r->nsends = 0;
-  xs__eval ev = {p, chans, nch, send_chan, model == XS_MODEL_BLOCKING,
+    free(r->sends); /* summary results carry no sends */
+    r->sends = NULL;
+    r->sends_cap = 0;
+  }
+  xs__eval ev = {p, chans, nch, map, model == XS_MODEL_BLOCKING,
                  opt->summary_only};
-  if (p->nworkers == 1 && !opt->event_driven) {
+  if (fast) {
     r->fast_path = 1;
     st = xs__eval_closed(&ev, r, err);
   } else {
@@ -177,7 +218,6 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   }
 done:
   free(map);
-  free(send_chan);
   free(chans);
   if (st) {
     xs_result_free(r);

@@ -23,6 +23,8 @@
 typedef struct {
   double q, t; /* backlog at time t */
   double x, rd, inv_x, inv_rd, cap, lat, ovh;
+  double fill;   /* x - R_drain: how fast the backlog grows while issuing */
+  double knee_f; /* (x - R_drain)/x: b_f = (C - q0)/knee_f */
 } chan_now;
 
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
@@ -43,22 +45,20 @@ xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
     cs[c].cap = k->capacity_B;
     cs[c].lat = k->latency_s;
     cs[c].ovh = k->overhead_s;
+    cs[c].fill = cs[c].x - cs[c].rd;
+    cs[c].knee_f = cs[c].fill * cs[c].inv_x;
   }
   /* waits need the deliveries of earlier sends even without results */
   double *deliver = NULL;
   xs_send_result *sends = r->sends;
-  if (!sends) {
-    for (size_t i = 0; i < wk->nops; i++)
-      if (wk->ops[i].kind == XS_OP_WAIT) {
-        deliver = malloc(p->nsends * sizeof *deliver + 1);
-        if (!deliver) {
-          free(cs);
-          return xs__fail(err, XS_NOMEM, "out of memory");
-        }
-        break;
-      }
+  if (!sends && p->nwaits) {
+    deliver = malloc(p->nsends * sizeof *deliver + 1);
+    if (!deliver) {
+      free(cs);
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    }
   }
-  const uint32_t *send_chan = ev->send_chan;
+  const uint32_t *send_chan = p->send_chan, *chan_map = ev->chan_map;
   const int fence_after = ev->fence_after_send;
   double t = 0, compute = 0, issue = 0, overhead = 0, blocked = 0, stall = 0;
   double last_deliver = 0;
@@ -72,7 +72,8 @@ xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
       break;
     case XS_OP_SEND: {
       uint32_t s = op->aux;
-      chan_now *c = &cs[send_chan[s]];
+      uint32_t ci = chan_map[send_chan[s]];
+      chan_now *c = &cs[ci];
       double start = t;
       t += c->ovh;
       double q = c->q - c->rd * (t - c->t);
@@ -85,15 +86,18 @@ xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
         if (qa < 0)
           qa = 0;
       } else {
-        double tf = (c->cap - q) / (c->x - c->rd);
-        double bf = c->x * tf;
-        if (b <= bf) {
-          dt = b * c->inv_x;
-          qa = q + (c->x - c->rd) * dt;
+        /* B <= b_f = (C - q0) x/(x - R_drain), without a division */
+        double room = c->cap - q;
+        dt = b * c->inv_x;
+        if (b * c->knee_f <= room) {
+          qa = q + c->fill * dt;
         } else {
-          dt = tf + (b - bf) * c->inv_rd;
+          /* past the knee: t_f + (B - b_f)/R_drain */
+          double tf = room / c->fill;
+          double past = tf + (b - c->x * tf) * c->inv_rd;
+          st = past - dt;
+          dt = past;
           qa = c->cap;
-          st = dt - b * c->inv_x;
         }
       }
       t += dt;
@@ -102,9 +106,11 @@ xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
       double d = t + qa * c->inv_rd + c->lat;
       if (d > last_deliver)
         last_deliver = d;
-      xs_channel_result *cr = &cres[send_chan[s]];
+      xs_channel_result *cr = &cres[ci];
       if (qa > cr->peak_backlog_B)
         cr->peak_backlog_B = qa;
+      cr->bytes += b;
+      cr->sends++;
       overhead += c->ovh;
       issue += t - start;
       stall += st;
@@ -140,6 +146,12 @@ xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
       break;
     }
   }
+  /* the serial and ideal terms (eval.c computes them for other paths) */
+  r->compute_term_s = compute + overhead;
+  r->comm_term_s = 0;
+  for (size_t c = 0; c < nch; c++)
+    if (cres[c].sends && cres[c].bytes * cs[c].inv_rd + cs[c].lat > r->comm_term_s)
+      r->comm_term_s = cres[c].bytes * cs[c].inv_rd + cs[c].lat;
   free(cs);
   free(deliver);
   xs_worker_result *w = &r->workers[0];

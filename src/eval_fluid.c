@@ -336,7 +336,7 @@ static xs_status run_worker(fluid *f, size_t w, double now, xs_error *err) {
       break;
     case XS_OP_SEND: {
       uint32_t sid = op->aux;
-      size_t c = f->ev->send_chan[sid];
+      size_t c = xs__chan_of(f->ev, sid);
       const xs__chan *k = &f->ev->chans[c];
       if (!ws->overhead_done) {
         ws->issue_start = now;
@@ -468,13 +468,7 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   f.heap = malloc(ne * sizeof *f.heap);
   f.pos = malloc(ne * sizeof *f.pos);
   f.dirty = malloc(f.nc * sizeof *f.dirty);
-  int has_waits = 0;
-  for (size_t w = 0; w < f.nw && !has_waits; w++)
-    for (size_t i = 0; i < f.p->workers[w].nops; i++)
-      if (f.p->workers[w].ops[i].kind == XS_OP_WAIT) {
-        has_waits = 1;
-        break;
-      }
+  int has_waits = f.p->nwaits > 0;
   if (has_waits) {
     f.deliver = malloc(f.p->nsends * sizeof *f.deliver + 1);
     f.waiters = malloc(f.p->nsends * sizeof *f.waiters + 1);
@@ -517,8 +511,7 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       if (ws->state == W_BLOCKED)
         ws->blocked_s += now - ws->t_block;
       ws->state = W_READY;
-      f.key[e] = INFINITY;
-      hfix(&f, e);
+      /* run_worker sets the worker's next key on every path it returns by */
       st = run_worker(&f, e, now, err);
     } else {
       st = channel_event(&f, e - f.nw, now, err);

@@ -94,7 +94,7 @@ struct xs_program {
   uint32_t *send_worker;   /* worker of send s                          */
   uint32_t *send_op;       /* op index within its worker                */
   uint32_t *send_idoff;    /* offset into idpool, or XS__NONE for auto  */
-  uint32_t *send_chan;     /* index into chan_names, XS__NONE = default */
+  uint32_t *send_chan;     /* 0 = default channel, k + 1 = chan_names[k] */
   char *idpool;
   size_t idpool_len, idpool_cap;
   char **chan_names;
@@ -102,6 +102,7 @@ struct xs_program {
   xs__strmap chan_map, worker_map, id_map;
   char **pending; /* ids of waits not yet resolved */
   size_t npending, pending_cap;
+  size_t nwaits; /* wait ops, so evaluators know without a scan */
   int finished;
   /* the JSON it came from, for positions in later messages */
   char *src_name, *src_text;
@@ -128,10 +129,15 @@ typedef struct xs__eval {
   const xs_program *prog;
   const xs__chan *chans;
   size_t nchans;
-  uint32_t *send_chan; /* profile channel index of each send */
+  const uint32_t *chan_map; /* program channel (send_chan) -> profile's */
   int fence_after_send; /* blocking model */
   int summary_only;
 } xs__eval;
+
+/* The profile channel of send s. */
+static inline uint32_t xs__chan_of(const xs__eval *ev, uint32_t s) {
+  return ev->chan_map[ev->prog->send_chan[s]];
+}
 
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);

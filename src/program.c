@@ -115,6 +115,8 @@ static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
   op->kind = (uint8_t)kind;
   op->value = value;
   op->aux = aux;
+  if (kind == XS_OP_WAIT)
+    p->nwaits++;
   if (out)
     *out = op;
   p->finished = 0;
@@ -156,7 +158,7 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
                     p->nworkers);
   if (p->nsends >= XS__NONE - 1)
     return xs__fail(err, XS_INVALID, "too many sends");
-  uint32_t chan = XS__NONE;
+  uint32_t chan = XS__NONE; /* index into chan_names */
   if (channel) {
     if (!*channel)
       return xs__fail(err, XS_INVALID, "a channel name must not be empty");
@@ -207,7 +209,7 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
   p->send_worker[s] = (uint32_t)w;
   p->send_op[s] = (uint32_t)(p->workers[w].nops - 1);
   p->send_idoff[s] = idoff;
-  p->send_chan[s] = chan;
+  p->send_chan[s] = chan == XS__NONE ? 0 : chan + 1;
   p->nsends++;
   if (send_index)
     *send_index = s;
@@ -506,7 +508,7 @@ double xs_program_send_bytes(const xs_program *p, size_t s) {
 }
 const char *xs_program_send_channel(const xs_program *p, size_t s) {
   uint32_t c = p->send_chan[s];
-  return c == XS__NONE ? NULL : p->chan_names[c];
+  return c == 0 ? NULL : p->chan_names[c - 1];
 }
 const char *xs_program_send_id(const xs_program *p, size_t s, char *buf,
                                size_t size) {

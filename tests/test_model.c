@@ -49,7 +49,7 @@ static xs_result *eval(const xs_program *p, const xs_profile *prof,
                        xs_model m, int event_driven) {
   xs_result *r;
   xs_error e;
-  xs_eval_options o = {event_driven, 0};
+  xs_eval_options o = {event_driven, 0, NULL};
   xs_status st = xs_evaluate(p, prof, m, &o, &r, &e);
   if (st)
     fprintf(stderr, "evaluate: %s\n", e.message);
@@ -134,7 +134,7 @@ static void test_hand_two_workers(void **state) {
   xs_program *p = xs_program_new("pair");
   xs_error e;
   for (int i = 0; i < 2; i++) {
-    char n[8];
+    char n[16];
     snprintf(n, sizeof n, "w%d", i);
     assert_int_equal(xs_program_add_worker(p, n, NULL, &e), XS_OK);
     assert_int_equal(xs_program_compute(p, (size_t)i, 1e-3, &e), XS_OK);
@@ -184,7 +184,7 @@ static xs_profile *random_profile(rng *g, int nch, int blocking_limit) {
       ch.capacity_B = rng_int(g, 2) ? 0 : 1e-6;
       ch.latency_s = 0;
     }
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "c%d", c);
     xs_error e;
     assert_int_equal(xs_profile_add_channel(p, name, &ch, &e), XS_OK);
@@ -199,7 +199,7 @@ static xs_program *random_program(rng *g, int nworkers, int nch, int flags) {
   size_t *sends_of = calloc(64 * 16, sizeof *sends_of);
   int *nsends_of = calloc(64, sizeof *nsends_of);
   for (int w = 0; w < nworkers; w++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "w%d", w);
     assert_int_equal(xs_program_add_worker(p, name, NULL, &e), XS_OK);
     int nops = 1 + rng_int(g, 10);
@@ -210,7 +210,7 @@ static xs_program *random_program(rng *g, int nworkers, int nch, int flags) {
             xs_program_compute(p, (size_t)w, rng_int(g, 6) ? rng_range(g, 0, 5e-4) : 0, &e),
             XS_OK);
       } else if (k < 8 || !(flags & 3)) {
-        char ch[8];
+        char ch[16];
         snprintf(ch, sizeof ch, "c%d", rng_int(g, nch));
         double b = rng_int(g, 8) ? rng_range(g, 1e3, 4e6) : 0;
         size_t s;
@@ -338,7 +338,7 @@ static void test_symmetry(void **state) {
     }
     for (int w = 0; w <= n; w++) {
       xs_program *t = w < n ? many : one;
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "w%d", w);
       size_t idx;
       assert_int_equal(xs_program_add_worker(t, name, &idx, &e), XS_OK);
@@ -509,7 +509,7 @@ static void test_summary_only(void **state) {
     xs_program *p = random_program(&g, nw, 2, 3);
     xs_result *a, *b;
     xs_error e;
-    xs_eval_options o = {0, 1};
+    xs_eval_options o = {0, 1, NULL};
     assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &a, &e), XS_OK);
     assert_null(a->sends);
     b = eval(p, prof, XS_MODEL_BURSTGAP, 0);
