@@ -10,8 +10,10 @@
  * channel keeps V(t), the bytes served per active sender, and a min-heap of
  * the senders' finishing marks V_start + B: a rate change costs O(log n).
  * S(t) integrates (1 - r/x) over throttled time, so a send's stall is
- * S_end - S_start. One entry per worker and per channel sits in an indexed
- * heap of next-event times, so each event costs O(log(workers+channels)).
+ * S_end - S_start. Next-event times sit in two indexed 4-ary heaps (keys
+ * in the nodes, for locality), one entry per worker and one per channel, so
+ * each event costs O(log workers + log channels); channels change key at
+ * every event, and with one or a few channels their heap is nearly free.
  * Ties are broken by entity index, which makes the evaluation deterministic.
  */
 #include "internal.h"
@@ -51,15 +53,23 @@ typedef struct {
 } worker_state;
 
 typedef struct {
+  double key;
+  uint32_t id;
+} hnode;
+
+typedef struct {
+  hnode *node;
+  uint32_t *pos;
+  size_t n;
+} iheap;
+
+typedef struct {
   const xs__eval *ev;
   const xs_program *p;
   size_t nw, nc;
   worker_state *ws;
   chan_state *cs;
-  /* indexed heap over entities: workers 0..nw-1, channels nw..nw+nc-1 */
-  double *key;
-  uint32_t *heap, *pos;
-  size_t hn;
+  iheap wh, ch; /* next events of workers, of channels */
   /* deliveries known so far (NAN until the send's last byte is in) */
   double *deliver;
   uint32_t *waiters; /* per send: first worker waiting on it */
@@ -72,43 +82,62 @@ typedef struct {
 
 /* ---- indexed min-heap keyed by (time, entity) ---- */
 
-static int before(const fluid *f, uint32_t a, uint32_t b) {
-  return f->key[a] < f->key[b] || (f->key[a] == f->key[b] && a < b);
+static int before(const hnode *a, const hnode *b) {
+  return a->key < b->key || (a->key == b->key && a->id < b->id);
 }
 
-static void hswap(fluid *f, size_t i, size_t j) {
-  uint32_t a = f->heap[i], b = f->heap[j];
-  f->heap[i] = b;
-  f->heap[j] = a;
-  f->pos[b] = (uint32_t)i;
-  f->pos[a] = (uint32_t)j;
-}
-
-static void hfix(fluid *f, uint32_t e) {
-  size_t i = f->pos[e];
-  while (i > 0 && before(f, f->heap[i], f->heap[(i - 1) / 2])) {
-    hswap(f, i, (i - 1) / 2);
-    i = (i - 1) / 2;
-  }
-  for (;;) {
-    size_t l = 2 * i + 1, m = i;
-    if (l < f->hn && before(f, f->heap[l], f->heap[m]))
-      m = l;
-    if (l + 1 < f->hn && before(f, f->heap[l + 1], f->heap[m]))
-      m = l + 1;
-    if (m == i)
-      break;
-    hswap(f, i, m);
-    i = m;
-  }
-}
-
-static void set_key(fluid *f, uint32_t e, double t) {
-  if (f->key[e] == t)
+static void hset(iheap *h, uint32_t e, double t) {
+  size_t i = h->pos[e];
+  hnode n = {t, e};
+  if (h->node[i].key == t)
     return;
-  f->key[e] = t;
-  hfix(f, e);
+  if (t < h->node[i].key) {
+    while (i > 0) {
+      size_t up = (i - 1) / 4;
+      if (!before(&n, &h->node[up]))
+        break;
+      h->node[i] = h->node[up];
+      h->pos[h->node[i].id] = (uint32_t)i;
+      i = up;
+    }
+  } else {
+    for (;;) {
+      size_t c = 4 * i + 1, m = SIZE_MAX;
+      const hnode *best = &n;
+      for (size_t k = c; k < c + 4 && k < h->n; k++)
+        if (before(&h->node[k], best)) {
+          best = &h->node[k];
+          m = k;
+        }
+      if (m == SIZE_MAX)
+        break;
+      h->node[i] = h->node[m];
+      h->pos[h->node[i].id] = (uint32_t)i;
+      i = m;
+    }
+  }
+  h->node[i] = n;
+  h->pos[e] = (uint32_t)i;
 }
+
+static int hinit(iheap *h, size_t n) {
+  h->node = malloc((n + 1) * sizeof *h->node);
+  h->pos = malloc((n + 1) * sizeof *h->pos);
+  h->n = n;
+  if (!h->node || !h->pos)
+    return -1;
+  h->node[0].key = INFINITY; /* an empty heap's top */
+  for (size_t e = 0; e < n; e++) {
+    h->node[e].key = INFINITY;
+    h->node[e].id = (uint32_t)e;
+    h->pos[e] = (uint32_t)e;
+  }
+  return 0;
+}
+
+static void set_key(fluid *f, uint32_t w, double t) { hset(&f->wh, w, t); }
+
+static inline double dmin(double a, double b) { return b < a ? b : a; }
 
 /* ---- per-channel sender heap keyed by (mark, worker) ---- */
 
@@ -194,7 +223,7 @@ static void recompute(fluid *f, size_t c, double now) {
     s->dq = s->q > 0 ? -rd : 0;
   } else {
     double n = (double)s->n;
-    double x = fmin(k->worker_Bps, k->inject_Bps / n);
+    double x = dmin(k->worker_Bps, k->inject_Bps / n);
     double in = n * x;
     s->x = x;
     if (s->full && in > rd) {
@@ -240,7 +269,7 @@ static void recompute(fluid *f, size_t c, double now) {
     }
   }
   s->kind = kind;
-  set_key(f, (uint32_t)(f->nw + c), kind ? now + dt : INFINITY);
+  hset(&f->ch, (uint32_t)c, kind ? now + dt : INFINITY);
 }
 
 /* ---- workers ---- */
@@ -445,9 +474,10 @@ static void fluid_free(fluid *f) {
       free(f->cs[c].heap);
   free(f->cs);
   free(f->ws);
-  free(f->key);
-  free(f->heap);
-  free(f->pos);
+  free(f->wh.node);
+  free(f->wh.pos);
+  free(f->ch.node);
+  free(f->ch.pos);
   free(f->deliver);
   free(f->waiters);
   free(f->dirty);
@@ -461,19 +491,16 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   f.r = r;
   f.nw = f.p->nworkers;
   f.nc = ev->nchans;
-  size_t ne = f.nw + f.nc;
   f.ws = calloc(f.nw, sizeof *f.ws);
   f.cs = calloc(f.nc, sizeof *f.cs);
-  f.key = malloc(ne * sizeof *f.key);
-  f.heap = malloc(ne * sizeof *f.heap);
-  f.pos = malloc(ne * sizeof *f.pos);
+  int heaps_bad = hinit(&f.wh, f.nw) | hinit(&f.ch, f.nc);
   f.dirty = malloc(f.nc * sizeof *f.dirty);
   int has_waits = f.p->nwaits > 0;
   if (has_waits) {
     f.deliver = malloc(f.p->nsends * sizeof *f.deliver + 1);
     f.waiters = malloc(f.p->nsends * sizeof *f.waiters + 1);
   }
-  if (!f.ws || !f.cs || !f.key || !f.heap || !f.pos || !f.dirty ||
+  if (!f.ws || !f.cs || heaps_bad || !f.dirty ||
       (has_waits && (!f.deliver || !f.waiters))) {
     fluid_free(&f);
     return xs__fail(err, XS_NOMEM, "out of memory");
@@ -482,12 +509,6 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     f.deliver[s] = NAN;
     f.waiters[s] = XS__NONE;
   }
-  for (size_t e = 0; e < ne; e++) {
-    f.key[e] = INFINITY;
-    f.heap[e] = (uint32_t)e;
-    f.pos[e] = (uint32_t)e;
-  }
-  f.hn = ne;
   for (size_t c = 0; c < f.nc; c++)
     f.cs[c].full = ev->chans[c].capacity_B == 0;
 
@@ -501,12 +522,14 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     for (size_t i = 0; i < f.ndirty; i++)
       recompute(&f, f.dirty[i], now);
     f.ndirty = 0;
-    uint32_t e = f.heap[0];
-    if (!isfinite(f.key[e]))
+    /* the earlier of the two heaps' tops; at equal times workers first */
+    double tw = f.wh.node[0].key, tc = f.ch.node[0].key;
+    if (!(tw < INFINITY) && !(tc < INFINITY))
       break;
-    now = f.key[e];
     f.events++;
-    if (e < f.nw) {
+    if (tw <= tc) {
+      uint32_t e = f.wh.node[0].id;
+      now = tw;
       worker_state *ws = &f.ws[e];
       if (ws->state == W_BLOCKED)
         ws->blocked_s += now - ws->t_block;
@@ -514,7 +537,8 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       /* run_worker sets the worker's next key on every path it returns by */
       st = run_worker(&f, e, now, err);
     } else {
-      st = channel_event(&f, e - f.nw, now, err);
+      now = tc;
+      st = channel_event(&f, f.ch.node[0].id, now, err);
     }
   }
   if (!st) {
