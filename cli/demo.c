@@ -17,8 +17,8 @@ static void help(FILE *f) {
           "                   [--compute T] [--json] [--emit-program FILE]\n"
           "\n"
           "A wave of combine bursts: N SMs each run W waves of (compute T, then\n"
-          "a posted store of B bytes to a peer GPU), then a fence. Prints every\n"
-          "model's makespan side by side and where the time goes.\n"
+          "a posted store of B bytes to a peer GPU). Prints every model's makespan\n"
+          "side by side and where the time goes.\n"
           "\n"
           "  --profile P         default h200-nvlink\n"
           "  --sms N             workers (default 132)\n"
@@ -97,8 +97,6 @@ int cmd_demo(int argc, char **argv) {
       if (xs_program_compute(prog, w, compute, &err) ||
           xs_program_send(prog, w, tile, NULL, NULL, NULL, &err))
         goto fail;
-    if (xs_program_fence(prog, w, &err))
-      goto fail;
   }
   if (xs_program_finish(prog, &err))
     goto fail;
