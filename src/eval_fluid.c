@@ -53,23 +53,12 @@ typedef struct {
 } worker_state;
 
 typedef struct {
-  double key;
-  uint32_t id;
-} hnode;
-
-typedef struct {
-  hnode *node;
-  uint32_t *pos;
-  size_t n;
-} iheap;
-
-typedef struct {
   const xs__eval *ev;
   const xs_program *p;
   size_t nw, nc;
   worker_state *ws;
   chan_state *cs;
-  iheap wh, ch; /* next events of workers, of channels */
+  xs__iheap wh, ch; /* next events of workers, of channels */
   /* deliveries known so far (NAN until the send's last byte is in) */
   double *deliver;
   uint32_t *waiters; /* per send: first worker waiting on it */
@@ -80,62 +69,7 @@ typedef struct {
   uint64_t events;
 } fluid;
 
-/* ---- indexed min-heap keyed by (time, entity) ---- */
-
-static int before(const hnode *a, const hnode *b) {
-  return a->key < b->key || (a->key == b->key && a->id < b->id);
-}
-
-static void hset(iheap *h, uint32_t e, double t) {
-  size_t i = h->pos[e];
-  hnode n = {t, e};
-  if (h->node[i].key == t)
-    return;
-  if (t < h->node[i].key) {
-    while (i > 0) {
-      size_t up = (i - 1) / 4;
-      if (!before(&n, &h->node[up]))
-        break;
-      h->node[i] = h->node[up];
-      h->pos[h->node[i].id] = (uint32_t)i;
-      i = up;
-    }
-  } else {
-    for (;;) {
-      size_t c = 4 * i + 1, m = SIZE_MAX;
-      const hnode *best = &n;
-      for (size_t k = c; k < c + 4 && k < h->n; k++)
-        if (before(&h->node[k], best)) {
-          best = &h->node[k];
-          m = k;
-        }
-      if (m == SIZE_MAX)
-        break;
-      h->node[i] = h->node[m];
-      h->pos[h->node[i].id] = (uint32_t)i;
-      i = m;
-    }
-  }
-  h->node[i] = n;
-  h->pos[e] = (uint32_t)i;
-}
-
-static int hinit(iheap *h, size_t n) {
-  h->node = malloc((n + 1) * sizeof *h->node);
-  h->pos = malloc((n + 1) * sizeof *h->pos);
-  h->n = n;
-  if (!h->node || !h->pos)
-    return -1;
-  h->node[0].key = INFINITY; /* an empty heap's top */
-  for (size_t e = 0; e < n; e++) {
-    h->node[e].key = INFINITY;
-    h->node[e].id = (uint32_t)e;
-    h->pos[e] = (uint32_t)e;
-  }
-  return 0;
-}
-
-static void set_key(fluid *f, uint32_t w, double t) { hset(&f->wh, w, t); }
+static void set_key(fluid *f, uint32_t w, double t) { xs__iheap_set(&f->wh, w, t); }
 
 static inline double dmin(double a, double b) { return b < a ? b : a; }
 
@@ -269,7 +203,7 @@ static void recompute(fluid *f, size_t c, double now) {
     }
   }
   s->kind = kind;
-  hset(&f->ch, (uint32_t)c, kind ? now + dt : INFINITY);
+  xs__iheap_set(&f->ch, (uint32_t)c, kind ? now + dt : INFINITY);
 }
 
 /* ---- workers ---- */
@@ -474,10 +408,8 @@ static void fluid_free(fluid *f) {
       free(f->cs[c].heap);
   free(f->cs);
   free(f->ws);
-  free(f->wh.node);
-  free(f->wh.pos);
-  free(f->ch.node);
-  free(f->ch.pos);
+  xs__iheap_free(&f->wh);
+  xs__iheap_free(&f->ch);
   free(f->deliver);
   free(f->waiters);
   free(f->dirty);
@@ -493,7 +425,7 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   f.nc = ev->nchans;
   f.ws = calloc(f.nw, sizeof *f.ws);
   f.cs = calloc(f.nc, sizeof *f.cs);
-  int heaps_bad = hinit(&f.wh, f.nw) | hinit(&f.ch, f.nc);
+  int heaps_bad = xs__iheap_init(&f.wh, f.nw) | xs__iheap_init(&f.ch, f.nc);
   f.dirty = malloc(f.nc * sizeof *f.dirty);
   int has_waits = f.p->nwaits > 0;
   if (has_waits) {
@@ -523,12 +455,12 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       recompute(&f, f.dirty[i], now);
     f.ndirty = 0;
     /* the earlier of the two heaps' tops; at equal times workers first */
-    double tw = f.wh.node[0].key, tc = f.ch.node[0].key;
+    double tw = xs__iheap_top(&f.wh), tc = xs__iheap_top(&f.ch);
     if (!(tw < INFINITY) && !(tc < INFINITY))
       break;
     f.events++;
     if (tw <= tc) {
-      uint32_t e = f.wh.node[0].id;
+      uint32_t e = xs__iheap_top_id(&f.wh);
       now = tw;
       worker_state *ws = &f.ws[e];
       if (ws->state == W_BLOCKED)
@@ -538,7 +470,7 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       st = run_worker(&f, e, now, err);
     } else {
       now = tc;
-      st = channel_event(&f, f.ch.node[0].id, now, err);
+      st = channel_event(&f, xs__iheap_top_id(&f.ch), now, err);
     }
   }
   if (!st) {

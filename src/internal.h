@@ -116,6 +116,27 @@ xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
                               const char *key, const char *fmt, ...)
     XS__PRINTF(7, 8);
 
+/* ---- Indexed 4-ary min-heap of next-event times, keyed by (time, id),
+ * one slot per entity (INFINITY: no event), for the event-driven
+ * evaluators. Ties break by id, which keeps evaluations deterministic. ---- */
+typedef struct xs__hnode {
+  double key;
+  uint32_t id;
+} xs__hnode;
+typedef struct xs__iheap {
+  xs__hnode *node;
+  uint32_t *pos;
+  size_t n;
+} xs__iheap;
+/* n entities 0..n-1, all at INFINITY; -1 when out of memory */
+int xs__iheap_init(xs__iheap *h, size_t n);
+void xs__iheap_free(xs__iheap *h);
+void xs__iheap_set(xs__iheap *h, uint32_t id, double key);
+static inline double xs__iheap_top(const xs__iheap *h) { return h->node[0].key; }
+static inline uint32_t xs__iheap_top_id(const xs__iheap *h) {
+  return h->node[0].id;
+}
+
 /* ---- Evaluation internals ---- */
 
 /* Per-channel parameters after the model's overrides, indexed like the
