@@ -92,8 +92,8 @@ static int bench_model(int quick) {
   int reps = quick ? 3 : 5;
 
   xs_program *one = build(1, n1, 2e-7);
-  xs_eval_options full = {0, 0, NULL}, summary = {0, 1, NULL},
-                  event = {1, 0, NULL};
+  xs_eval_options full = {0, 0, NULL, NULL}, summary = {0, 1, NULL, NULL},
+                  event = {1, 0, NULL, NULL};
   /* the first run of a reused series allocates; the median is of the rest */
   double t = run(one, prof, full, reps + 1, 1, NULL);
   printf("fluid_one_worker %.3g sends/s\n", (double)n1 / t);

@@ -6,6 +6,7 @@
 #include "common.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 int cli_exit_code(xs_status st) {
@@ -55,4 +56,32 @@ int cli_write_output(const char *cmd, const char *path, const char *text) {
   if (xs_write_file_atomic(path, text, strlen(text), &err))
     return cli_error(cmd, &err);
   return EXIT_OK;
+}
+
+int cli_write_timelines(const char *cmd, const xs_program *program,
+                        const xs_profile *profile, const xs_result *result,
+                        const xs_timeline *timeline, const char *trace_path,
+                        const char *svg_path) {
+  int rc = EXIT_OK;
+  if (trace_path) {
+    char *t = xs_timeline_trace_json(program, profile, result, timeline);
+    if (!t) {
+      fprintf(stderr, "xstage %s: out of memory writing the trace\n", cmd);
+      return EXIT_MACHINE;
+    }
+    rc = cli_write_output(cmd, trace_path, t);
+    free(t);
+    if (rc)
+      return rc;
+  }
+  if (svg_path) {
+    char *t = xs_timeline_svg(program, profile, result, timeline);
+    if (!t) {
+      fprintf(stderr, "xstage %s: out of memory drawing the SVG\n", cmd);
+      return EXIT_MACHINE;
+    }
+    rc = cli_write_output(cmd, svg_path, t);
+    free(t);
+  }
+  return rc;
 }

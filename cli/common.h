@@ -32,5 +32,10 @@ int cmd_demo(int argc, char **argv);
 int cli_predict_report(const char *cmd, const xs_program *program,
                        const xs_profile *profile, const xs_model *models,
                        size_t nmodels, int json, FILE *out);
+/* --trace and --svg: the timeline of one evaluated result into files. */
+int cli_write_timelines(const char *cmd, const xs_program *program,
+                        const xs_profile *profile, const xs_result *result,
+                        const xs_timeline *timeline, const char *trace_path,
+                        const char *svg_path);
 
 #endif

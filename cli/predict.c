@@ -12,6 +12,7 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: xstage predict --profile P --program FILE [--model M] [--json]\n"
+          "                      [--trace FILE] [--svg FILE]\n"
           "\n"
           "Evaluates a program (DESIGN.md \"Programs\") on a profile.\n"
           "\n"
@@ -19,6 +20,9 @@ static void help(FILE *f) {
           "  --program F   the program, JSON\n"
           "  --model M     burstgap, blocking, serial, ideal or all (default all)\n"
           "  --json        print the JSON report instead of text\n"
+          "  --trace FILE  write a Chrome trace of burstgap (or of --model M when it\n"
+          "                is blocking) for ui.perfetto.dev\n"
+          "  --svg FILE    write the same timeline as an SVG\n"
           "  --help        this text\n"
           "\n"
           "Exit status: 0 success, 1 a failure of the machine (I/O), 2 bad input.\n");
@@ -218,18 +222,23 @@ int cmd_predict(int argc, char **argv) {
                                        {"program", required_argument, 0, 'f'},
                                        {"model", required_argument, 0, 'm'},
                                        {"json", no_argument, 0, 'j'},
+                                       {"trace", required_argument, 0, 't'},
+                                       {"svg", required_argument, 0, 's'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   const char *profile = NULL, *program = NULL, *model = NULL;
+  const char *trace = NULL, *svg = NULL;
   int json = 0, c;
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":p:f:m:jh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":p:f:m:jt:s:h", opts, NULL)) != -1) {
     switch (c) {
     case 'p': profile = optarg; break;
     case 'f': program = optarg; break;
     case 'm': model = optarg; break;
     case 'j': json = 1; break;
+    case 't': trace = optarg; break;
+    case 's': svg = optarg; break;
     case 'h': help(stdout); return EXIT_OK;
     default: return cli_bad_flag("predict", argc, argv);
     }
@@ -257,6 +266,22 @@ int cmd_predict(int argc, char **argv) {
   } else {
     rc = cli_predict_report("predict", prog, prof, models, nmodels, json,
                             stdout);
+    if (!rc && (trace || svg)) {
+      xs_model tm = nmodels == 1 && models[0] == XS_MODEL_BLOCKING
+                        ? XS_MODEL_BLOCKING
+                        : XS_MODEL_BURSTGAP;
+      xs_timeline *tl = xs_timeline_new();
+      xs_eval_options o = {0, 0, NULL, tl};
+      xs_result *r = NULL;
+      if (!tl)
+        rc = EXIT_MACHINE;
+      else if (xs_evaluate(prog, prof, tm, &o, &r, &err))
+        rc = cli_error("predict", &err);
+      else
+        rc = cli_write_timelines("predict", prog, prof, r, tl, trace, svg);
+      xs_result_free(r);
+      xs_timeline_free(tl);
+    }
   }
   xs_program_free(prog);
   xs_profile_free(prof);

@@ -265,6 +265,42 @@ typedef struct xs_result {
   size_t workers_cap, sends_cap, channels_cap;
 } xs_result;
 
+/* ---- Timelines: what each worker did when, and each channel's backlog,
+ * recorded by the evaluators on request, for traces and plots ---- */
+
+typedef enum {
+  XS_SEG_COMPUTE = 0,  /* a compute op                                  */
+  XS_SEG_OVERHEAD = 1, /* a send's issue overhead                       */
+  XS_SEG_ISSUE = 2,    /* issuing at the unthrottled rate               */
+  XS_SEG_STALL = 3,    /* issue time lost to backpressure (drawn at the
+                          end of the send's issue)                      */
+  XS_SEG_BLOCKED = 4   /* waiting in a wait or a fence                  */
+} xs_segment_kind;
+
+typedef struct xs_segment {
+  double start_s, end_s;
+  uint32_t worker;
+  uint32_t send; /* the send it belongs to, UINT32_MAX for none */
+  xs_segment_kind kind;
+} xs_segment;
+
+typedef struct xs_backlog_point {
+  double t_s;       /* from here the backlog ...                      */
+  double backlog_B; /* ... is this; linear to the next point (fluid)  */
+  uint32_t channel; /* profile channel index                          */
+} xs_backlog_point;
+
+typedef struct xs_timeline {
+  xs_segment *segments;
+  size_t nsegments, segments_cap;
+  xs_backlog_point *points;
+  size_t npoints, points_cap;
+} xs_timeline;
+
+/* An empty timeline to pass in options; freed with xs_timeline_free. */
+xs_timeline *xs_timeline_new(void);
+void xs_timeline_free(xs_timeline *timeline);
+
 typedef struct xs_eval_options {
   int event_driven; /* 1: never take the one-worker closed-form path      */
   int summary_only; /* 1: no per-send results (sends stays NULL)          */
@@ -273,6 +309,9 @@ typedef struct xs_eval_options {
    * fresh memory when a planner evaluates many programs in a row. The
    * result is consumed either way: it becomes *out, or is freed. */
   xs_result *reuse;
+  /* When not NULL, the evaluation appends what happened to it (burstgap
+   * and blocking; it takes the event-driven path). */
+  xs_timeline *timeline;
 } xs_eval_options;
 
 /* Evaluate a finished program on a profile under one model. options may be
@@ -287,6 +326,18 @@ void xs_result_free(xs_result *result);
  * for i < count, each a different model. free() the result. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,
                      xs_result *const *results, size_t count);
+
+/* A Chrome trace (JSON, for ui.perfetto.dev and chrome://tracing) of a
+ * result and the timeline recorded with it: a track per worker (compute,
+ * overhead, issue, stall, blocked slices), a track per channel (a backlog
+ * counter, each send's X-stage as a span). free() the result. */
+char *xs_timeline_trace_json(const xs_program *program,
+                             const xs_profile *profile, const xs_result *result,
+                             const xs_timeline *timeline);
+/* An SVG: worker lanes over time (grouped past 33 workers), under them each
+ * channel's backlog with its capacity line and the X-stages shaded. */
+char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
+                      const xs_result *result, const xs_timeline *timeline);
 
 /* Write data to path through a temporary file and a rename, so that a
  * reader never sees half a file. */

@@ -102,7 +102,7 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   if (nch == 0)
     return xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
                     xs_profile_name(prof));
-  xs_eval_options defaults = {0, 0, NULL};
+  xs_eval_options defaults = {0, 0, NULL, NULL};
   if (!opt)
     opt = &defaults;
 
@@ -150,7 +150,7 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   /* serial and ideal terms (docs/model.md "Baselines"), and the bytes of
    * each channel, in one pass over the ops; the one-worker fast path
    * computes them in its own pass */
-  int fast = p->nworkers == 1 && !opt->event_driven &&
+  int fast = p->nworkers == 1 && !opt->event_driven && !opt->timeline &&
              (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING);
   double compute_term = 0;
   for (size_t w = 0; w < p->nworkers && !fast; w++) {
@@ -208,8 +208,8 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
     r->sends = NULL;
     r->sends_cap = 0;
   }
-  xs__eval ev = {p, chans, nch, map, model == XS_MODEL_BLOCKING,
-                 opt->summary_only};
+  xs__eval ev = {p,        chans, nch, map, model == XS_MODEL_BLOCKING,
+                 opt->summary_only, opt->timeline};
   if (fast) {
     r->fast_path = 1;
     st = xs__eval_closed(&ev, r, err);

@@ -136,6 +136,8 @@ static void advance(fluid *f, size_t c, double now) {
   if (s->q > cr->peak_backlog_B)
     cr->peak_backlog_B = s->q;
   s->t = now;
+  if (f->ev->tl)
+    xs__tl_point(f->ev->tl, c, now, s->q);
 }
 
 static void mark_dirty(fluid *f, size_t c) {
@@ -212,6 +214,8 @@ static xs_status run_worker(fluid *f, size_t w, double now, xs_error *err);
 
 static void block_until(fluid *f, size_t w, double now, double until) {
   worker_state *ws = &f->ws[w];
+  if (f->ev->tl)
+    xs__tl_segment(f->ev->tl, XS_SEG_BLOCKED, w, XS__NONE, now, until);
   ws->state = W_BLOCKED;
   ws->t_block = now;
   set_key(f, (uint32_t)w, until);
@@ -238,6 +242,12 @@ static xs_status send_done(fluid *f, size_t w, size_t c, double now,
   }
   ws->stall_s += stall;
   ws->issue_s += now - ws->issue_start;
+  if (f->ev->tl) {
+    double from = ws->issue_start + k->overhead_s;
+    xs__tl_segment(f->ev->tl, XS_SEG_ISSUE, w, sid, from, now - stall);
+    if (stall > 0)
+      xs__tl_segment(f->ev->tl, XS_SEG_STALL, w, sid, now - stall, now);
+  }
   if (d > ws->max_deliver)
     ws->max_deliver = d;
   if (d > f->last_deliver)
@@ -252,6 +262,8 @@ static xs_status send_done(fluid *f, size_t w, size_t c, double now,
     f->waiters[sid] = XS__NONE;
     while (x != XS__NONE) {
       uint32_t nx = f->ws[x].next_waiter;
+      if (f->ev->tl && d > f->ws[x].t_block)
+        xs__tl_segment(f->ev->tl, XS_SEG_BLOCKED, x, sid, f->ws[x].t_block, d);
       if (d > now) {
         f->ws[x].state = W_BLOCKED; /* t_block kept from when it began */
         set_key(f, x, d);
@@ -293,6 +305,9 @@ static xs_status run_worker(fluid *f, size_t w, double now, xs_error *err) {
       if (op->value > 0) {
         ws->compute_s += op->value;
         ws->state = W_COMPUTE;
+        if (f->ev->tl)
+          xs__tl_segment(f->ev->tl, XS_SEG_COMPUTE, w, XS__NONE, now,
+                         now + op->value);
         set_key(f, (uint32_t)w, now + op->value);
         return XS_OK;
       }
@@ -308,6 +323,9 @@ static xs_status run_worker(fluid *f, size_t w, double now, xs_error *err) {
           ws->overhead_done = 1;
           ws->overhead_s += k->overhead_s;
           ws->state = W_OVERHEAD;
+          if (f->ev->tl)
+            xs__tl_segment(f->ev->tl, XS_SEG_OVERHEAD, w, sid, now,
+                           now + k->overhead_s);
           set_key(f, (uint32_t)w, now + k->overhead_s);
           return XS_OK;
         }
@@ -373,6 +391,8 @@ static xs_status channel_event(fluid *f, size_t c, double now,
     s->q = 0;
   if (s->q > f->r->channels[c].peak_backlog_B)
     f->r->channels[c].peak_backlog_B = s->q;
+  if (f->ev->tl)
+    xs__tl_point(f->ev->tl, c, now, s->q);
   mark_dirty(f, c);
   if (!(s->kind & EV_FINISH) || s->n == 0)
     return XS_OK;

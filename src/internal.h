@@ -153,7 +153,15 @@ typedef struct xs__eval {
   const uint32_t *chan_map; /* program channel (send_chan) -> profile's */
   int fence_after_send; /* blocking model */
   int summary_only;
+  xs_timeline *tl; /* record into it, or NULL */
 } xs__eval;
+
+/* Append to a timeline; out of memory drops the record (a plot with a
+ * gap beats a failed evaluation). */
+void xs__tl_segment(xs_timeline *tl, xs_segment_kind kind, size_t worker,
+                    uint32_t send, double start_s, double end_s);
+void xs__tl_point(xs_timeline *tl, size_t channel, double t_s,
+                  double backlog_B);
 
 /* The profile channel of send s. */
 static inline uint32_t xs__chan_of(const xs__eval *ev, uint32_t s) {

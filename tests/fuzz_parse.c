@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         xs_result_free(r);
       }
       xs_result *r = NULL;
-      xs_eval_options o = {1, 0, NULL};
+      xs_eval_options o = {1, 0, NULL, NULL};
       xs_evaluate(prog, prof, XS_MODEL_BURSTGAP, &o, &r, &err);
       xs_result_free(r);
     }

@@ -49,7 +49,7 @@ static xs_result *eval(const xs_program *p, const xs_profile *prof,
                        xs_model m, int event_driven) {
   xs_result *r;
   xs_error e;
-  xs_eval_options o = {event_driven, 0, NULL};
+  xs_eval_options o = {event_driven, 0, NULL, NULL};
   xs_status st = xs_evaluate(p, prof, m, &o, &r, &e);
   if (st)
     fprintf(stderr, "evaluate: %s\n", e.message);
@@ -509,7 +509,7 @@ static void test_summary_only(void **state) {
     xs_program *p = random_program(&g, nw, 2, 3);
     xs_result *a, *b;
     xs_error e;
-    xs_eval_options o = {0, 1, NULL};
+    xs_eval_options o = {0, 1, NULL, NULL};
     assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &a, &e), XS_OK);
     assert_null(a->sends);
     b = eval(p, prof, XS_MODEL_BURSTGAP, 0);
