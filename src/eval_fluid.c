@@ -10,7 +10,8 @@
  * channel keeps V(t), the bytes served per active sender, and a min-heap of
  * the senders' finishing marks V_start + B: a rate change costs O(log n).
  * S(t) integrates (1 - r/x) over throttled time, so a send's stall is
- * S_end - S_start. Next-event times sit in two indexed 4-ary heaps (keys
+ * S_end - S_start. The workers' ops run in the worker machine (workers.c);
+ * this file is the channels. Next-event times sit in two indexed heaps (keys
  * in the nodes, for locality), one entry per worker and one per channel, so
  * each event costs O(log workers + log channels); channels change key at
  * every event, and with one or a few channels their heap is nearly free.
@@ -23,8 +24,6 @@
 #include <string.h>
 
 enum { EV_FINISH = 1, EV_FULL = 2, EV_EMPTY = 4 };
-enum { W_READY, W_COMPUTE, W_OVERHEAD, W_SENDING, W_BLOCKED, W_WAITING,
-       W_DONE };
 
 typedef struct {
   double key; /* V at which the sender's last byte is admitted */
@@ -43,33 +42,16 @@ typedef struct {
 } chan_state;
 
 typedef struct {
-  size_t pc;
-  int state;
-  int overhead_done, pending_fence;
-  uint32_t send;
-  double t_block, issue_start, S0, max_deliver;
-  double compute_s, issue_s, overhead_s, blocked_s, stall_s, finish_s;
-  uint32_t next_waiter;
-} worker_state;
-
-typedef struct {
   const xs__eval *ev;
-  const xs_program *p;
-  size_t nw, nc;
-  worker_state *ws;
+  size_t nc;
+  xs__wm wm;
   chan_state *cs;
-  xs__iheap wh, ch; /* next events of workers, of channels */
-  /* deliveries known so far (NAN until the send's last byte is in) */
-  double *deliver;
-  uint32_t *waiters; /* per send: first worker waiting on it */
+  xs__iheap ch;  /* next event of each channel */
+  double *S0;    /* per worker: S of its channel when its send began */
   uint32_t *dirty;
   size_t ndirty;
   xs_result *r;
-  double last_deliver;
-  uint64_t events;
 } fluid;
-
-static void set_key(fluid *f, uint32_t w, double t) { xs__iheap_set(&f->wh, w, t); }
 
 static inline double dmin(double a, double b) { return b < a ? b : a; }
 
@@ -208,172 +190,27 @@ static void recompute(fluid *f, size_t c, double now) {
   xs__iheap_set(&f->ch, (uint32_t)c, kind ? now + dt : INFINITY);
 }
 
-/* ---- workers ---- */
+/* ---- the worker machine's hooks ---- */
 
-static xs_status run_worker(fluid *f, size_t w, double now, xs_error *err);
-
-static void block_until(fluid *f, size_t w, double now, double until) {
-  worker_state *ws = &f->ws[w];
-  if (f->ev->tl)
-    xs__tl_segment(f->ev->tl, XS_SEG_BLOCKED, w, XS__NONE, now, until);
-  ws->state = W_BLOCKED;
-  ws->t_block = now;
-  set_key(f, (uint32_t)w, until);
-}
-
-/* The send of worker w on channel c has its last byte in at time now. */
-static xs_status send_done(fluid *f, size_t w, size_t c, double now,
-                           xs_error *err) {
-  worker_state *ws = &f->ws[w];
-  const xs__chan *k = &f->ev->chans[c];
+static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
+                      double bytes, double now, xs_error *err) {
+  fluid *f = ctx;
+  (void)sid;
+  advance(f, c, now);
   chan_state *s = &f->cs[c];
-  uint32_t sid = ws->send;
-  double d = now + s->q / k->drain_Bps + k->latency_s;
-  double stall = s->S - ws->S0;
-  if (stall < 0)
-    stall = 0;
-  if (f->r->sends) {
-    xs_send_result *sr = &f->r->sends[sid];
-    sr->issue_start_s = ws->issue_start;
-    sr->issue_end_s = now;
-    sr->deliver_s = d;
-    sr->xstage_s = d - now;
-    sr->stall_s = stall;
-  }
-  ws->stall_s += stall;
-  ws->issue_s += now - ws->issue_start;
-  if (f->ev->tl) {
-    double from = ws->issue_start + k->overhead_s;
-    xs__tl_segment(f->ev->tl, XS_SEG_ISSUE, w, sid, from, now - stall);
-    if (stall > 0)
-      xs__tl_segment(f->ev->tl, XS_SEG_STALL, w, sid, now - stall, now);
-  }
-  if (d > ws->max_deliver)
-    ws->max_deliver = d;
-  if (d > f->last_deliver)
-    f->last_deliver = d;
-  ws->pc++;
-  ws->overhead_done = 0;
-  ws->pending_fence = f->ev->fence_after_send;
-  ws->state = W_READY;
-  if (f->deliver) {
-    f->deliver[sid] = d;
-    uint32_t x = f->waiters[sid];
-    f->waiters[sid] = XS__NONE;
-    while (x != XS__NONE) {
-      uint32_t nx = f->ws[x].next_waiter;
-      if (f->ev->tl && d > f->ws[x].t_block)
-        xs__tl_segment(f->ev->tl, XS_SEG_BLOCKED, x, sid, f->ws[x].t_block, d);
-      if (d > now) {
-        f->ws[x].state = W_BLOCKED; /* t_block kept from when it began */
-        set_key(f, x, d);
-      } else {
-        f->ws[x].blocked_s += now - f->ws[x].t_block;
-        f->ws[x].state = W_READY;
-        xs_status st = run_worker(f, x, now, err);
-        if (st)
-          return st;
-      }
-      x = nx;
-    }
-  }
+  f->S0[w] = s->S;
+  mark m = {s->V + bytes, (uint32_t)w};
+  if (mpush(s, m))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  mark_dirty(f, c);
   return XS_OK;
 }
 
-/* Run worker w from its current op at time now until it blocks. */
-static xs_status run_worker(fluid *f, size_t w, double now, xs_error *err) {
-  worker_state *ws = &f->ws[w];
-  const xs__worker *wk = &f->p->workers[w];
-  for (;;) {
-    if (ws->pending_fence) {
-      ws->pending_fence = 0;
-      if (ws->max_deliver > now) {
-        block_until(f, w, now, ws->max_deliver);
-        return XS_OK;
-      }
-    }
-    if (ws->pc >= wk->nops) {
-      ws->state = W_DONE;
-      ws->finish_s = now;
-      set_key(f, (uint32_t)w, INFINITY);
-      return XS_OK;
-    }
-    const xs__op *op = &wk->ops[ws->pc];
-    switch (op->kind) {
-    case XS_OP_COMPUTE:
-      ws->pc++;
-      if (op->value > 0) {
-        ws->compute_s += op->value;
-        ws->state = W_COMPUTE;
-        if (f->ev->tl)
-          xs__tl_segment(f->ev->tl, XS_SEG_COMPUTE, w, XS__NONE, now,
-                         now + op->value);
-        set_key(f, (uint32_t)w, now + op->value);
-        return XS_OK;
-      }
-      break;
-    case XS_OP_SEND: {
-      uint32_t sid = op->aux;
-      size_t c = xs__chan_of(f->ev, sid);
-      const xs__chan *k = &f->ev->chans[c];
-      if (!ws->overhead_done) {
-        ws->issue_start = now;
-        ws->send = sid;
-        if (k->overhead_s > 0) {
-          ws->overhead_done = 1;
-          ws->overhead_s += k->overhead_s;
-          ws->state = W_OVERHEAD;
-          if (f->ev->tl)
-            xs__tl_segment(f->ev->tl, XS_SEG_OVERHEAD, w, sid, now,
-                           now + k->overhead_s);
-          set_key(f, (uint32_t)w, now + k->overhead_s);
-          return XS_OK;
-        }
-      }
-      advance(f, c, now);
-      chan_state *s = &f->cs[c];
-      ws->S0 = s->S;
-      if (op->value <= 0) {
-        xs_status st = send_done(f, w, c, now, err);
-        if (st)
-          return st;
-        break;
-      }
-      mark m = {s->V + op->value, (uint32_t)w};
-      if (mpush(s, m))
-        return xs__fail(err, XS_NOMEM, "out of memory");
-      mark_dirty(f, c);
-      ws->state = W_SENDING;
-      set_key(f, (uint32_t)w, INFINITY);
-      return XS_OK;
-    }
-    case XS_OP_WAIT: {
-      uint32_t sid = op->aux;
-      ws->pc++;
-      double d = f->deliver[sid];
-      if (isnan(d)) {
-        ws->state = W_WAITING;
-        ws->t_block = now;
-        ws->next_waiter = f->waiters[sid];
-        f->waiters[sid] = (uint32_t)w;
-        set_key(f, (uint32_t)w, INFINITY);
-        return XS_OK;
-      }
-      if (d > now) {
-        block_until(f, w, now, d);
-        return XS_OK;
-      }
-      break;
-    }
-    default: /* fence */
-      ws->pc++;
-      if (ws->max_deliver > now) {
-        block_until(f, w, now, ws->max_deliver);
-        return XS_OK;
-      }
-      break;
-    }
-  }
+static double signal_at(void *ctx, size_t c, double now) {
+  fluid *f = ctx;
+  advance(f, c, now);
+  const xs__chan *k = &f->ev->chans[c];
+  return now + f->cs[c].q / k->drain_Bps + k->latency_s;
 }
 
 /* A channel's scheduled event at time now: snap the backlog, let every
@@ -411,113 +248,66 @@ static xs_status channel_event(fluid *f, size_t c, double now,
     }
     fin[nfin++] = mpop(s).w;
   }
+  /* every finisher's last byte is in now, behind the same backlog */
+  double d = now + s->q / k->drain_Bps + k->latency_s;
   xs_status st = XS_OK;
-  for (size_t i = 0; i < nfin && !st; i++) {
-    st = send_done(f, fin[i], c, now, err);
-    if (!st)
-      st = run_worker(f, fin[i], now, err);
-  }
+  for (size_t i = 0; i < nfin && !st; i++)
+    st = xs__wm_send_done(&f->wm, fin[i], now, d, s->S - f->S0[fin[i]], err);
   if (fin != stackbuf)
     free(fin);
   return st;
 }
 
-static void fluid_free(fluid *f) {
-  if (f->cs)
-    for (size_t c = 0; c < f->nc; c++)
-      free(f->cs[c].heap);
-  free(f->cs);
-  free(f->ws);
-  xs__iheap_free(&f->wh);
-  xs__iheap_free(&f->ch);
-  free(f->deliver);
-  free(f->waiters);
-  free(f->dirty);
-}
-
 xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
+  static const xs__wm_ops hooks = {join, signal_at};
   fluid f;
   memset(&f, 0, sizeof f);
   f.ev = ev;
-  f.p = ev->prog;
   f.r = r;
-  f.nw = f.p->nworkers;
   f.nc = ev->nchans;
-  f.ws = calloc(f.nw, sizeof *f.ws);
   f.cs = calloc(f.nc, sizeof *f.cs);
-  int heaps_bad = xs__iheap_init(&f.wh, f.nw) | xs__iheap_init(&f.ch, f.nc);
+  f.S0 = calloc(ev->prog->nworkers + 1, sizeof *f.S0);
   f.dirty = malloc(f.nc * sizeof *f.dirty);
-  int has_waits = f.p->nwaits > 0;
-  if (has_waits) {
-    f.deliver = malloc(f.p->nsends * sizeof *f.deliver + 1);
-    f.waiters = malloc(f.p->nsends * sizeof *f.waiters + 1);
-  }
-  if (!f.ws || !f.cs || heaps_bad || !f.dirty ||
-      (has_waits && (!f.deliver || !f.waiters))) {
-    fluid_free(&f);
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  }
-  for (size_t s = 0; has_waits && s < f.p->nsends; s++) {
-    f.deliver[s] = NAN;
-    f.waiters[s] = XS__NONE;
+  int bad = xs__wm_init(&f.wm, ev, r, &hooks, &f) |
+            xs__iheap_init(&f.ch, f.nc);
+  xs_status st = XS_OK;
+  if (bad || !f.cs || !f.S0 || !f.dirty) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
   }
   for (size_t c = 0; c < f.nc; c++)
     f.cs[c].full = ev->chans[c].capacity_B == 0;
-
-  xs_status st = XS_OK;
   double now = 0;
-  for (size_t w = 0; w < f.nw && !st; w++)
-    st = run_worker(&f, w, 0, err);
-  for (;;) {
-    if (st)
-      break;
+  uint64_t events = 0;
+  st = xs__wm_start(&f.wm, err);
+  while (!st) {
     for (size_t i = 0; i < f.ndirty; i++)
       recompute(&f, f.dirty[i], now);
     f.ndirty = 0;
     /* the earlier of the two heaps' tops; at equal times workers first */
-    double tw = xs__iheap_top(&f.wh), tc = xs__iheap_top(&f.ch);
+    double tw = xs__wm_next(&f.wm), tc = xs__iheap_top(&f.ch);
     if (!(tw < INFINITY) && !(tc < INFINITY))
       break;
-    f.events++;
+    events++;
     if (tw <= tc) {
-      uint32_t e = xs__iheap_top_id(&f.wh);
       now = tw;
-      worker_state *ws = &f.ws[e];
-      if (ws->state == W_BLOCKED)
-        ws->blocked_s += now - ws->t_block;
-      ws->state = W_READY;
-      /* run_worker sets the worker's next key on every path it returns by */
-      st = run_worker(&f, e, now, err);
+      st = xs__wm_timer(&f.wm, err);
     } else {
       now = tc;
       st = channel_event(&f, xs__iheap_top_id(&f.ch), now, err);
     }
   }
-  if (!st) {
-    double done = 0;
-    for (size_t w = 0; w < f.nw; w++) {
-      worker_state *ws = &f.ws[w];
-      if (ws->state != W_DONE) {
-        st = xs__fail(err, XS_INTERNAL,
-                      "evaluation stopped with worker \"%s\" unfinished at op "
-                      "%zu (please report this program)",
-                      f.p->workers[w].name, ws->pc);
-        break;
-      }
-      xs_worker_result *wr = &r->workers[w];
-      wr->finish_s = ws->finish_s;
-      wr->compute_s = ws->compute_s;
-      wr->issue_s = ws->issue_s;
-      wr->overhead_s = ws->overhead_s;
-      wr->blocked_s = ws->blocked_s;
-      wr->stall_s = ws->stall_s + ws->blocked_s;
-      if (ws->finish_s > done)
-        done = ws->finish_s;
-    }
-    r->issue_done_s = done;
-    r->makespan_s = fmax(done, f.last_deliver);
-    r->events = f.events;
-  }
-  fluid_free(&f);
+  if (!st)
+    st = xs__wm_finish(&f.wm, err);
+  r->events = events;
+done:
+  if (f.cs)
+    for (size_t c = 0; c < f.nc; c++)
+      free(f.cs[c].heap);
+  free(f.cs);
+  free(f.S0);
+  free(f.dirty);
+  xs__wm_free(&f.wm);
+  xs__iheap_free(&f.ch);
   return st;
 }

@@ -168,6 +168,57 @@ static inline uint32_t xs__chan_of(const xs__eval *ev, uint32_t s) {
   return ev->chan_map[ev->prog->send_chan[s]];
 }
 
+/* ---- The worker machine: runs each worker's ops (compute, send, wait,
+ * fence, overheads, the blocking model's implicit fences) for the
+ * event-driven evaluators, which supply what happens on a channel. ---- */
+typedef struct xs__wm_ops {
+  /* Worker w starts pushing bytes (> 0) of send sid on channel c at now;
+   * the backend calls xs__wm_send_done once the last byte is in. */
+  xs_status (*join)(void *ctx, size_t w, uint32_t sid, size_t c,
+                    double bytes, double now, xs_error *err);
+  /* A send of 0 bytes on channel c at now: its delivery time. */
+  double (*signal)(void *ctx, size_t c, double now);
+} xs__wm_ops;
+
+typedef struct xs__wm_worker {
+  size_t pc;
+  int state, overhead_done, pending_fence;
+  uint32_t send, next_waiter;
+  double t_block, issue_start, max_deliver;
+  double compute_s, issue_s, overhead_s, blocked_s, stall_s, finish_s;
+} xs__wm_worker;
+
+typedef struct xs__wm {
+  const xs__eval *ev;
+  const xs_program *p;
+  xs_result *r;
+  const xs__wm_ops *ops;
+  void *ctx;
+  size_t nw;
+  xs__wm_worker *ws;
+  xs__iheap timers; /* each worker's next timed event */
+  double *deliver;  /* per send, NAN until its last byte is in (waits) */
+  uint32_t *waiters; /* per send, first worker waiting on it */
+  double last_deliver;
+} xs__wm;
+
+int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
+                const xs__wm_ops *ops, void *ctx);
+void xs__wm_free(xs__wm *m);
+/* Run every worker from time 0 until each blocks. */
+xs_status xs__wm_start(xs__wm *m, xs_error *err);
+static inline double xs__wm_next(const xs__wm *m) {
+  return xs__iheap_top(&m->timers);
+}
+/* Fire the earliest worker event. */
+xs_status xs__wm_timer(xs__wm *m, xs_error *err);
+/* The send of worker w has its last byte in at now. */
+xs_status xs__wm_send_done(xs__wm *m, size_t w, double now, double deliver,
+                           double stall, xs_error *err);
+/* After the last event: check that every worker finished, fill the
+ * result's workers, makespan and issue_done_s. */
+xs_status xs__wm_finish(xs__wm *m, xs_error *err);
+
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);
 /* Any program, exact event-driven fluid evaluation; fills r. */

@@ -1,0 +1,262 @@
+/*
+ * workers.c: the worker machine shared by the event-driven evaluators (the
+ * exact fluid evaluation and the packet simulator). It walks each worker's
+ * ops, times compute and overheads, blocks waits until the send's delivery
+ * is known and reached, honours fences (and the blocking model's fence
+ * after every send), and records results and timelines. What happens on a
+ * channel is the backend's: it is told when a worker starts a send, and
+ * tells the machine when the send's last byte is in and when it arrives.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { W_READY, W_COMPUTE, W_OVERHEAD, W_SENDING, W_BLOCKED, W_WAITING,
+       W_DONE };
+
+int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
+                const xs__wm_ops *ops, void *ctx) {
+  memset(m, 0, sizeof *m);
+  m->ev = ev;
+  m->p = ev->prog;
+  m->r = r;
+  m->ops = ops;
+  m->ctx = ctx;
+  m->nw = m->p->nworkers;
+  m->ws = calloc(m->nw + 1, sizeof *m->ws);
+  if (!m->ws || xs__iheap_init(&m->timers, m->nw))
+    return -1;
+  if (m->p->nwaits) {
+    m->deliver = malloc((m->p->nsends + 1) * sizeof *m->deliver);
+    m->waiters = malloc((m->p->nsends + 1) * sizeof *m->waiters);
+    if (!m->deliver || !m->waiters)
+      return -1;
+    for (size_t s = 0; s < m->p->nsends; s++) {
+      m->deliver[s] = NAN;
+      m->waiters[s] = XS__NONE;
+    }
+  }
+  return 0;
+}
+
+void xs__wm_free(xs__wm *m) {
+  free(m->ws);
+  xs__iheap_free(&m->timers);
+  free(m->deliver);
+  free(m->waiters);
+}
+
+static void set_key(xs__wm *m, size_t w, double t) {
+  xs__iheap_set(&m->timers, (uint32_t)w, t);
+}
+
+static void block_until(xs__wm *m, size_t w, double now, double until) {
+  xs__wm_worker *ws = &m->ws[w];
+  if (m->ev->tl)
+    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, w, XS__NONE, now, until);
+  ws->state = W_BLOCKED;
+  ws->t_block = now;
+  set_key(m, w, until);
+}
+
+static xs_status run(xs__wm *m, size_t w, double now, xs_error *err);
+
+/* Record the end of the current send of w and let waiters on it go. */
+static xs_status send_end(xs__wm *m, size_t w, double now, double d,
+                          double stall, xs_error *err) {
+  xs__wm_worker *ws = &m->ws[w];
+  uint32_t sid = ws->send;
+  if (stall < 0)
+    stall = 0;
+  if (m->r->sends) {
+    xs_send_result *sr = &m->r->sends[sid];
+    sr->issue_start_s = ws->issue_start;
+    sr->issue_end_s = now;
+    sr->deliver_s = d;
+    sr->xstage_s = d - now;
+    sr->stall_s = stall;
+  }
+  ws->stall_s += stall;
+  ws->issue_s += now - ws->issue_start;
+  if (m->ev->tl) {
+    double from = ws->issue_start +
+                  m->ev->chans[xs__chan_of(m->ev, sid)].overhead_s;
+    xs__tl_segment(m->ev->tl, XS_SEG_ISSUE, w, sid, from, now - stall);
+    if (stall > 0)
+      xs__tl_segment(m->ev->tl, XS_SEG_STALL, w, sid, now - stall, now);
+  }
+  if (d > ws->max_deliver)
+    ws->max_deliver = d;
+  if (d > m->last_deliver)
+    m->last_deliver = d;
+  ws->pc++;
+  ws->overhead_done = 0;
+  ws->pending_fence = m->ev->fence_after_send;
+  ws->state = W_READY;
+  if (m->deliver) {
+    m->deliver[sid] = d;
+    uint32_t x = m->waiters[sid];
+    m->waiters[sid] = XS__NONE;
+    while (x != XS__NONE) {
+      xs__wm_worker *wx = &m->ws[x];
+      uint32_t nx = wx->next_waiter;
+      if (m->ev->tl && d > wx->t_block)
+        xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, x, sid, wx->t_block, d);
+      if (d > now) {
+        wx->state = W_BLOCKED; /* t_block kept from when it began */
+        set_key(m, x, d);
+      } else {
+        wx->blocked_s += now - wx->t_block;
+        wx->state = W_READY;
+        xs_status st = run(m, x, now, err);
+        if (st)
+          return st;
+      }
+      x = nx;
+    }
+  }
+  return XS_OK;
+}
+
+/* Run worker w from its current op at time now until it blocks; every path
+ * out sets the worker's next timer (INFINITY when it waits on a channel or
+ * a send). */
+static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
+  xs__wm_worker *ws = &m->ws[w];
+  const xs__worker *wk = &m->p->workers[w];
+  for (;;) {
+    if (ws->pending_fence) {
+      ws->pending_fence = 0;
+      if (ws->max_deliver > now) {
+        block_until(m, w, now, ws->max_deliver);
+        return XS_OK;
+      }
+    }
+    if (ws->pc >= wk->nops) {
+      ws->state = W_DONE;
+      ws->finish_s = now;
+      set_key(m, w, INFINITY);
+      return XS_OK;
+    }
+    const xs__op *op = &wk->ops[ws->pc];
+    switch (op->kind) {
+    case XS_OP_COMPUTE:
+      ws->pc++;
+      if (op->value > 0) {
+        ws->compute_s += op->value;
+        ws->state = W_COMPUTE;
+        if (m->ev->tl)
+          xs__tl_segment(m->ev->tl, XS_SEG_COMPUTE, w, XS__NONE, now,
+                         now + op->value);
+        set_key(m, w, now + op->value);
+        return XS_OK;
+      }
+      break;
+    case XS_OP_SEND: {
+      uint32_t sid = op->aux;
+      size_t c = xs__chan_of(m->ev, sid);
+      const xs__chan *k = &m->ev->chans[c];
+      if (!ws->overhead_done) {
+        ws->issue_start = now;
+        ws->send = sid;
+        if (k->overhead_s > 0) {
+          ws->overhead_done = 1;
+          ws->overhead_s += k->overhead_s;
+          ws->state = W_OVERHEAD;
+          if (m->ev->tl)
+            xs__tl_segment(m->ev->tl, XS_SEG_OVERHEAD, w, sid, now,
+                           now + k->overhead_s);
+          set_key(m, w, now + k->overhead_s);
+          return XS_OK;
+        }
+      }
+      if (op->value <= 0) {
+        xs_status st = send_end(m, w, now, m->ops->signal(m->ctx, c, now),
+                                0, err);
+        if (st)
+          return st;
+        break;
+      }
+      ws->state = W_SENDING;
+      set_key(m, w, INFINITY);
+      return m->ops->join(m->ctx, w, sid, c, op->value, now, err);
+    }
+    case XS_OP_WAIT: {
+      uint32_t sid = op->aux;
+      ws->pc++;
+      double d = m->deliver[sid];
+      if (isnan(d)) {
+        ws->state = W_WAITING;
+        ws->t_block = now;
+        ws->next_waiter = m->waiters[sid];
+        m->waiters[sid] = (uint32_t)w;
+        set_key(m, w, INFINITY);
+        return XS_OK;
+      }
+      if (d > now) {
+        block_until(m, w, now, d);
+        return XS_OK;
+      }
+      break;
+    }
+    default: /* fence */
+      ws->pc++;
+      if (ws->max_deliver > now) {
+        block_until(m, w, now, ws->max_deliver);
+        return XS_OK;
+      }
+      break;
+    }
+  }
+}
+
+xs_status xs__wm_start(xs__wm *m, xs_error *err) {
+  for (size_t w = 0; w < m->nw; w++) {
+    xs_status st = run(m, w, 0, err);
+    if (st)
+      return st;
+  }
+  return XS_OK;
+}
+
+xs_status xs__wm_timer(xs__wm *m, xs_error *err) {
+  size_t w = xs__iheap_top_id(&m->timers);
+  double now = xs__iheap_top(&m->timers);
+  xs__wm_worker *ws = &m->ws[w];
+  if (ws->state == W_BLOCKED)
+    ws->blocked_s += now - ws->t_block;
+  ws->state = W_READY;
+  return run(m, w, now, err);
+}
+
+xs_status xs__wm_send_done(xs__wm *m, size_t w, double now, double deliver,
+                           double stall, xs_error *err) {
+  xs_status st = send_end(m, w, now, deliver, stall, err);
+  return st ? st : run(m, w, now, err);
+}
+
+xs_status xs__wm_finish(xs__wm *m, xs_error *err) {
+  double done = 0;
+  for (size_t w = 0; w < m->nw; w++) {
+    xs__wm_worker *ws = &m->ws[w];
+    if (ws->state != W_DONE)
+      return xs__fail(err, XS_INTERNAL,
+                      "evaluation stopped with worker \"%s\" unfinished at op "
+                      "%zu (please report this program)",
+                      m->p->workers[w].name, ws->pc);
+    xs_worker_result *wr = &m->r->workers[w];
+    wr->finish_s = ws->finish_s;
+    wr->compute_s = ws->compute_s;
+    wr->issue_s = ws->issue_s;
+    wr->overhead_s = ws->overhead_s;
+    wr->blocked_s = ws->blocked_s;
+    wr->stall_s = ws->stall_s + ws->blocked_s;
+    if (ws->finish_s > done)
+      done = ws->finish_s;
+  }
+  m->r->issue_done_s = done;
+  m->r->makespan_s = fmax(done, m->last_deliver);
+  return XS_OK;
+}
