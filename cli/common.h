@@ -26,6 +26,7 @@ int cli_write_output(const char *cmd, const char *path, const char *text);
 int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 /* Shared by predict and demo: evaluate every model in models[0..n) and
  * print the text report, or the JSON report when json is set. */

@@ -14,6 +14,7 @@ static const struct {
     {"demo", cmd_demo, "the main job: a wave of combine bursts on h200-nvlink"},
     {"predict", cmd_predict, "evaluate a program on a profile under each model"},
     {"profiles", cmd_profiles, "list the built-in profiles, or show one"},
+    {"simulate", cmd_simulate, "simulate a program at packet level"},
 };
 
 static void usage(FILE *f) {
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
     printf("xstage %s\n", XSTAGE_VERSION);
-    printf("models: burstgap blocking serial ideal\n");
+    printf("models: burstgap blocking serial ideal; packet simulator\n");
     printf("probe backends: none built in\n");
     return EXIT_OK;
   }

@@ -218,7 +218,8 @@ typedef enum {
   XS_MODEL_BLOCKING = 1, /* C = 0 and a fence after every send           */
   XS_MODEL_SERIAL = 2,   /* compute kernel, then communication kernel    */
   XS_MODEL_IDEAL = 3,    /* perfect overlap: a lower bound               */
-  XS_MODEL_COUNT = 4
+  XS_MODEL_COUNT = 4,    /* the models xs_evaluate computes               */
+  XS_MODEL_SIM = 4       /* the packet simulator's results (xs_simulate)  */
 } xs_model;
 
 const char *xs_model_name(xs_model model);
@@ -321,6 +322,30 @@ xs_status xs_evaluate(const xs_program *program, const xs_profile *profile,
                       xs_model model, const xs_eval_options *options,
                       xs_result **out, xs_error *err);
 void xs_result_free(xs_result *result);
+
+/* ---- The packet-level simulator (docs/simulate.md) ---- */
+
+typedef enum {
+  XS_ARB_RR = 0,  /* waiting workers get one packet each in turn          */
+  XS_ARB_FIFO = 1 /* the send that came first gets every packet first     */
+} xs_arbitration;
+
+typedef struct xs_sim_options {
+  double packet_B;             /* 0: each channel's packet_B, else 256    */
+  xs_arbitration arbitration;  /* among workers waiting to inject         */
+  int summary_only;            /* as in xs_eval_options                   */
+  xs_timeline *timeline;       /* record into it, or NULL                 */
+} xs_sim_options;
+
+/* Simulate a finished program at packet level: per channel a pool of
+ * capacity_B bytes of credit that a packet takes when it is admitted and
+ * gives back when it drains (FIFO at drain_Bps), injection paced by
+ * inject_Bps per channel and worker_inject_Bps and worker_inflight_B per
+ * worker, latency_s added at delivery. Deterministic. The result has model
+ * XS_MODEL_SIM and events = packet events; free it with xs_result_free. */
+xs_status xs_simulate(const xs_program *program, const xs_profile *profile,
+                      const xs_sim_options *options, xs_result **out,
+                      xs_error *err);
 
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result. */

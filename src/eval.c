@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking",
-                                                        "serial", "ideal"};
+static const char *const model_names[XS_MODEL_COUNT + 1] = {
+    "burstgap", "blocking", "serial", "ideal", "sim"};
 
 const char *xs_model_name(xs_model m) {
-  return (unsigned)m < XS_MODEL_COUNT ? model_names[m] : "unknown";
+  return (unsigned)m <= XS_MODEL_SIM ? model_names[m] : "unknown";
 }
 
 int xs_model_from_name(const char *name, xs_model *m) {
@@ -87,12 +87,42 @@ static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
   return XS_OK;
 }
 
+static xs_status run_model(const xs_program *p, const xs_profile *prof,
+                           xs_model model, const xs_eval_options *opt,
+                           const xs_sim_options *sim, xs_result **out,
+                           xs_error *err);
+
 xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
                       xs_model model, const xs_eval_options *opt,
                       xs_result **out, xs_error *err) {
   *out = NULL;
   if ((unsigned)model >= XS_MODEL_COUNT)
     return xs__fail(err, XS_INVALID, "unknown model %d", (int)model);
+  return run_model(p, prof, model, opt, NULL, out, err);
+}
+
+xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
+                      const xs_sim_options *sim, xs_result **out,
+                      xs_error *err) {
+  xs_sim_options defaults = {0, XS_ARB_RR, 0, NULL};
+  *out = NULL;
+  if (!sim)
+    sim = &defaults;
+  if (!(sim->packet_B >= 0) || !isfinite(sim->packet_B))
+    return xs__fail(err, XS_INVALID, "packet size must be > 0, got %g",
+                    sim->packet_B);
+  if (sim->arbitration != XS_ARB_RR && sim->arbitration != XS_ARB_FIFO)
+    return xs__fail(err, XS_INVALID, "unknown arbitration %d",
+                    (int)sim->arbitration);
+  xs_eval_options o = {1, sim->summary_only, NULL, sim->timeline};
+  return run_model(p, prof, XS_MODEL_SIM, &o, sim, out, err);
+}
+
+/* Bind, allocate, compute the baselines' terms, then run one model. */
+static xs_status run_model(const xs_program *p, const xs_profile *prof,
+                           xs_model model, const xs_eval_options *opt,
+                           const xs_sim_options *sim, xs_result **out,
+                           xs_error *err) {
   if (!p->finished)
     return xs__fail(err, XS_INVALID,
                     "program \"%s\" is not finished: call xs_program_finish "
@@ -136,6 +166,8 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
     chans[c].capacity_B = model == XS_MODEL_BLOCKING ? 0 : pc->capacity_B;
     chans[c].latency_s = pc->latency_s;
     chans[c].overhead_s = pc->issue_overhead_s;
+    chans[c].packet_B = pc->packet_B;
+    chans[c].worker_inflight_B = pc->worker_inflight_B;
   }
 
   r->model = model;
@@ -208,9 +240,18 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
     r->sends = NULL;
     r->sends_cap = 0;
   }
-  xs__eval ev = {p,        chans, nch, map, model == XS_MODEL_BLOCKING,
-                 opt->summary_only, opt->timeline};
-  if (fast) {
+  xs__eval ev = {p,
+                 chans,
+                 nch,
+                 map,
+                 model == XS_MODEL_BLOCKING,
+                 opt->summary_only,
+                 opt->timeline,
+                 sim ? sim->packet_B : 0,
+                 sim ? (int)sim->arbitration : 0};
+  if (model == XS_MODEL_SIM) {
+    st = xs__simulate(&ev, r, err);
+  } else if (fast) {
     r->fast_path = 1;
     st = xs__eval_closed(&ev, r, err);
   } else {

@@ -144,6 +144,7 @@ static inline uint32_t xs__iheap_top_id(const xs__iheap *h) {
 typedef struct xs__chan {
   double inject_Bps, worker_Bps, drain_Bps, capacity_B, latency_s,
       overhead_s;
+  double packet_B, worker_inflight_B; /* the simulator's */
 } xs__chan;
 
 typedef struct xs__eval {
@@ -154,6 +155,8 @@ typedef struct xs__eval {
   int fence_after_send; /* blocking model */
   int summary_only;
   xs_timeline *tl; /* record into it, or NULL */
+  double packet_B;  /* simulator: 0 = per channel */
+  int arbitration;  /* simulator: xs_arbitration */
 } xs__eval;
 
 /* Append to a timeline; out of memory drops the record (a plot with a
@@ -223,5 +226,7 @@ xs_status xs__wm_finish(xs__wm *m, xs_error *err);
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);
 /* Any program, exact event-driven fluid evaluation; fills r. */
 xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err);
+/* Any program, packet-level simulation; fills r. */
+xs_status xs__simulate(const xs__eval *ev, xs_result *r, xs_error *err);
 
 #endif /* XSTAGE_INTERNAL_H */
