@@ -4,6 +4,8 @@
  * it reports the median of several runs and leaves judging to the reader.
  *
  *   xstage-bench model   the evaluators on large programs
+ *   xstage-bench sim     the packet simulator, beside a SimPy model of the
+ *                        same channel (bench/simpy_channel.py)
  */
 #define _POSIX_C_SOURCE 200809L
 #include "xstage.h"
@@ -119,8 +121,100 @@ static int bench_model(int quick) {
   return 0;
 }
 
+/* Workers alternate 10 us of compute and sends of send_b bytes, as in
+ * bench/simpy_channel.py. */
+static xs_program *build_uniform(size_t nworkers, size_t sends, double send_b) {
+  xs_program *p = xs_program_new("sim bench");
+  xs_error e;
+  for (size_t w = 0; w < nworkers; w++) {
+    char name[32];
+    snprintf(name, sizeof name, "sm%zu", w);
+    if (xs_program_add_worker(p, name, NULL, &e))
+      die("build", &e);
+    for (size_t i = 0; i < sends; i++)
+      if (xs_program_compute(p, w, 10e-6, &e) ||
+          xs_program_send(p, w, send_b, NULL, NULL, NULL, &e))
+        die("build", &e);
+  }
+  if (xs_program_finish(p, &e))
+    die("finish", &e);
+  return p;
+}
+
+static int bench_sim(int quick) {
+  xs_profile *prof;
+  xs_error e;
+  if (xs_profile_load("h200-nvlink", &prof, &e))
+    die("profile", &e);
+  size_t sends = quick ? 15 : 150;
+  xs_program *p = build_uniform(132, sends, 65536);
+  xs_sim_options o = {256, XS_ARB_RR, 1, NULL};
+  double t[5];
+  uint64_t events = 0;
+  int reps = quick ? 1 : 3;
+  for (int r = 0; r < reps; r++) {
+    xs_result *res;
+    double t0 = now_s();
+    if (xs_simulate(p, prof, &o, &res, &e))
+      die("simulate", &e);
+    t[r] = now_s() - t0;
+    events = res->events;
+    xs_result_free(res);
+  }
+  double rate = (double)events / median(t, reps);
+  printf("sim_packet_events %llu events\n", (unsigned long long)events);
+  printf("sim_events_per_s %.3g events/s\n", rate);
+  xs_program_free(p);
+  /* the SimPy model of the same channel, on a program it finishes in a
+   * few seconds; events per second do not depend much on its length */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           /* Debian's python3, where python3-simpy3 puts SimPy */
+           "$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3) "
+           "'%s/bench/simpy_channel.py' 132 %d 65536 256 2>&1",
+           XSTAGE_SRC, quick ? 1 : 3);
+  FILE *f = popen(cmd, "r");
+  double simpy = 0, simpy_makespan = 0;
+  char line[256];
+  while (f && fgets(line, sizeof line, f)) {
+    double v;
+    if (sscanf(line, "simpy_events_per_s %lf", &v) == 1)
+      simpy = v;
+    else if (sscanf(line, "simpy_makespan_s %lf", &v) == 1)
+      simpy_makespan = v;
+    else if (strncmp(line, "simpy_", 6) != 0)
+      printf("# simpy: %s", line);
+  }
+  if (f)
+    pclose(f);
+  if (simpy > 0) {
+    printf("simpy_events_per_s %.3g events/s\n", simpy);
+    printf("sim_vs_simpy %.0f ratio\n", rate / simpy);
+    /* the two models of the channel should agree on the same program; the
+     * profile's latency is left out, as the SimPy model has none */
+    xs_profile *nolat = xs_profile_new("h200-nvlink, no latency", "bench");
+    xs_channel ch = *xs_profile_channel(prof, 0);
+    ch.latency_s = 0;
+    xs_program *small = build_uniform(132, quick ? 1 : 3, 65536);
+    xs_result *res;
+    o.summary_only = 1;
+    if (xs_profile_add_channel(nolat, "nvlink", &ch, &e) ||
+        xs_simulate(small, nolat, &o, &res, &e))
+      die("simulate", &e);
+    printf("sim_makespan_same_program %.6g s\n", res->makespan_s);
+    printf("simpy_makespan_same_program %.6g s\n", simpy_makespan);
+    xs_result_free(res);
+    xs_program_free(small);
+    xs_profile_free(nolat);
+  } else {
+    printf("# SimPy model not run (needs python3 and Debian python3-simpy3)\n");
+  }
+  xs_profile_free(prof);
+  return 0;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: xstage-bench model [--quick]\n"
+  fprintf(f, "usage: xstage-bench model|sim [--quick]\n"
              "\n"
              "Prints figures, one a line: NAME VALUE UNIT (medians of repeated\n"
              "runs). It never fails on time. --quick runs smaller programs.\n");
@@ -143,6 +237,8 @@ int main(int argc, char **argv) {
          (long)sysconf(_SC_NPROCESSORS_ONLN));
   if (strcmp(argv[1], "model") == 0)
     return bench_model(quick);
-  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model)\n", argv[1]);
+  if (strcmp(argv[1], "sim") == 0)
+    return bench_sim(quick);
+  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim)\n", argv[1]);
   return 2;
 }
