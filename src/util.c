@@ -202,8 +202,12 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
   snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
   int fd = mkstemp(tmp);
   if (fd < 0) {
-    xs_status st = xs__fail(err, XS_IO, "%s: cannot create a file beside it: %s",
-                            path, strerror(errno));
+    /* a folder that is not there or not ours is bad input, not a failure */
+    int bad = errno == ENOENT || errno == ENOTDIR || errno == EACCES ||
+              errno == EROFS || errno == ENAMETOOLONG;
+    xs_status st = xs__fail(err, bad ? XS_NOTFOUND : XS_IO,
+                            "%s: cannot create a file there: %s", path,
+                            strerror(errno));
     free(tmp);
     return st;
   }

@@ -54,7 +54,7 @@ static void expect_rc(const char *args, int rc, const char *in_stderr) {
 static void test_help(void **s) {
   (void)s;
   const char *cmds[] = {"--help", "predict --help", "profiles --help",
-                        "demo --help", "help predict"};
+                        "demo --help", "help predict", "simulate --help"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     expect_rc(cmds[i], 0, NULL);
     assert_non_null(strstr(out_buf, "usage:"));
@@ -85,6 +85,15 @@ static void test_bad_flags(void **s) {
   expect_rc("demo --compute 5parsecs", 2, "bad time");
   expect_rc("demo --tile-bytes -3", 2, "bad size");
   expect_rc("profiles show", 2, "show takes one");
+  expect_rc("simulate --profile h200-nvlink --program examples/hol.json --arbitration lottery",
+            2, "expected rr or fifo");
+  expect_rc("simulate --profile h200-nvlink --program examples/hol.json --packet-bytes 0",
+            2, "at least 1 byte");
+  expect_rc("simulate --profile h200-nvlink --program examples/hol.json --packet-bytes 12XB",
+            2, "bad size");
+  expect_rc("simulate --program examples/hol.json", 2, "--profile is required");
+  expect_rc("simulate --profile h200-nvlink --program examples/hol.json --svg /no/such/dir/x.svg",
+            2, "/no/such/dir/x.svg: cannot create");
   expect_rc("profiles fly", 2, "unknown subcommand");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
@@ -173,6 +182,24 @@ static void test_auto_ids_and_text(void **s) {
   assert_non_null(strstr(out_buf, "burstgap speedup"));
 }
 
+static void test_simulate(void **s) {
+  (void)s;
+  expect_rc("simulate --profile h200-nvlink --program examples/two-bursts.json --json", 0, NULL);
+  json_error_t je;
+  json_t *root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  json_t *models = json_object_get(root, "models");
+  assert_int_equal(json_object_size(models), 1);
+  json_t *sim = json_object_get(models, "sim");
+  assert_non_null(sim);
+  assert_int_equal(json_object_size(sim), 5);
+  assert_int_equal(json_array_size(json_object_get(sim, "sends")), 2);
+  json_decref(root);
+  expect_rc("simulate --profile h200-nvlink --program examples/hol.json --arbitration fifo --packet-bytes 4KiB", 0, NULL);
+  assert_non_null(strstr(out_buf, "FIFO arbitration"));
+  assert_non_null(strstr(out_buf, "sim / burstgap makespan"));
+}
+
 static void test_demo(void **s) {
   (void)s;
   char path[128], args[512];
@@ -207,6 +234,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
+      cmocka_unit_test(test_simulate),
       cmocka_unit_test(test_demo)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
