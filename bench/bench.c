@@ -148,7 +148,7 @@ static int bench_sim(int quick) {
     die("profile", &e);
   size_t sends = quick ? 15 : 150;
   xs_program *p = build_uniform(132, sends, 65536);
-  xs_sim_options o = {256, XS_ARB_RR, 1, NULL};
+  xs_sim_options o = {256, XS_ARB_RR, 1, NULL, 0};
   double t[5];
   uint64_t events = 0;
   int reps = quick ? 1 : 3;

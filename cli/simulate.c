@@ -43,7 +43,7 @@ int cmd_simulate(int argc, char **argv) {
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   const char *profile = NULL, *program = NULL, *trace = NULL, *svg = NULL;
-  xs_sim_options so = {0, XS_ARB_RR, 0, NULL};
+  xs_sim_options so = {0, XS_ARB_RR, 0, NULL, 0};
   int json = 0, c;
   xs_error err;
   opterr = 0;

@@ -296,6 +296,9 @@ typedef struct xs_timeline {
   size_t nsegments, segments_cap;
   xs_backlog_point *points;
   size_t npoints, points_cap;
+  /* past 4 million points, every other one is dropped and only every
+   * point_stride-th later one is kept, so memory stays bounded */
+  size_t point_stride, point_count;
 } xs_timeline;
 
 /* An empty timeline to pass in options; freed with xs_timeline_free. */
@@ -335,6 +338,9 @@ typedef struct xs_sim_options {
   xs_arbitration arbitration;  /* among workers waiting to inject         */
   int summary_only;            /* as in xs_eval_options                   */
   xs_timeline *timeline;       /* record into it, or NULL                 */
+  double max_packets;          /* refuse programs of more packets than
+                                  this (0: 1e8, about 10 s here), so that
+                                  a huge send cannot run for hours        */
 } xs_sim_options;
 
 /* Simulate a finished program at packet level: per channel a pool of

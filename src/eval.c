@@ -104,7 +104,7 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
 xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
                       const xs_sim_options *sim, xs_result **out,
                       xs_error *err) {
-  xs_sim_options defaults = {0, XS_ARB_RR, 0, NULL};
+  xs_sim_options defaults = {0, XS_ARB_RR, 0, NULL, 0};
   *out = NULL;
   if (!sim)
     sim = &defaults;
@@ -114,6 +114,22 @@ xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
   if (sim->arbitration != XS_ARB_RR && sim->arbitration != XS_ARB_FIFO)
     return xs__fail(err, XS_INVALID, "unknown arbitration %d",
                     (int)sim->arbitration);
+  /* bound the work before doing it */
+  double limit = sim->max_packets > 0 ? sim->max_packets : 1e8, packets = 0;
+  for (size_t s = 0; s < p->nsends; s++) {
+    const char *cn = xs_program_send_channel(p, s);
+    long c = cn ? xs_profile_find_channel(prof, cn) : 0;
+    const xs_channel *ch = xs_profile_channel(prof, c < 0 ? 0 : (size_t)c);
+    double P = sim->packet_B > 0 ? sim->packet_B
+               : ch && ch->packet_B > 0 ? ch->packet_B
+                                        : 256;
+    packets += ceil(xs_program_send_bytes(p, s) / P);
+  }
+  if (packets > limit)
+    return xs__fail(err, XS_INVALID,
+                    "program \"%s\" needs %.3g packets, more than the limit of "
+                    "%.3g: use larger packets (--packet-bytes) or xstage predict",
+                    p->name, packets, limit);
   xs_eval_options o = {1, sim->summary_only, NULL, sim->timeline};
   return run_model(p, prof, XS_MODEL_SIM, &o, sim, out, err);
 }

@@ -37,8 +37,19 @@ void xs__tl_segment(xs_timeline *tl, xs_segment_kind kind, size_t worker,
   s->kind = kind;
 }
 
+#define TL_MAX_POINTS 4000000
+
 void xs__tl_point(xs_timeline *tl, size_t channel, double t_s,
                   double backlog_B) {
+  if (tl->point_stride > 1 && tl->point_count++ % tl->point_stride)
+    return;
+  if (tl->npoints >= TL_MAX_POINTS) {
+    size_t k = 0;
+    for (size_t i = 0; i < tl->npoints; i += 2)
+      tl->points[k++] = tl->points[i];
+    tl->npoints = k;
+    tl->point_stride = tl->point_stride ? 2 * tl->point_stride : 2;
+  }
   /* a point at the same time and channel as the last one replaces it */
   if (tl->npoints > 0) {
     xs_backlog_point *last = &tl->points[tl->npoints - 1];

@@ -46,6 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       xs_eval_options o = {1, 0, NULL, NULL};
       xs_evaluate(prog, prof, XS_MODEL_BURSTGAP, &o, &r, &err);
       xs_result_free(r);
+      r = NULL;
+      xs_sim_options so = {0, XS_ARB_RR, 0, NULL, 1e5};
+      xs_simulate(prog, prof, &so, &r, &err);
+      xs_result_free(r);
     }
     char *s = xs_program_to_json(prog);
     xs_program *q = NULL;

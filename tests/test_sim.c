@@ -93,7 +93,7 @@ static void agreement(uint64_t first, int count, int max_workers) {
     xs_profile *prof = random_profile(&g, min_send, nch);
     xs_error e;
     xs_result *fl, *sm;
-    xs_sim_options so = {isfinite(min_send) ? min_send / 256 : 0, XS_ARB_RR, 0, NULL};
+    xs_sim_options so = {isfinite(min_send) ? min_send / 256 : 0, XS_ARB_RR, 0, NULL, 0};
     assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, NULL, &fl, &e), XS_OK);
     xs_status st = xs_simulate(p, prof, &so, &sm, &e);
     if (st)
@@ -164,7 +164,7 @@ static void test_arbitration(void **s) {
   assert_int_equal(xs_profile_add_channel(prof, "l", &ch, &e), XS_OK);
   xs_program *p = two_senders(1e6);
   xs_result *rr, *fifo;
-  xs_sim_options o = {1000, XS_ARB_RR, 0, NULL};
+  xs_sim_options o = {1000, XS_ARB_RR, 0, NULL, 0};
   assert_int_equal(xs_simulate(p, prof, &o, &rr, &e), XS_OK);
   o.arbitration = XS_ARB_FIFO;
   assert_int_equal(xs_simulate(p, prof, &o, &fifo, &e), XS_OK);
@@ -195,7 +195,7 @@ static void test_worker_inflight(void **s) {
   assert_int_equal(xs_program_send(p, 0, 64e6, NULL, NULL, NULL, &e), XS_OK);
   assert_int_equal(xs_program_finish(p, &e), XS_OK);
   xs_result *r;
-  xs_sim_options o = {4096, XS_ARB_RR, 0, NULL};
+  xs_sim_options o = {4096, XS_ARB_RR, 0, NULL, 0};
   assert_int_equal(xs_simulate(p, prof, &o, &r, &e), XS_OK);
   /* round trip per packet: 4096/1e11 to drain + 1 us: about 64 KiB/1.04 us */
   double rate = 64e6 / r->sends[0].issue_end_s;
@@ -216,7 +216,7 @@ static void test_deterministic(void **s) {
   for (int i = 0; i < 3; i++) {
     xs_result *r;
     xs_error e;
-    xs_sim_options o = {0, XS_ARB_RR, 0, NULL};
+    xs_sim_options o = {0, XS_ARB_RR, 0, NULL, 0};
     assert_int_equal(xs_simulate(p, prof, &o, &r, &e), XS_OK);
     assert_int_equal(r->model, XS_MODEL_SIM);
     char *j = xs_report_json(p, prof, &r, 1);

@@ -140,7 +140,7 @@ static void test_sim_timeline_many(void **s) {
   xs_profile *prof;
   assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
   xs_timeline *tl = xs_timeline_new();
-  xs_sim_options o = {1024, XS_ARB_RR, 0, tl};
+  xs_sim_options o = {1024, XS_ARB_RR, 0, tl, 0};
   xs_result *r;
   assert_int_equal(xs_simulate(p, prof, &o, &r, &e), XS_OK);
   check_trace(p, prof, r, tl);
