@@ -33,7 +33,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void die(const char *what, const xs_error *e) {
+__attribute__((noreturn)) static void die(const char *what, const xs_error *e) {
   fprintf(stderr, "xstage-bench: %s: %s\n", what, e->message);
   exit(1);
 }
@@ -196,7 +196,7 @@ static int bench_sim(int quick) {
     xs_channel ch = *xs_profile_channel(prof, 0);
     ch.latency_s = 0;
     xs_program *small = build_uniform(132, quick ? 1 : 3, 65536);
-    xs_result *res;
+    xs_result *res = NULL;
     o.summary_only = 1;
     if (xs_profile_add_channel(nolat, "nvlink", &ch, &e) ||
         xs_simulate(small, nolat, &o, &res, &e))
