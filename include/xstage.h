@@ -353,6 +353,98 @@ xs_status xs_simulate(const xs_program *program, const xs_profile *profile,
                       const xs_sim_options *options, xs_result **out,
                       xs_error *err);
 
+/* ---- The MegaMoE planner (docs/plan-megamoe.md) ----
+ * A fused expert-parallel MoE kernel on one rank: dispatch, grouped GEMM
+ * Linear-1 (gate and up), SwiGLU, grouped GEMM Linear-2 (down) whose
+ * epilogue stores each output tile to the token's home rank (combine). */
+
+typedef struct xs_moe_config {
+  char name[64];
+  double tokens;       /* T: tokens per rank                               */
+  double hidden;       /* H                                                */
+  double intermediate; /* I: per expert                                    */
+  double experts;      /* E                                                */
+  double topk;         /* K                                                */
+  double ep;           /* P: expert-parallel ranks; E % P == 0             */
+  double act_bytes;    /* dispatch dtype, bytes per element (FP8: 1)       */
+  double combine_bytes;/* combine dtype (BF16: 2)                          */
+  double block_m;      /* tile rows; 0: by tokens per expert, 16 to 128    */
+  double block_n;      /* tile columns (128)                               */
+  double sms;          /* 0: the profile's                                 */
+  double imbalance;    /* the busiest rank's pairs / the mean (>= 1)       */
+  double stagger;      /* a wave's combine stores go out in this many steps
+                          over the wave, as its tiles finish at different
+                          times (1: all at the wave's end, lockstep; 4)   */
+  char dtype[16];      /* GEMM compute dtype in the profile ("fp8")        */
+} xs_moe_config;
+
+/* Presets: deepseek-v3, deepseek-v4-flash, deepseek-v4-pro, qwen3.5, glm,
+ * qwen3-235b, mixtral-8x7b; EP 8, 4096 tokens, FP8 dispatch, BF16
+ * combine. Returns 0, or -1 for an unknown name. */
+int xs_moe_preset(const char *name, xs_moe_config *out);
+size_t xs_moe_preset_count(void);
+const char *xs_moe_preset_name(size_t i);
+/* A config from JSON (keys as the fields; unset ones from "preset" when
+ * given, else deepseek-v3's), checked; messages name file:line:column. */
+xs_status xs_moe_config_parse(const char *text, size_t length,
+                              const char *filename, xs_moe_config *out,
+                              xs_error *err);
+xs_status xs_moe_config_check(const xs_moe_config *config, xs_error *err);
+
+typedef enum {
+  XS_MOE_SEQUENTIAL = 0,  /* dispatch, L1, L2, combine as separate kernels */
+  XS_MOE_BASELINE = 1,    /* fused: all L1 waves, then the L2 waves        */
+  XS_MOE_INTERLEAVED = 2, /* fused, L1 and L2 waves interleaved            */
+  XS_MOE_SCHEDULES = 3
+} xs_moe_schedule;
+
+/* The interleave pattern. With l2_sms > 0 every wave is split: up to
+ * l2_sms SMs take ready L2 tiles, the rest L1 tiles (an SM split, so that
+ * each wave's combine burst is small). Otherwise l1_waves L1 waves, then
+ * l2_waves waves of ready L2 tiles, repeated; all zero means all L1 first
+ * (the baseline). */
+typedef struct xs_moe_pattern {
+  unsigned l1_waves, l2_waves, l2_sms;
+} xs_moe_pattern;
+
+/* Derived sizes of the workload. */
+typedef struct xs_moe_workload {
+  double pairs;            /* token-expert pairs this rank computes      */
+  double tokens_per_expert;
+  double block_m, block_n, sms;
+  double blocks;           /* token blocks (block_m rows of one expert)  */
+  double l1_tiles, l2_tiles, waves;
+  double l1_tile_s, l2_tile_s; /* one full tile on one SM                */
+  double flops;            /* L1 + L2                                    */
+  double dispatch_B, combine_B; /* bytes leaving the rank: (P-1)/P      */
+  double offrank;          /* (P-1)/P                                    */
+} xs_moe_workload;
+
+typedef struct xs_moe_result {
+  xs_moe_workload work;
+  /* [schedule][0: burstgap, 1: blocking, 2: ideal] makespans */
+  double time_s[XS_MOE_SCHEDULES][3];
+  xs_moe_pattern chosen; /* for the interleaved schedule                  */
+  unsigned searched;     /* patterns evaluated                            */
+  /* where the interleaved schedule's time goes under burstgap, seconds:
+   * compute, waiting for dispatched tokens, backpressure stall, and the
+   * X-stage tail after the last wave */
+  double compute_s, dispatch_wait_s, stall_s, xstage_tail_s;
+} xs_moe_result;
+
+/* Plan: build the three schedules, search the interleave pattern that
+ * minimises burstgap's makespan (the baseline is among the candidates, so
+ * interleaved is never slower than it), evaluate each under burstgap,
+ * blocking and ideal. The profile needs a compute section. */
+xs_status xs_moe_plan(const xs_moe_config *config, const xs_profile *profile,
+                      xs_moe_result *out, xs_error *err);
+/* The program of one schedule (pattern: for XS_MOE_INTERLEAVED; NULL =
+ * the baseline's), finished; free it with xs_program_free. */
+xs_status xs_moe_program(const xs_moe_config *config,
+                         const xs_profile *profile, xs_moe_schedule schedule,
+                         const xs_moe_pattern *pattern, xs_program **out,
+                         xs_error *err);
+
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,

@@ -1,0 +1,517 @@
+/*
+ * plan.c: `xstage plan megamoe` plans one MoE config (three schedules, the
+ * interleave search, where the time goes) and `xstage sweep megamoe` runs
+ * the planner over a grid of presets and token counts.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const sched_names[] = {"sequential", "baseline",
+                                          "interleaved"};
+
+static void plan_help(FILE *f) {
+  fprintf(f,
+          "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
+          "                           [--ep P] --profile P [--json]\n"
+          "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
+          "\n"
+          "Plans one rank of a fused expert-parallel MoE kernel (dispatch, Linear-1,\n"
+          "SwiGLU, Linear-2 with combine stores in its epilogue): the sequential,\n"
+          "fused-baseline and interleaved schedules under burstgap, blocking and\n"
+          "ideal, with the interleave pattern searched under burstgap.\n"
+          "\n"
+          "  --preset NAME      deepseek-v3, deepseek-v4-flash, deepseek-v4-pro,\n"
+          "                     qwen3.5, glm, qwen3-235b, mixtral-8x7b\n"
+          "  --config FILE      a JSON config (docs/plan-megamoe.md)\n"
+          "  --tokens N         tokens per rank (default 4096)\n"
+          "  --ep P             expert-parallel ranks (default 8)\n"
+          "  --profile P        a profile with a compute section\n"
+          "  --json             machine-readable output\n"
+          "  --emit-program F   write the interleaved schedule's program (- = stdout)\n"
+          "  --trace F, --svg F its timeline under burstgap\n");
+}
+
+static void sweep_help(FILE *f) {
+  fprintf(f,
+          "usage: xstage sweep megamoe --profile P [--grid FILE] [--json | --csv]\n"
+          "\n"
+          "Plans every config of a grid; the default is the 7 presets x 12 token\n"
+          "counts per rank (16 to 32768, powers of two) at EP 8. Prints one row per\n"
+          "config and a summary: the geometric-mean and largest speedup of\n"
+          "interleaved over the fused baseline under burstgap, the same ratio as\n"
+          "blocking predicts it, and how close interleaved comes to ideal.\n"
+          "\n"
+          "  --grid FILE   JSON: {\"presets\": [...], \"tokens\": [...], \"ep\": [...]}\n"
+          "  --json        {\"profile\", \"configs\": [...], \"summary\": {...}}\n"
+          "  --csv         one header line, one line per config\n");
+}
+
+/* Config from a preset or a file, then the command-line overrides. */
+static int load_config(const char *cmd, const char *preset, const char *file,
+                       const char *tokens, const char *ep, xs_moe_config *c) {
+  xs_error err;
+  if (!!preset == !!file)
+    return cli_usage_error(cmd, "give one of --preset NAME or --config FILE");
+  if (preset && xs_moe_preset(preset, c) != 0) {
+    char list[512] = "";
+    for (size_t i = 0; i < xs_moe_preset_count(); i++) {
+      strcat(list, i ? ", " : "");
+      strcat(list, xs_moe_preset_name(i));
+    }
+    return cli_usage_error(cmd, "--preset: unknown \"%s\" (%s)", preset, list);
+  }
+  if (file) {
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+      fprintf(stderr, "xstage %s: %s: cannot open\n", cmd, file);
+      return EXIT_INPUT;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+      if (len + 4096 > cap) {
+        cap = cap ? 2 * cap : 8192;
+        char *n = realloc(text, cap);
+        if (!n) {
+          free(text);
+          fclose(f);
+          return EXIT_MACHINE;
+        }
+        text = n;
+      }
+      size_t got = fread(text + len, 1, cap - len, f);
+      len += got;
+      if (!got)
+        break;
+    }
+    fclose(f);
+    xs_status st = xs_moe_config_parse(text, len, file, c, &err);
+    free(text);
+    if (st)
+      return cli_error(cmd, &err);
+  }
+  char *end;
+  if (tokens) {
+    c->tokens = strtod(tokens, &end);
+    if (*end || !(c->tokens >= 1) || c->tokens != floor(c->tokens))
+      return cli_usage_error(cmd, "--tokens: expected a whole number >= 1, got \"%s\"", tokens);
+  }
+  if (ep) {
+    c->ep = strtod(ep, &end);
+    if (*end || !(c->ep >= 1) || c->ep != floor(c->ep))
+      return cli_usage_error(cmd, "--ep: expected a whole number >= 1, got \"%s\"", ep);
+  }
+  if (xs_moe_config_check(c, &err))
+    return cli_usage_error(cmd, "%s", err.message);
+  return 0;
+}
+
+static json_t *plan_json(const xs_moe_config *c, const xs_profile *prof,
+                         const xs_moe_result *r) {
+  const xs_moe_workload *w = &r->work;
+  json_t *o = json_object();
+  json_object_set_new(o, "preset", json_string(c->name));
+  json_object_set_new(o, "profile", json_string(xs_profile_name(prof)));
+  json_object_set_new(o, "config", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}",
+      "tokens", c->tokens, "hidden", c->hidden, "intermediate", c->intermediate,
+      "experts", c->experts, "topk", c->topk, "ep", c->ep, "act_bytes", c->act_bytes,
+      "combine_bytes", c->combine_bytes, "imbalance", c->imbalance, "dtype", c->dtype));
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+      "pairs", w->pairs, "tokens_per_expert", w->tokens_per_expert, "block_m", w->block_m,
+      "block_n", w->block_n, "sms", w->sms, "blocks", w->blocks, "l1_tiles", w->l1_tiles,
+      "l2_tiles", w->l2_tiles, "waves", w->waves, "l1_tile_s", w->l1_tile_s,
+      "l2_tile_s", w->l2_tile_s, "flops", w->flops, "dispatch_B", w->dispatch_B,
+      "combine_B", w->combine_B));
+  json_t *s = json_object();
+  for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+    json_object_set_new(s, sched_names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
+        r->time_s[k][0], "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2]));
+  json_object_set_new(o, "schedules", s);
+  json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i}", "l1_waves",
+      (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "searched",
+      (int)r->searched));
+  json_object_set_new(o, "speedup", json_real(r->time_s[1][0] / r->time_s[2][0]));
+  json_object_set_new(o, "blocking_speedup", json_real(r->time_s[1][1] / r->time_s[2][1]));
+  json_object_set_new(o, "speedup_vs_sequential", json_real(r->time_s[0][0] / r->time_s[2][0]));
+  json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f}", "compute_s",
+      r->compute_s, "dispatch_wait_s", r->dispatch_wait_s, "stall_s", r->stall_s,
+      "xstage_tail_s", r->xstage_tail_s));
+  return o;
+}
+
+int cmd_plan(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    plan_help(stdout);
+    return EXIT_OK;
+  }
+  if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
+    return cli_usage_error("plan", "expected a planner: megamoe");
+  static const struct option opts[] = {
+      {"preset", required_argument, 0, 'r'}, {"config", required_argument, 0, 'c'},
+      {"tokens", required_argument, 0, 't'}, {"ep", required_argument, 0, 'e'},
+      {"profile", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
+      {"emit-program", required_argument, 0, 'o'}, {"trace", required_argument, 0, 'T'},
+      {"svg", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *preset = NULL, *file = NULL, *tokens = NULL, *ep = NULL, *profile = NULL;
+  const char *emit = NULL, *trace = NULL, *svg = NULL;
+  int json = 0, c;
+  opterr = 0;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'r': preset = optarg; break;
+    case 'c': file = optarg; break;
+    case 't': tokens = optarg; break;
+    case 'e': ep = optarg; break;
+    case 'p': profile = optarg; break;
+    case 'j': json = 1; break;
+    case 'o': emit = optarg; break;
+    case 'T': trace = optarg; break;
+    case 'S': svg = optarg; break;
+    case 'h': plan_help(stdout); return EXIT_OK;
+    default: return cli_bad_flag("plan", argc, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
+  if (!profile)
+    return cli_usage_error("plan", "--profile is required");
+  xs_moe_config cfg;
+  int rc = load_config("plan", preset, file, tokens, ep, &cfg);
+  if (rc)
+    return rc;
+  xs_error err;
+  xs_profile *prof;
+  if (xs_profile_load(profile, &prof, &err))
+    return cli_error("plan", &err);
+  xs_moe_result r;
+  if (xs_moe_plan(&cfg, prof, &r, &err)) {
+    rc = cli_error("plan", &err);
+    goto done;
+  }
+  if (json) {
+    json_t *o = plan_json(&cfg, prof, &r);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    json_decref(o);
+    printf("%s\n", s);
+    free(s);
+  } else {
+    const xs_moe_workload *w = &r.work;
+    char a[32], b[32], d[32], e[32];
+    printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cfg.name,
+           cfg.tokens, cfg.ep, xs_profile_name(prof));
+    printf("  H %g, I %g, %g experts (%g per rank), top-%g, %s GEMMs, "
+           "dispatch %g B/element, combine %g B/element\n",
+           cfg.hidden, cfg.intermediate, cfg.experts, cfg.experts / cfg.ep, cfg.topk,
+           cfg.dtype, cfg.act_bytes, cfg.combine_bytes);
+    printf("  %g token-expert pairs, %.1f per expert; tiles %gx%g: %g blocks, "
+           "%g L1 + %g L2 tiles,\n  %g waves on %g SMs; L1 tile %s, L2 tile %s; "
+           "%.3g TFLOP; off-rank dispatch %s, combine %s\n\n",
+           w->pairs, w->tokens_per_expert, w->block_m, w->block_n, w->blocks,
+           w->l1_tiles, w->l2_tiles, w->waves, w->sms,
+           xs_format_time(w->l1_tile_s, a, sizeof a),
+           xs_format_time(w->l2_tile_s, b, sizeof b), w->flops / 1e12,
+           xs_format_size(w->dispatch_B, d, sizeof d),
+           xs_format_size(w->combine_B, e, sizeof e));
+    printf("  %-16s %12s %12s %12s\n", "schedule", "burstgap", "blocking", "ideal");
+    const char *label[] = {"sequential", "fused baseline", "interleaved"};
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+      printf("  %-16s %12s %12s %12s\n", label[k],
+             xs_format_time(r.time_s[k][0], a, sizeof a),
+             xs_format_time(r.time_s[k][1], b, sizeof b),
+             xs_format_time(r.time_s[k][2], d, sizeof d));
+    if (r.chosen.l1_waves)
+      printf("\n  interleave pattern: %u L1 wave%s, then %u wave%s of ready L2 tiles "
+             "(best of %u searched under burstgap)\n",
+             r.chosen.l1_waves, r.chosen.l1_waves == 1 ? "" : "s", r.chosen.l2_waves,
+             r.chosen.l2_waves == 1 ? "" : "s", r.searched);
+    else
+      printf("\n  interleave pattern: none beats all L1 first (%u searched)\n",
+             r.searched);
+    printf("  interleaved over fused baseline: %.3fx under burstgap, %.3fx as "
+           "blocking predicts it\n",
+           r.time_s[1][0] / r.time_s[2][0], r.time_s[1][1] / r.time_s[2][1]);
+    printf("  interleaved over sequential: %.3fx; interleaved / ideal: %.3f\n",
+           r.time_s[0][0] / r.time_s[2][0], r.time_s[2][0] / r.time_s[2][2]);
+    double m = r.time_s[2][0];
+    printf("\n  where the interleaved schedule's time goes (burstgap):\n");
+    printf("    %-28s %10s %5.1f%%\n", "compute", xs_format_time(r.compute_s, a, sizeof a), 100 * r.compute_s / m);
+    printf("    %-28s %10s %5.1f%%\n", "waiting for dispatched tokens", xs_format_time(r.dispatch_wait_s, a, sizeof a), 100 * r.dispatch_wait_s / m);
+    printf("    %-28s %10s %5.1f%%\n", "issue and backpressure stall",
+           xs_format_time(m - r.compute_s - r.dispatch_wait_s - r.xstage_tail_s, a, sizeof a),
+           100 * (m - r.compute_s - r.dispatch_wait_s - r.xstage_tail_s) / m);
+    printf("      %-26s %10s\n", "of which stall", xs_format_time(r.stall_s, a, sizeof a));
+    printf("    %-28s %10s %5.1f%%   (exposed communication)\n", "X-stage tail",
+           xs_format_time(r.xstage_tail_s, a, sizeof a), 100 * r.xstage_tail_s / m);
+    printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
+           xs_profile_name(prof), xs_profile_name(prof));
+  }
+  if (emit || trace || svg) {
+    xs_program *p;
+    if (xs_moe_program(&cfg, prof, XS_MOE_INTERLEAVED, &r.chosen, &p, &err)) {
+      rc = cli_error("plan", &err);
+      goto done;
+    }
+    if (emit) {
+      char *t = xs_program_to_json(p);
+      size_t n = t ? strlen(t) : 0;
+      char *t2 = t ? malloc(n + 2) : NULL;
+      if (t2) {
+        memcpy(t2, t, n);
+        memcpy(t2 + n, "\n", 2);
+        rc = cli_write_output("plan", emit, t2);
+      } else {
+        rc = EXIT_MACHINE;
+      }
+      free(t);
+      free(t2);
+    }
+    if (!rc && (trace || svg)) {
+      xs_timeline *tl = xs_timeline_new();
+      xs_eval_options o = {0, 0, NULL, tl};
+      xs_result *res = NULL;
+      if (!tl)
+        rc = EXIT_MACHINE;
+      else if (xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &res, &err))
+        rc = cli_error("plan", &err);
+      else
+        rc = cli_write_timelines("plan", p, prof, res, tl, trace, svg);
+      xs_result_free(res);
+      xs_timeline_free(tl);
+    }
+    xs_program_free(p);
+  }
+done:
+  xs_profile_free(prof);
+  return rc;
+}
+
+/* ---- sweep ---- */
+
+typedef struct {
+  char preset[64];
+  double tokens, ep;
+} grid_row;
+
+static int load_grid(const char *path, grid_row **rows, size_t *n) {
+  size_t np = 0, nt = 0, ne = 0;
+  const char *pre[64];
+  double tok[64], eps[16];
+  json_t *root = NULL;
+  if (path) {
+    json_error_t je;
+    root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+      fprintf(stderr, "xstage sweep: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+      return EXIT_INPUT;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+      if (strcmp(key, "presets") && strcmp(key, "tokens") && strcmp(key, "ep")) {
+        fprintf(stderr, "xstage sweep: %s: unknown key \"%s\" (presets, tokens, ep)\n", path, key);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+      if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64) {
+        fprintf(stderr, "xstage sweep: %s: \"%s\" must be an array of 1 to 64 values\n", path, key);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+    }
+  }
+  json_t *a = root ? json_object_get(root, "presets") : NULL;
+  if (a) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+      xs_moe_config c;
+      if (!json_is_string(v) || xs_moe_preset(json_string_value(v), &c)) {
+        fprintf(stderr, "xstage sweep: %s: presets[%zu]: not a preset name\n", path, i);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+      pre[np++] = json_string_value(v);
+    }
+  } else {
+    for (size_t i = 0; i < xs_moe_preset_count(); i++)
+      pre[np++] = xs_moe_preset_name(i);
+  }
+  const char *nkeys[2] = {"tokens", "ep"};
+  for (int k = 0; k < 2; k++) {
+    a = root ? json_object_get(root, nkeys[k]) : NULL;
+    double *dst = k ? eps : tok;
+    size_t *cnt = k ? &ne : &nt;
+    if (a) {
+      size_t i;
+      json_t *v;
+      json_array_foreach(a, i, v) {
+        double x = json_number_value(v);
+        if (!json_is_number(v) || !(x >= 1) || x != floor(x) || (k && *cnt >= 16)) {
+          fprintf(stderr, "xstage sweep: %s: %s[%zu]: expected a whole number >= 1\n", path, nkeys[k], i);
+          json_decref(root);
+          return EXIT_INPUT;
+        }
+        dst[(*cnt)++] = x;
+      }
+    } else if (k) {
+      eps[ne++] = 8;
+    } else {
+      for (double t = 16; t <= 32768; t *= 2)
+        tok[nt++] = t;
+    }
+  }
+  *n = np * nt * ne;
+  *rows = calloc(*n, sizeof **rows);
+  if (!*rows) {
+    json_decref(root);
+    return EXIT_MACHINE;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < np; i++)
+    for (size_t e = 0; e < ne; e++)
+      for (size_t t = 0; t < nt; t++, k++) {
+        snprintf((*rows)[k].preset, sizeof (*rows)[k].preset, "%s", pre[i]);
+        (*rows)[k].tokens = tok[t];
+        (*rows)[k].ep = eps[e];
+      }
+  json_decref(root);
+  return 0;
+}
+
+int cmd_sweep(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    sweep_help(stdout);
+    return EXIT_OK;
+  }
+  if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
+    return cli_usage_error("sweep", "expected a planner: megamoe");
+  static const struct option opts[] = {
+      {"profile", required_argument, 0, 'p'}, {"grid", required_argument, 0, 'g'},
+      {"json", no_argument, 0, 'j'}, {"csv", no_argument, 0, 'c'},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *profile = NULL, *grid = NULL;
+  int json = 0, csv = 0, c;
+  opterr = 0;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, ":p:g:jch", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p': profile = optarg; break;
+    case 'g': grid = optarg; break;
+    case 'j': json = 1; break;
+    case 'c': csv = 1; break;
+    case 'h': sweep_help(stdout); return EXIT_OK;
+    default: return cli_bad_flag("sweep", argc, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("sweep", "unexpected argument \"%s\"", argv[optind]);
+  if (!profile)
+    return cli_usage_error("sweep", "--profile is required");
+  if (json && csv)
+    return cli_usage_error("sweep", "--json and --csv exclude each other");
+  xs_error err;
+  xs_profile *prof;
+  if (xs_profile_load(profile, &prof, &err))
+    return cli_error("sweep", &err);
+  grid_row *rows;
+  size_t n;
+  int rc = load_grid(grid, &rows, &n);
+  if (rc) {
+    xs_profile_free(prof);
+    return rc;
+  }
+  xs_moe_result *res = calloc(n, sizeof *res);
+  int tty = isatty(2);
+  double lg = 0, lb = 0, li = 0, mx = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_moe_config cfg;
+    xs_moe_preset(rows[i].preset, &cfg);
+    cfg.tokens = rows[i].tokens;
+    cfg.ep = rows[i].ep;
+    if (xs_moe_plan(&cfg, prof, &res[i], &err)) {
+      fprintf(stderr, "%s", tty ? "\n" : "");
+      fprintf(stderr, "xstage sweep: %s, %g tokens, EP %g: %s\n", rows[i].preset,
+              rows[i].tokens, rows[i].ep, err.message);
+      rc = cli_exit_code(err.status);
+      break;
+    }
+    if (tty)
+      fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / n),
+              "########################################", i + 1, n);
+    double s = res[i].time_s[1][0] / res[i].time_s[2][0];
+    lg += log(s);
+    lb += log(res[i].time_s[1][1] / res[i].time_s[2][1]);
+    li += log(res[i].time_s[2][0] / res[i].time_s[2][2]);
+    mx = fmax(mx, s);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  if (!rc) {
+    double dn = (double)n;
+    if (json) {
+      json_t *root = json_object(), *cs = json_array();
+      json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
+      for (size_t i = 0; i < n; i++) {
+        const xs_moe_result *r = &res[i];
+        json_array_append_new(cs, json_pack(
+            "{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "preset", rows[i].preset,
+            "tokens", rows[i].tokens, "ep", rows[i].ep, "sequential_s", r->time_s[0][0],
+            "baseline_s", r->time_s[1][0], "interleaved_s", r->time_s[2][0],
+            "ideal_s", r->time_s[2][2], "speedup", r->time_s[1][0] / r->time_s[2][0],
+            "blocking_speedup", r->time_s[1][1] / r->time_s[2][1]));
+      }
+      json_object_set_new(root, "configs", cs);
+      json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}",
+          "configs", (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
+          "geomean_blocking_speedup", exp(lb / dn), "geomean_ideal_ratio", exp(li / dn)));
+      char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+      printf("%s\n", s);
+      free(s);
+      json_decref(root);
+    } else if (csv) {
+      printf("preset,tokens,ep,sequential_s,baseline_s,interleaved_s,ideal_s,speedup,"
+             "blocking_speedup,l1_waves,l2_waves\n");
+      for (size_t i = 0; i < n; i++) {
+        const xs_moe_result *r = &res[i];
+        printf("%s,%g,%g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%u,%u\n", rows[i].preset,
+               rows[i].tokens, rows[i].ep, r->time_s[0][0], r->time_s[1][0],
+               r->time_s[2][0], r->time_s[2][2], r->time_s[1][0] / r->time_s[2][0],
+               r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves, r->chosen.l2_waves);
+      }
+    } else {
+      char a[32], b[32], d[32], e[32];
+      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", xs_profile_name(prof), n);
+      printf("  %-18s %6s %3s %11s %11s %11s %11s %8s %9s %7s\n", "preset", "tokens", "ep",
+             "sequential", "baseline", "interleaved", "ideal", "speedup", "blocking", "pattern");
+      for (size_t i = 0; i < n; i++) {
+        const xs_moe_result *r = &res[i];
+        char pat[16];
+        snprintf(pat, sizeof pat, "%u:%u", r->chosen.l1_waves, r->chosen.l2_waves);
+        printf("  %-18s %6g %3g %11s %11s %11s %11s %7.3fx %8.3fx %7s\n", rows[i].preset,
+               rows[i].tokens, rows[i].ep, xs_format_time(r->time_s[0][0], a, sizeof a),
+               xs_format_time(r->time_s[1][0], b, sizeof b),
+               xs_format_time(r->time_s[2][0], d, sizeof d),
+               xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[1][0] / r->time_s[2][0],
+               r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves ? pat : "none");
+      }
+      printf("\n  interleaved over fused baseline: geometric mean %.3fx, largest %.3fx\n",
+             exp(lg / dn), mx);
+      printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n", exp(lb / dn));
+      printf("  interleaved / ideal: geometric mean %.3f\n", exp(li / dn));
+      printf("  (pattern L1:L2 waves; %s's numbers are leads unless measured)\n",
+             xs_profile_name(prof));
+    }
+  }
+  free(res);
+  free(rows);
+  xs_profile_free(prof);
+  return rc;
+}
