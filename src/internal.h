@@ -222,6 +222,19 @@ xs_status xs__wm_send_done(xs__wm *m, size_t w, double now, double deliver,
  * result's workers, makespan and issue_done_s. */
 xs_status xs__wm_finish(xs__wm *m, xs_error *err);
 
+/* ---- MegaMoE planner internals, for its tests ---- */
+typedef struct xs__moe_audit {
+  double flops;        /* of the tiles placed in waves                  */
+  double config_flops; /* 2 pairs H (2I) + 2 pairs I H                  */
+  size_t waves;
+  size_t violations;   /* L2 tiles placed before their block's L1 done  */
+} xs__moe_audit;
+xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
+                                xs_moe_schedule sched,
+                                const xs_moe_pattern *pat,
+                                xs__moe_audit *audit, xs_program **out,
+                                xs_error *err);
+
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);
 /* Any program, exact event-driven fluid evaluation; fills r. */

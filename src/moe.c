@@ -192,7 +192,7 @@ typedef struct {
 
 typedef struct {
   xs_moe_workload w;
-  double stagger;
+  double stagger, flops_per_sm;
   block *blocks;
   size_t nblocks;
   double n1, n2; /* tiles per block in L1 and L2 */
@@ -212,6 +212,7 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
                     xs_profile_name(prof), c->dtype);
   memset(wl, 0, sizeof *wl);
   wl->stagger = c->stagger;
+  wl->flops_per_sm = F / sms;
   double el = c->experts / c->ep;
   double pairs = round(c->tokens * c->topk * c->imbalance);
   double m = pairs / el;
@@ -276,7 +277,8 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
  * takes at least its longest tile. */
 static xs_status build_program(const workload *wl, xs_moe_schedule sched,
                                const xs_moe_pattern *pat, const char *name,
-                               xs_program **out, xs_error *err) {
+                               xs__moe_audit *audit, xs_program **out,
+                               xs_error *err) {
   xs_program *p = xs_program_new(name);
   if (!p)
     return xs__fail(err, XS_NOMEM, "out of memory");
@@ -295,6 +297,8 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
       l2 += wl->blocks[b].l2_tile_s * (double)n2;
     }
     /* each kernel takes its waves: S SMs share the work, whole tiles */
+    if (audit)
+      audit->flops = (l1 + l2) * wl->flops_per_sm;
     double w1 = fmax(l1 / (double)S, wl->blocks[0].l1_tile_s);
     double w2 = fmax(l2 / (double)S, wl->blocks[0].l2_tile_s);
     if ((st = xs_program_send(p, sms, disp, NULL, "dispatch", NULL, err)) ||
@@ -329,6 +333,16 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
       goto fail;
     }
   }
+  /* the audit counts, per block, the L1 tiles of waves already closed */
+  size_t *l1_closed = audit ? calloc(nb + 1, sizeof *l1_closed) : NULL,
+         *l1_open = audit ? calloc(nb + 1, sizeof *l1_open) : NULL;
+  if (audit && (!l1_closed || !l1_open)) {
+    free(l1_closed);
+    free(l1_open);
+    free(chunk_send);
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto fail;
+  }
   /* waves */
   size_t i1 = 0, i2 = 0; /* tiles placed: L1 in block order, L2 likewise */
   size_t t1 = nb * n1, t2 = nb * n2;
@@ -360,6 +374,11 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
       if (take2) {
         while (slots && i2 < ready2 && cap2--) {
           const block *b = &wl->blocks[i2 / n2];
+          if (audit) {
+            audit->flops += b->l2_tile_s * wl->flops_per_sm;
+            if (l1_closed[i2 / n2] != n1)
+              audit->violations++;
+          }
           sum += b->l2_tile_s;
           longest = fmax(longest, b->l2_tile_s);
           bytes += b->l2_tile_B;
@@ -369,6 +388,10 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
       } else {
         while (slots && i1 < t1) {
           const block *b = &wl->blocks[i1 / n1];
+          if (audit) {
+            audit->flops += b->l1_tile_s * wl->flops_per_sm;
+            l1_open[i1 / n1]++;
+          }
           sum += b->l1_tile_s;
           longest = fmax(longest, b->l1_tile_s);
           hi_block = i1 / n1;
@@ -379,6 +402,11 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
     }
     if (slots == S) /* nothing ready: cannot happen, L1 always progresses */
       break;
+    if (audit) {
+      audit->waves++;
+      for (size_t b = 0; b < nb; b++)
+        l1_closed[b] = l1_open[b];
+    }
     if (hi_block != SIZE_MAX && (long)(hi_block / per_chunk) > waited) {
       waited = (long)(hi_block / per_chunk);
       if ((st = xs_program_wait_send(p, sms, chunk_send[waited], err))) {
@@ -399,6 +427,8 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
     phase++;
   }
   free(chunk_send);
+  free(l1_closed);
+  free(l1_open);
 finish:
   if ((st = xs_program_finish(p, err)))
     goto fail;
@@ -424,7 +454,7 @@ xs_status xs_moe_program(const xs_moe_config *c, const xs_profile *prof,
   char name[160];
   snprintf(name, sizeof name, "%s T=%g EP=%g %s", c->name, c->tokens, c->ep,
            names[sched]);
-  st = build_program(&wl, sched, pat, name, out, err);
+  st = build_program(&wl, sched, pat, name, NULL, out, err);
   free(wl.blocks);
   return st;
 }
@@ -484,8 +514,8 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
   for (size_t k = 0; k < NPATTERNS && !st; k++) {
     xs_result *r = NULL;
     xs_moe_pattern cand = candidate(&wl, k);
-    if (!(st = build_program(&wl, XS_MOE_INTERLEAVED, &cand, c->name, &p,
-                             err)) &&
+    if (!(st = build_program(&wl, XS_MOE_INTERLEAVED, &cand, c->name, NULL,
+                             &p, err)) &&
         !(st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err))) {
       out->searched++;
       if (r->makespan_s < best) {
@@ -499,7 +529,8 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
   }
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
     const xs_moe_pattern *pat = s == XS_MOE_INTERLEAVED ? &out->chosen : NULL;
-    if (!(st = build_program(&wl, (xs_moe_schedule)s, pat, c->name, &p, err)))
+    if (!(st = build_program(&wl, (xs_moe_schedule)s, pat, c->name, NULL, &p,
+                             err)))
       st = eval3(p, prof, out->time_s[s],
                  s == XS_MOE_INTERLEAVED ? &best_r : NULL, err);
     xs_program_free(p);
@@ -513,6 +544,22 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
     out->xstage_tail_s = best_r->makespan_s - w->finish_s;
   }
   xs_result_free(best_r);
+  free(wl.blocks);
+  return st;
+}
+
+xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
+                                xs_moe_schedule sched,
+                                const xs_moe_pattern *pat,
+                                xs__moe_audit *audit, xs_program **out,
+                                xs_error *err) {
+  workload wl;
+  memset(audit, 0, sizeof *audit);
+  xs_status st = build_workload(c, prof, &wl, err);
+  if (st)
+    return st;
+  audit->config_flops = wl.w.flops;
+  st = build_program(&wl, sched, pat, c->name, audit, out, err);
   free(wl.blocks);
   return st;
 }
