@@ -6,6 +6,8 @@
  *   xstage-bench model   the evaluators on large programs
  *   xstage-bench sim     the packet simulator, beside a SimPy model of the
  *                        same channel (bench/simpy_channel.py)
+ *   xstage-bench plan    the cost of one MegaMoE plan (xs_moe_plan) and of
+ *                        the default sweep
  */
 #define _POSIX_C_SOURCE 200809L
 #include "xstage.h"
@@ -213,8 +215,46 @@ static int bench_sim(int quick) {
   return 0;
 }
 
+static int bench_plan(int quick) {
+  xs_profile *prof;
+  xs_error e;
+  if (xs_profile_load("h200-nvlink", &prof, &e))
+    die("profile", &e);
+  const double tokens[] = {16, 128, 1024, 4096, 32768};
+  for (int k = 0; k < 5; k++) {
+    xs_moe_config c;
+    xs_moe_preset("deepseek-v3", &c);
+    c.tokens = tokens[k];
+    int reps = quick ? 3 : tokens[k] > 4096 ? 5 : 21;
+    double t[21];
+    for (int r = 0; r < reps; r++) {
+      xs_moe_result res;
+      double t0 = now_s();
+      if (xs_moe_plan(&c, prof, &res, &e))
+        die("plan", &e);
+      t[r] = now_s() - t0;
+    }
+    printf("plan_deepseek_v3_T%g %.3g us\n", tokens[k], median(t, reps) * 1e6);
+  }
+  double t0 = now_s();
+  size_t n = 0;
+  for (size_t i = 0; i < xs_moe_preset_count(); i++)
+    for (double tk = 16; tk <= 32768; tk *= 2, n++) {
+      xs_moe_config c;
+      xs_moe_result res;
+      xs_moe_preset(xs_moe_preset_name(i), &c);
+      c.tokens = tk;
+      if (xs_moe_plan(&c, prof, &res, &e))
+        die("plan", &e);
+    }
+  printf("sweep_megamoe_default %.3g s\n", now_s() - t0);
+  printf("sweep_megamoe_configs %zu configs\n", n);
+  xs_profile_free(prof);
+  return 0;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: xstage-bench model|sim [--quick]\n"
+  fprintf(f, "usage: xstage-bench model|sim|plan [--quick]\n"
              "\n"
              "Prints figures, one a line: NAME VALUE UNIT (medians of repeated\n"
              "runs). It never fails on time. --quick runs smaller programs.\n");
@@ -239,6 +279,8 @@ int main(int argc, char **argv) {
     return bench_model(quick);
   if (strcmp(argv[1], "sim") == 0)
     return bench_sim(quick);
-  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim)\n", argv[1]);
+  if (strcmp(argv[1], "plan") == 0)
+    return bench_plan(quick);
+  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim, plan)\n", argv[1]);
   return 2;
 }

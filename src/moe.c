@@ -371,32 +371,42 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
       size_t cap2 = split && pass == 0 ? split : SIZE_MAX;
       if (pass == 2 && !split)
         break;
+      /* tiles of one block are alike: take them a block's run at a time */
       if (take2) {
-        while (slots && i2 < ready2 && cap2--) {
+        while (slots && i2 < ready2 && cap2) {
           const block *b = &wl->blocks[i2 / n2];
+          size_t run = n2 - i2 % n2;
+          run = run < slots ? run : slots;
+          run = run < ready2 - i2 ? run : ready2 - i2;
+          run = run < cap2 ? run : cap2;
           if (audit) {
-            audit->flops += b->l2_tile_s * wl->flops_per_sm;
+            audit->flops += (double)run * b->l2_tile_s * wl->flops_per_sm;
             if (l1_closed[i2 / n2] != n1)
-              audit->violations++;
+              audit->violations += run;
           }
-          sum += b->l2_tile_s;
-          longest = fmax(longest, b->l2_tile_s);
-          bytes += b->l2_tile_B;
-          i2++;
-          slots--;
+          sum += (double)run * b->l2_tile_s;
+          if (b->l2_tile_s > longest)
+            longest = b->l2_tile_s;
+          bytes += (double)run * b->l2_tile_B;
+          i2 += run;
+          slots -= run;
+          cap2 -= cap2 == SIZE_MAX ? 0 : run;
         }
       } else {
         while (slots && i1 < t1) {
           const block *b = &wl->blocks[i1 / n1];
+          size_t run = n1 - i1 % n1;
+          run = run < slots ? run : slots;
           if (audit) {
-            audit->flops += b->l1_tile_s * wl->flops_per_sm;
-            l1_open[i1 / n1]++;
+            audit->flops += (double)run * b->l1_tile_s * wl->flops_per_sm;
+            l1_open[i1 / n1] += run;
           }
-          sum += b->l1_tile_s;
-          longest = fmax(longest, b->l1_tile_s);
+          sum += (double)run * b->l1_tile_s;
+          if (b->l1_tile_s > longest)
+            longest = b->l1_tile_s;
           hi_block = i1 / n1;
-          i1++;
-          slots--;
+          i1 += run;
+          slots -= run;
         }
       }
     }
@@ -414,7 +424,9 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
         goto fail;
       }
     }
-    double wave_s = slots == 0 ? sum / (double)S : fmax(sum / (double)S, longest);
+    double wave_s = sum / (double)S;
+    if (slots > 0 && longest > wave_s)
+      wave_s = longest;
     /* the wave's combine stores leave in `stagger` steps over the wave */
     int steps = bytes > 0 ? (int)wl->stagger : 1;
     for (int k = 0; k < steps; k++)

@@ -54,7 +54,8 @@ static void expect_rc(const char *args, int rc, const char *in_stderr) {
 static void test_help(void **s) {
   (void)s;
   const char *cmds[] = {"--help", "predict --help", "profiles --help",
-                        "demo --help", "help predict", "simulate --help"};
+                        "demo --help", "help predict", "simulate --help",
+                        "plan --help", "sweep --help", "plan megamoe --help"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     expect_rc(cmds[i], 0, NULL);
     assert_non_null(strstr(out_buf, "usage:"));
@@ -200,6 +201,54 @@ static void test_simulate(void **s) {
   assert_non_null(strstr(out_buf, "sim / burstgap makespan"));
 }
 
+static void test_plan_sweep(void **s) {
+  (void)s;
+  expect_rc("plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens 256", 0, NULL);
+  assert_non_null(strstr(out_buf, "interleaved"));
+  assert_non_null(strstr(out_buf, "where the interleaved schedule's time goes"));
+  expect_rc("plan megamoe --preset nope --profile h800-nvlink", 2, "unknown \"nope\"");
+  expect_rc("plan megamoe --profile h800-nvlink", 2, "--preset NAME or --config FILE");
+  expect_rc("plan megamoe --preset glm", 2, "--profile is required");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --ep 7", 2, "multiple of ep");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens 0", 2, "--tokens");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --config x.json", 2, "one of");
+  expect_rc("plan gemm", 2, "megamoe");
+  expect_rc("sweep megamoe", 2, "--profile is required");
+  expect_rc("sweep megamoe --profile h200-nvlink --json --csv", 2, "exclude");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/bad-grid.json", 2,
+            "presets[1]");
+  expect_rc("plan megamoe --preset qwen3.5 --profile h200-nvlink --json", 0, NULL);
+  json_error_t je;
+  json_t *root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  assert_non_null(json_object_get(json_object_get(root, "schedules"), "interleaved"));
+  assert_true(num(root, "speedup") >= 1);
+  json_decref(root);
+  expect_rc("sweep megamoe --profile h800-nvlink --json", 0, NULL);
+  root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  json_t *cs = json_object_get(root, "configs");
+  assert_int_equal(json_array_size(cs), 84);
+  const char *keys[] = {"preset", "tokens", "ep", "sequential_s", "baseline_s",
+                        "interleaved_s", "ideal_s", "speedup", "blocking_speedup"};
+  json_t *c0 = json_array_get(cs, 0);
+  assert_int_equal(json_object_size(c0), 9);
+  for (int i = 0; i < 9; i++)
+    assert_non_null(json_object_get(c0, keys[i]));
+  json_t *sum = json_object_get(root, "summary");
+  assert_int_equal(json_object_size(sum), 5);
+  assert_true(num(sum, "configs") == 84);
+  assert_true(num(sum, "geomean_speedup") >= 1 && num(sum, "max_speedup") >= num(sum, "geomean_speedup"));
+  num(sum, "geomean_blocking_speedup");
+  assert_true(num(sum, "geomean_ideal_ratio") >= 1);
+  json_decref(root);
+  expect_rc("sweep megamoe --profile h200-nvlink --csv --grid tests/data/small-grid.json", 0, NULL);
+  int lines = 0;
+  for (const char *q = out_buf; *q; q++)
+    lines += *q == '\n';
+  assert_int_equal(lines, 1 + 2 * 3);
+}
+
 static void test_demo(void **s) {
   (void)s;
   char path[128], args[512];
@@ -234,7 +283,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
-      cmocka_unit_test(test_simulate),
+      cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep),
       cmocka_unit_test(test_demo)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
