@@ -16,6 +16,18 @@
 static const char *const sched_names[] = {"sequential", "baseline",
                                           "interleaved"};
 
+/* "2:1" (L1 waves : L2 waves), "split 33" (SMs on L2 in every wave) or
+ * "none" (all L1 first) */
+static const char *pattern_label(const xs_moe_pattern *p, char *buf, size_t n) {
+  if (p->l2_sms)
+    snprintf(buf, n, "split %u", p->l2_sms);
+  else if (p->l1_waves)
+    snprintf(buf, n, "%u:%u", p->l1_waves, p->l2_waves);
+  else
+    snprintf(buf, n, "none");
+  return buf;
+}
+
 static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
@@ -134,9 +146,9 @@ static json_t *plan_json(const xs_moe_config *c, const xs_profile *prof,
     json_object_set_new(s, sched_names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
         r->time_s[k][0], "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2]));
   json_object_set_new(o, "schedules", s);
-  json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i}", "l1_waves",
-      (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "searched",
-      (int)r->searched));
+  json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i,s:i}", "l1_waves",
+      (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "l2_sms",
+      (int)r->chosen.l2_sms, "searched", (int)r->searched));
   json_object_set_new(o, "speedup", json_real(r->time_s[1][0] / r->time_s[2][0]));
   json_object_set_new(o, "blocking_speedup", json_real(r->time_s[1][1] / r->time_s[2][1]));
   json_object_set_new(o, "speedup_vs_sequential", json_real(r->time_s[0][0] / r->time_s[2][0]));
@@ -227,7 +239,11 @@ int cmd_plan(int argc, char **argv) {
              xs_format_time(r.time_s[k][0], a, sizeof a),
              xs_format_time(r.time_s[k][1], b, sizeof b),
              xs_format_time(r.time_s[k][2], d, sizeof d));
-    if (r.chosen.l1_waves)
+    if (r.chosen.l2_sms)
+      printf("\n  interleave pattern: every wave split, up to %u of %g SMs on ready L2 "
+             "tiles, the rest on L1\n  (best of %u searched under burstgap)\n",
+             r.chosen.l2_sms, w->sms, r.searched);
+    else if (r.chosen.l1_waves)
       printf("\n  interleave pattern: %u L1 wave%s, then %u wave%s of ready L2 tiles "
              "(best of %u searched under burstgap)\n",
              r.chosen.l1_waves, r.chosen.l1_waves == 1 ? "" : "s", r.chosen.l2_waves,
@@ -478,35 +494,37 @@ int cmd_sweep(int argc, char **argv) {
       json_decref(root);
     } else if (csv) {
       printf("preset,tokens,ep,sequential_s,baseline_s,interleaved_s,ideal_s,speedup,"
-             "blocking_speedup,l1_waves,l2_waves\n");
+             "blocking_speedup,l1_waves,l2_waves,l2_sms\n");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
-        printf("%s,%g,%g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%u,%u\n", rows[i].preset,
+        printf("%s,%g,%g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%u,%u,%u\n", rows[i].preset,
                rows[i].tokens, rows[i].ep, r->time_s[0][0], r->time_s[1][0],
                r->time_s[2][0], r->time_s[2][2], r->time_s[1][0] / r->time_s[2][0],
-               r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves, r->chosen.l2_waves);
+               r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves, r->chosen.l2_waves,
+               r->chosen.l2_sms);
       }
     } else {
       char a[32], b[32], d[32], e[32];
       printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", xs_profile_name(prof), n);
-      printf("  %-18s %6s %3s %11s %11s %11s %11s %8s %9s %7s\n", "preset", "tokens", "ep",
+      printf("  %-18s %6s %3s %11s %11s %11s %11s %8s %9s %9s\n", "preset", "tokens", "ep",
              "sequential", "baseline", "interleaved", "ideal", "speedup", "blocking", "pattern");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
-        char pat[16];
-        snprintf(pat, sizeof pat, "%u:%u", r->chosen.l1_waves, r->chosen.l2_waves);
-        printf("  %-18s %6g %3g %11s %11s %11s %11s %7.3fx %8.3fx %7s\n", rows[i].preset,
+        char pat[32];
+        printf("  %-18s %6g %3g %11s %11s %11s %11s %7.3fx %8.3fx %9s\n", rows[i].preset,
                rows[i].tokens, rows[i].ep, xs_format_time(r->time_s[0][0], a, sizeof a),
                xs_format_time(r->time_s[1][0], b, sizeof b),
                xs_format_time(r->time_s[2][0], d, sizeof d),
                xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[1][0] / r->time_s[2][0],
-               r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves ? pat : "none");
+               r->time_s[1][1] / r->time_s[2][1], pattern_label(&r->chosen, pat, sizeof pat));
       }
       printf("\n  interleaved over fused baseline: geometric mean %.3fx, largest %.3fx\n",
              exp(lg / dn), mx);
       printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n", exp(lb / dn));
       printf("  interleaved / ideal: geometric mean %.3f\n", exp(li / dn));
-      printf("  (pattern L1:L2 waves; %s's numbers are leads unless measured)\n",
+      printf("  (pattern: L1:L2 waves, or split N = N SMs on L2 tiles in every wave;\n"
+             "  blocking = the same speedup as the blocking model predicts it;\n"
+             "  %s's numbers are leads unless measured)\n",
              xs_profile_name(prof));
     }
   }

@@ -471,18 +471,20 @@ xs_status xs_moe_program(const xs_moe_config *c, const xs_profile *prof,
   return st;
 }
 
+#define BALANCED 1000u /* l2_sms: L1 and L2 tiles run out together */
+
 /* candidates of the search; {0, 0, 0} is the baseline; split waves give
  * L2 a share of the SMs (l2_sms is filled in from these eighths, and one
  * candidate gives L2 the share that makes L1 and L2 tiles run out
  * together) */
 static const xs_moe_pattern patterns[] = {
     {0, 0, 0}, {1, 1, 0}, {2, 1, 0}, {4, 1, 0}, {8, 1, 0}, {1, 2, 0},
-    {2, 2, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 4}, {0, 0, 6}, {0, 0, 99}};
+    {2, 2, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 4}, {0, 0, 6}, {0, 0, BALANCED}};
 #define NPATTERNS (sizeof patterns / sizeof patterns[0])
 
 static xs_moe_pattern candidate(const workload *wl, size_t k) {
   xs_moe_pattern p = patterns[k];
-  if (p.l2_sms == 99) {
+  if (p.l2_sms == BALANCED) {
     double share = wl->w.l2_tiles / (wl->w.l1_tiles + wl->w.l2_tiles);
     p.l2_sms = (unsigned)fmax(1, round(wl->w.sms * share));
   } else if (p.l2_sms) {
