@@ -29,6 +29,8 @@ int cmd_demo(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_plan_flashattn(int argc, char **argv);
+int cmd_sweep_flashattn(int argc, char **argv);
 
 /* Shared by predict and demo: evaluate every model in models[0..n) and
  * print the text report, or the JSON report when json is set. */

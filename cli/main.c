@@ -12,11 +12,11 @@ static const struct {
   const char *summary;
 } commands[] = {
     {"demo", cmd_demo, "the main job: a wave of combine bursts on h200-nvlink"},
-    {"plan", cmd_plan, "plan a fused kernel's schedule: megamoe"},
+    {"plan", cmd_plan, "plan a fused kernel's schedule: megamoe, flashattn"},
     {"predict", cmd_predict, "evaluate a program on a profile under each model"},
     {"profiles", cmd_profiles, "list the built-in profiles, or show one"},
     {"simulate", cmd_simulate, "simulate a program at packet level"},
-    {"sweep", cmd_sweep, "run a planner over a grid of configs: megamoe"},
+    {"sweep", cmd_sweep, "run a planner over a grid of configs: megamoe, flashattn"},
 };
 
 static void usage(FILE *f) {

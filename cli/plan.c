@@ -163,8 +163,10 @@ int cmd_plan(int argc, char **argv) {
     plan_help(stdout);
     return EXIT_OK;
   }
+  if (argc >= 2 && strcmp(argv[1], "flashattn") == 0)
+    return cmd_plan_flashattn(argc, argv);
   if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
-    return cli_usage_error("plan", "expected a planner: megamoe");
+    return cli_usage_error("plan", "expected a planner: megamoe or flashattn");
   static const struct option opts[] = {
       {"preset", required_argument, 0, 'r'}, {"config", required_argument, 0, 'c'},
       {"tokens", required_argument, 0, 't'}, {"ep", required_argument, 0, 'e'},
@@ -407,8 +409,10 @@ int cmd_sweep(int argc, char **argv) {
     sweep_help(stdout);
     return EXIT_OK;
   }
+  if (argc >= 2 && strcmp(argv[1], "flashattn") == 0)
+    return cmd_sweep_flashattn(argc, argv);
   if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
-    return cli_usage_error("sweep", "expected a planner: megamoe");
+    return cli_usage_error("sweep", "expected a planner: megamoe or flashattn");
   static const struct option opts[] = {
       {"profile", required_argument, 0, 'p'}, {"grid", required_argument, 0, 'g'},
       {"json", no_argument, 0, 'j'}, {"csv", no_argument, 0, 'c'},

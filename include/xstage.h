@@ -445,6 +445,76 @@ xs_status xs_moe_program(const xs_moe_config *config,
                          const xs_moe_pattern *pattern, xs_program **out,
                          xs_error *err);
 
+/* ---- The context-parallel attention planner (docs/plan-flashattn.md) ----
+ * Ring attention: each of P ranks holds S tokens of the sequence; at each
+ * of P steps it attends its queries to the KV block it holds and forwards
+ * that block to the next rank (P - 1 forwards). */
+
+typedef struct xs_fa_config {
+  char name[64];
+  double seq;      /* S: tokens per rank                                  */
+  double heads_q;  /* query heads                                         */
+  double heads_kv; /* KV heads (GQA); divides heads_q                     */
+  double head_dim; /* d                                                   */
+  double cp;       /* P: context-parallel ranks                           */
+  int causal;      /* causal mask (load-balanced: half of every step)     */
+  double bytes;    /* KV element bytes (BF16: 2)                          */
+  double block_m, block_n; /* Q and KV tile rows (128, 128)               */
+  double sms;      /* 0: the profile's                                    */
+  char dtype[16];  /* compute dtype in the profile ("bf16")               */
+} xs_fa_config;
+
+/* Presets llama3-8b (32 query heads, 8 KV heads, d 128), llama3-70b (64,
+ * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal, BF16. */
+int xs_fa_preset(const char *name, xs_fa_config *out);
+size_t xs_fa_preset_count(void);
+const char *xs_fa_preset_name(size_t i);
+xs_status xs_fa_config_parse(const char *text, size_t length,
+                             const char *filename, xs_fa_config *out,
+                             xs_error *err);
+xs_status xs_fa_config_check(const xs_fa_config *config, xs_error *err);
+
+typedef enum {
+  XS_FA_SEQUENTIAL = 0, /* compute the step, then forward the block       */
+  XS_FA_DEDICATED = 1,  /* k SMs forward while the others compute         */
+  XS_FA_PIGGYBACK = 2,  /* compute CTAs forward the KV tiles they load    */
+  XS_FA_SCHEDULES = 3
+} xs_fa_schedule;
+
+/* dedicated: forward_sms SMs forward. piggyback: the KV tiles are
+ * forwarded from inside the loop of the first spread_waves waves of each
+ * step, in chunks per wave (0 spread: all at the step's end). */
+typedef struct xs_fa_choice {
+  unsigned forward_sms, spread_waves, chunks;
+} xs_fa_choice;
+
+typedef struct xs_fa_workload {
+  double step_flops, step_s;   /* one step on all SMs                    */
+  double kv_B;                 /* the block forwarded each step          */
+  double q_tiles, kv_tiles;    /* per step: CTAs (q tile, head), KV tiles
+                                  (kv tile, kv head)                     */
+  double iterations;           /* KV tiles one CTA loops over            */
+  double waves, sms;
+} xs_fa_workload;
+
+typedef struct xs_fa_result {
+  xs_fa_workload work;
+  /* [schedule][0: burstgap, 1: blocking, 2: ideal] makespans */
+  double time_s[XS_FA_SCHEDULES][3];
+  xs_fa_choice dedicated, piggyback; /* the choices searched              */
+  unsigned searched;
+} xs_fa_result;
+
+xs_status xs_fa_plan(const xs_fa_config *config, const xs_profile *profile,
+                     xs_fa_result *out, xs_error *err);
+/* The program of a schedule with a choice (NULL: the plan's default). The
+ * dedicated schedule is meant for *profile_out: the profile with each
+ * worker held to one SM's share of the injection rate (free it). */
+xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *profile,
+                        xs_fa_schedule schedule, const xs_fa_choice *choice,
+                        xs_program **out, xs_profile **profile_out,
+                        xs_error *err);
+
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,

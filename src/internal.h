@@ -235,6 +235,17 @@ xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
                                 xs__moe_audit *audit, xs_program **out,
                                 xs_error *err);
 
+typedef struct xs__fa_audit {
+  double flops, config_flops; /* computed, and the config's (all steps) */
+  double tiles_forwarded;     /* KV tiles sent, over all steps          */
+  double bytes;
+  size_t steps;
+} xs__fa_audit;
+xs_status xs__fa_audit_program(const xs_fa_config *c, const xs_profile *prof,
+                               xs_fa_schedule sched, const xs_fa_choice *ch,
+                               xs__fa_audit *audit, xs_program **out,
+                               xs_error *err);
+
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);
 /* Any program, exact event-driven fluid evaluation; fills r. */

@@ -249,6 +249,38 @@ static void test_plan_sweep(void **s) {
   assert_int_equal(lines, 1 + 2 * 3);
 }
 
+static void test_flashattn(void **s) {
+  (void)s;
+  expect_rc("plan flashattn --help", 0, NULL);
+  expect_rc("sweep flashattn --help", 0, NULL);
+  expect_rc("plan flashattn --preset llama3-70b --profile h200-nvlink --seq 8192 --cp 4 --full", 0, NULL);
+  assert_non_null(strstr(out_buf, "full mask"));
+  assert_non_null(strstr(out_buf, "piggyback over sequential"));
+  expect_rc("plan flashattn --preset llama3-9b --profile h200-nvlink", 2, "unknown \"llama3-9b\"");
+  expect_rc("plan flashattn --preset mha --profile h200-nvlink --seq x", 2, "--seq");
+  expect_rc("sweep flashattn --profile h200-nvlink --grid tests/data/bad-grid.json", 2, "presets[0]");
+  expect_rc("sweep flashattn --profile h100-nvlink --json", 0, NULL);
+  json_error_t je;
+  json_t *root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  json_t *cs = json_object_get(root, "configs");
+  assert_int_equal(json_array_size(cs), 90);
+  const char *keys[] = {"preset", "seq", "cp", "causal", "sequential_s", "dedicated_s",
+                        "piggyback_s", "ideal_s", "speedup", "speedup_vs_dedicated",
+                        "blocking_speedup"};
+  json_t *c0 = json_array_get(cs, 0);
+  assert_int_equal(json_object_size(c0), 11);
+  for (int i = 0; i < 11; i++)
+    assert_non_null(json_object_get(c0, keys[i]));
+  json_t *sum = json_object_get(root, "summary");
+  assert_int_equal(json_object_size(sum), 5);
+  assert_true(num(sum, "geomean_speedup") >= 1);
+  num(sum, "geomean_speedup_vs_dedicated");
+  num(sum, "geomean_blocking_speedup");
+  assert_true(num(sum, "max_speedup") >= num(sum, "geomean_speedup"));
+  json_decref(root);
+}
+
 static void test_demo(void **s) {
   (void)s;
   char path[128], args[512];
@@ -284,6 +316,7 @@ int main(void) {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
       cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep),
+      cmocka_unit_test(test_flashattn),
       cmocka_unit_test(test_demo)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,420 @@
+/*
+ * plan_fa.c: `xstage plan flashattn` and `xstage sweep flashattn`: ring
+ * attention's KV forwarding, sequential, from dedicated SMs, or piggybacked
+ * on the FlashAttention loop.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void plan_help(FILE *f) {
+  fprintf(f,
+          "usage: xstage plan flashattn (--preset NAME | --config FILE) [--seq N]\n"
+          "                             [--cp P] [--causal | --full] --profile P [--json]\n"
+          "                             [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
+          "\n"
+          "Plans the KV forwarding of context-parallel (ring) attention: sequential\n"
+          "(compute the step, then forward), dedicated (k SMs forward, k searched) and\n"
+          "piggyback (compute CTAs forward the KV tiles they load, spread searched),\n"
+          "under burstgap, blocking and ideal.\n"
+          "\n"
+          "  --preset NAME      llama3-8b, llama3-70b, mha\n"
+          "  --config FILE      a JSON config (docs/plan-flashattn.md)\n"
+          "  --seq N            tokens per rank (default 16384)\n"
+          "  --cp P             context-parallel ranks (default 8)\n"
+          "  --causal, --full   the mask (default causal)\n"
+          "  --profile P        a profile with a compute section\n"
+          "  --emit-program F   write the piggyback program (- = stdout)\n"
+          "  --trace F, --svg F its timeline under burstgap\n");
+}
+
+static void sweep_help(FILE *f) {
+  fprintf(f,
+          "usage: xstage sweep flashattn --profile P [--grid FILE] [--json | --csv]\n"
+          "\n"
+          "Default grid: 4K to 64K tokens per rank, the 3 presets, CP 2, 4 and 8,\n"
+          "causal and full (90 configs). Rows and a summary: the geometric-mean and\n"
+          "largest speedup of piggyback over sequential, over the best dedicated\n"
+          "split, the same as blocking predicts it, and closeness to ideal.\n"
+          "\n"
+          "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false]}\n");
+}
+
+static int load(const char *preset, const char *file, const char *seq, const char *cp,
+                int causal, xs_fa_config *c) {
+  xs_error err;
+  if (!!preset == !!file)
+    return cli_usage_error("plan", "give one of --preset NAME or --config FILE");
+  if (preset && xs_fa_preset(preset, c))
+    return cli_usage_error("plan", "--preset: unknown \"%s\" (llama3-8b, llama3-70b, mha)", preset);
+  if (file) {
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+      fprintf(stderr, "xstage plan: %s: cannot open\n", file);
+      return EXIT_INPUT;
+    }
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    if (xs_fa_config_parse(text, n, file, c, &err))
+      return cli_error("plan", &err);
+  }
+  char *end;
+  if (seq && (c->seq = strtod(seq, &end), *end || !(c->seq >= 1)))
+    return cli_usage_error("plan", "--seq: expected a whole number >= 1, got \"%s\"", seq);
+  if (cp && (c->cp = strtod(cp, &end), *end || !(c->cp >= 1)))
+    return cli_usage_error("plan", "--cp: expected a whole number >= 1, got \"%s\"", cp);
+  if (causal >= 0)
+    c->causal = causal;
+  if (xs_fa_config_check(c, &err))
+    return cli_usage_error("plan", "%s", err.message);
+  return 0;
+}
+
+int cmd_plan_flashattn(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"preset", required_argument, 0, 'r'}, {"config", required_argument, 0, 'c'},
+      {"seq", required_argument, 0, 's'}, {"cp", required_argument, 0, 'P'},
+      {"causal", no_argument, 0, 'C'}, {"full", no_argument, 0, 'F'},
+      {"profile", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
+      {"emit-program", required_argument, 0, 'o'}, {"trace", required_argument, 0, 'T'},
+      {"svg", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *preset = NULL, *file = NULL, *seq = NULL, *cp = NULL, *profile = NULL;
+  const char *emit = NULL, *trace = NULL, *svg = NULL;
+  int json = 0, causal = -1, c;
+  opterr = 0;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'r': preset = optarg; break;
+    case 'c': file = optarg; break;
+    case 's': seq = optarg; break;
+    case 'P': cp = optarg; break;
+    case 'C': causal = 1; break;
+    case 'F': causal = 0; break;
+    case 'p': profile = optarg; break;
+    case 'j': json = 1; break;
+    case 'o': emit = optarg; break;
+    case 'T': trace = optarg; break;
+    case 'S': svg = optarg; break;
+    case 'h': plan_help(stdout); return EXIT_OK;
+    default: return cli_bad_flag("plan", argc, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
+  if (!profile)
+    return cli_usage_error("plan", "--profile is required");
+  xs_fa_config cfg;
+  int rc = load(preset, file, seq, cp, causal, &cfg);
+  if (rc)
+    return rc;
+  xs_error err;
+  xs_profile *prof;
+  if (xs_profile_load(profile, &prof, &err))
+    return cli_error("plan", &err);
+  xs_fa_result r;
+  if (xs_fa_plan(&cfg, prof, &r, &err)) {
+    rc = cli_error("plan", &err);
+    goto done;
+  }
+  const char *names[] = {"sequential", "dedicated", "piggyback"};
+  if (json) {
+    json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b}", "preset", cfg.name, "profile",
+                          xs_profile_name(prof), "seq", cfg.seq, "cp", cfg.cp, "causal",
+                          cfg.causal);
+    json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+        "step_flops", r.work.step_flops, "step_s", r.work.step_s, "kv_B", r.work.kv_B,
+        "q_tiles", r.work.q_tiles, "kv_tiles", r.work.kv_tiles, "iterations",
+        r.work.iterations, "waves", r.work.waves));
+    json_t *s = json_object();
+    for (int k = 0; k < XS_FA_SCHEDULES; k++)
+      json_object_set_new(s, names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
+          r.time_s[k][0], "blocking_s", r.time_s[k][1], "ideal_s", r.time_s[k][2]));
+    json_object_set_new(o, "schedules", s);
+    json_object_set_new(o, "choice", json_pack("{s:i,s:i,s:i,s:i}", "forward_sms",
+        (int)r.dedicated.forward_sms, "spread_waves", (int)r.piggyback.spread_waves,
+        "chunks", (int)r.piggyback.chunks, "searched", (int)r.searched));
+    json_object_set_new(o, "speedup", json_real(r.time_s[0][0] / r.time_s[2][0]));
+    json_object_set_new(o, "speedup_vs_dedicated", json_real(r.time_s[1][0] / r.time_s[2][0]));
+    json_object_set_new(o, "blocking_speedup", json_real(r.time_s[0][1] / r.time_s[2][1]));
+    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+  } else {
+    char a[32], b[32], d[32];
+    printf("Context-parallel attention plan: %s, %g tokens per rank, CP %g, %s mask, on %s\n",
+           cfg.name, cfg.seq, cfg.cp, cfg.causal ? "causal" : "full", xs_profile_name(prof));
+    printf("  per step: %.3g TFLOP in %s on %g SMs (%g CTAs, %g waves, %g KV tiles a CTA);\n"
+           "  KV block to forward %s (%g tiles of %gx%g)\n\n",
+           r.work.step_flops / 1e12, xs_format_time(r.work.step_s, a, sizeof a), r.work.sms,
+           r.work.q_tiles, r.work.waves, r.work.iterations,
+           xs_format_size(r.work.kv_B, b, sizeof b), r.work.kv_tiles, cfg.block_n, cfg.head_dim);
+    printf("  %-12s %12s %12s %12s\n", "schedule", "burstgap", "blocking", "ideal");
+    for (int k = 0; k < XS_FA_SCHEDULES; k++)
+      printf("  %-12s %12s %12s %12s\n", names[k], xs_format_time(r.time_s[k][0], a, sizeof a),
+             xs_format_time(r.time_s[k][1], b, sizeof b), xs_format_time(r.time_s[k][2], d, sizeof d));
+    printf("\n  dedicated: %u SM%s forward; piggyback: ", r.dedicated.forward_sms,
+           r.dedicated.forward_sms == 1 ? "" : "s");
+    if (r.piggyback.spread_waves)
+      printf("the first %u wave%s of each step forward, in %u send%s a wave\n",
+             r.piggyback.spread_waves, r.piggyback.spread_waves == 1 ? "" : "s",
+             r.piggyback.chunks, r.piggyback.chunks == 1 ? "" : "s");
+    else
+      printf("nothing beats forwarding at the step's end\n");
+    printf("  piggyback over sequential: %.3fx (blocking predicts %.3fx); over dedicated: %.3fx;\n"
+           "  piggyback / ideal: %.3f (%u choices searched)\n",
+           r.time_s[0][0] / r.time_s[2][0], r.time_s[0][1] / r.time_s[2][1],
+           r.time_s[1][0] / r.time_s[2][0], r.time_s[2][0] / r.time_s[2][2], r.searched);
+  }
+  if (emit || trace || svg) {
+    xs_program *p;
+    if (xs_fa_program(&cfg, prof, XS_FA_PIGGYBACK, &r.piggyback, &p, NULL, &err)) {
+      rc = cli_error("plan", &err);
+      goto done;
+    }
+    if (emit) {
+      char *t = xs_program_to_json(p);
+      rc = t ? cli_write_output("plan", emit, t) : EXIT_MACHINE;
+      free(t);
+    }
+    if (!rc && (trace || svg)) {
+      xs_timeline *tl = xs_timeline_new();
+      xs_eval_options o = {0, 0, NULL, tl};
+      xs_result *res = NULL;
+      if (!tl)
+        rc = EXIT_MACHINE;
+      else if (xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &res, &err))
+        rc = cli_error("plan", &err);
+      else
+        rc = cli_write_timelines("plan", p, prof, res, tl, trace, svg);
+      xs_result_free(res);
+      xs_timeline_free(tl);
+    }
+    xs_program_free(p);
+  }
+done:
+  xs_profile_free(prof);
+  return rc;
+}
+
+typedef struct {
+  char preset[32];
+  double seq, cp;
+  int causal;
+} row;
+
+static int grid(const char *path, row **rows, size_t *n) {
+  const char *pre[8];
+  double seqs[32], cps[16];
+  int cz[2];
+  size_t np = 0, ns = 0, nc = 0, nz = 0;
+  json_t *root = NULL;
+  if (path) {
+    json_error_t je;
+    if (!(root = json_load_file(path, JSON_REJECT_DUPLICATES, &je))) {
+      fprintf(stderr, "xstage sweep: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+      return EXIT_INPUT;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v) {
+      size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
+                 : !strcmp(k, "causal") ? 2 : 0;
+      if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
+        fprintf(stderr, "xstage sweep: %s: \"%s\": expected presets, seq, cp or causal, "
+                        "each a short non-empty array\n", path, k);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+    }
+  }
+  json_t *a;
+  size_t i;
+  json_t *v;
+  if (root && (a = json_object_get(root, "presets"))) {
+    json_array_foreach(a, i, v) {
+      xs_fa_config c;
+      if (!json_is_string(v) || xs_fa_preset(json_string_value(v), &c)) {
+        fprintf(stderr, "xstage sweep: %s: presets[%zu]: not a preset name\n", path, i);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+      pre[np++] = json_string_value(v);
+    }
+  } else {
+    for (i = 0; i < xs_fa_preset_count(); i++)
+      pre[np++] = xs_fa_preset_name(i);
+  }
+  if (root && (a = json_object_get(root, "seq"))) {
+    json_array_foreach(a, i, v) seqs[ns++] = json_number_value(v);
+  } else {
+    for (double s = 4096; s <= 65536; s *= 2)
+      seqs[ns++] = s;
+  }
+  if (root && (a = json_object_get(root, "cp"))) {
+    json_array_foreach(a, i, v) cps[nc++] = json_number_value(v);
+  } else {
+    cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
+  }
+  if (root && (a = json_object_get(root, "causal"))) {
+    json_array_foreach(a, i, v) {
+      if (!json_is_boolean(v)) {
+        fprintf(stderr, "xstage sweep: %s: causal[%zu]: expected true or false\n", path, i);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+      cz[nz++] = json_is_true(v);
+    }
+  } else {
+    cz[nz++] = 1, cz[nz++] = 0;
+  }
+  *n = np * ns * nc * nz;
+  *rows = calloc(*n, sizeof **rows);
+  size_t k = 0;
+  for (size_t p = 0; p < np; p++)
+    for (size_t z = 0; z < nz; z++)
+      for (size_t c = 0; c < nc; c++)
+        for (size_t s = 0; s < ns; s++, k++) {
+          snprintf((*rows)[k].preset, sizeof (*rows)[k].preset, "%s", pre[p]);
+          (*rows)[k].seq = seqs[s];
+          (*rows)[k].cp = cps[c];
+          (*rows)[k].causal = cz[z];
+        }
+  json_decref(root);
+  return 0;
+}
+
+int cmd_sweep_flashattn(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"profile", required_argument, 0, 'p'}, {"grid", required_argument, 0, 'g'},
+      {"json", no_argument, 0, 'j'}, {"csv", no_argument, 0, 'c'},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *profile = NULL, *gridf = NULL;
+  int json = 0, csv = 0, c;
+  opterr = 0;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, ":p:g:jch", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p': profile = optarg; break;
+    case 'g': gridf = optarg; break;
+    case 'j': json = 1; break;
+    case 'c': csv = 1; break;
+    case 'h': sweep_help(stdout); return EXIT_OK;
+    default: return cli_bad_flag("sweep", argc, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("sweep", "unexpected argument \"%s\"", argv[optind]);
+  if (!profile)
+    return cli_usage_error("sweep", "--profile is required");
+  if (json && csv)
+    return cli_usage_error("sweep", "--json and --csv exclude each other");
+  xs_error err;
+  xs_profile *prof;
+  if (xs_profile_load(profile, &prof, &err))
+    return cli_error("sweep", &err);
+  row *rows;
+  size_t n;
+  int rc = grid(gridf, &rows, &n);
+  if (rc || !rows) {
+    xs_profile_free(prof);
+    return rc ? rc : EXIT_MACHINE;
+  }
+  xs_fa_result *res = calloc(n, sizeof *res);
+  int tty = isatty(2);
+  double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_fa_config cfg;
+    xs_fa_preset(rows[i].preset, &cfg);
+    cfg.seq = rows[i].seq;
+    cfg.cp = rows[i].cp;
+    cfg.causal = rows[i].causal;
+    if (xs_fa_plan(&cfg, prof, &res[i], &err)) {
+      fprintf(stderr, "%sxstage sweep: %s, seq %g, CP %g: %s\n", tty ? "\n" : "",
+              rows[i].preset, rows[i].seq, rows[i].cp, err.message);
+      rc = cli_exit_code(err.status);
+      break;
+    }
+    if (tty)
+      fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / n),
+              "########################################", i + 1, n);
+    const xs_fa_result *r = &res[i];
+    double s = r->time_s[0][0] / r->time_s[2][0];
+    lg += log(s);
+    ld += log(r->time_s[1][0] / r->time_s[2][0]);
+    lb += log(r->time_s[0][1] / r->time_s[2][1]);
+    li += log(r->time_s[2][0] / r->time_s[2][2]);
+    mx = fmax(mx, s);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  double dn = (double)n;
+  if (!rc && json) {
+    json_t *root = json_object(), *cs = json_array();
+    json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
+    for (size_t i = 0; i < n; i++) {
+      const xs_fa_result *r = &res[i];
+      json_array_append_new(cs, json_pack(
+          "{s:s,s:f,s:f,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "preset", rows[i].preset, "seq",
+          rows[i].seq, "cp", rows[i].cp, "causal", rows[i].causal, "sequential_s",
+          r->time_s[0][0], "dedicated_s", r->time_s[1][0], "piggyback_s", r->time_s[2][0],
+          "ideal_s", r->time_s[2][2], "speedup", r->time_s[0][0] / r->time_s[2][0],
+          "speedup_vs_dedicated", r->time_s[1][0] / r->time_s[2][0], "blocking_speedup",
+          r->time_s[0][1] / r->time_s[2][1]));
+    }
+    json_object_set_new(root, "configs", cs);
+    json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}", "configs",
+        (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
+        "geomean_speedup_vs_dedicated", exp(ld / dn), "geomean_blocking_speedup",
+        exp(lb / dn)));
+    char *t = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    printf("%s\n", t);
+    free(t);
+    json_decref(root);
+  } else if (!rc && csv) {
+    printf("preset,seq,cp,causal,sequential_s,dedicated_s,piggyback_s,ideal_s,speedup,"
+           "speedup_vs_dedicated,blocking_speedup,forward_sms,spread_waves,chunks\n");
+    for (size_t i = 0; i < n; i++) {
+      const xs_fa_result *r = &res[i];
+      printf("%s,%g,%g,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%u,%u,%u\n", rows[i].preset,
+             rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0], r->time_s[1][0],
+             r->time_s[2][0], r->time_s[2][2], r->time_s[0][0] / r->time_s[2][0],
+             r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1],
+             r->dedicated.forward_sms, r->piggyback.spread_waves, r->piggyback.chunks);
+    }
+  } else if (!rc) {
+    char a[32], b[32], d[32], e[32];
+    printf("Context-parallel attention sweep on %s: %zu configs (burstgap unless noted)\n\n",
+           xs_profile_name(prof), n);
+    printf("  %-11s %6s %3s %-6s %11s %11s %11s %11s %8s %8s %8s\n", "preset", "seq", "cp",
+           "mask", "sequential", "dedicated", "piggyback", "ideal", "vs seq", "vs ded",
+           "blocking");
+    for (size_t i = 0; i < n; i++) {
+      const xs_fa_result *r = &res[i];
+      printf("  %-11s %6g %3g %-6s %11s %11s %11s %11s %7.3fx %7.3fx %7.3fx\n",
+             rows[i].preset, rows[i].seq, rows[i].cp, rows[i].causal ? "causal" : "full",
+             xs_format_time(r->time_s[0][0], a, sizeof a),
+             xs_format_time(r->time_s[1][0], b, sizeof b),
+             xs_format_time(r->time_s[2][0], d, sizeof d),
+             xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[0][0] / r->time_s[2][0],
+             r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1]);
+    }
+    printf("\n  piggyback over sequential: geometric mean %.3fx, largest %.3fx\n", exp(lg / dn), mx);
+    printf("  piggyback over the best dedicated split: geometric mean %.3fx\n", exp(ld / dn));
+    printf("  over sequential as blocking predicts it: geometric mean %.3fx\n", exp(lb / dn));
+    printf("  piggyback / ideal: geometric mean %.3f\n", exp(li / dn));
+    printf("  (%s's numbers are leads unless measured)\n", xs_profile_name(prof));
+  }
+  free(res);
+  free(rows);
+  xs_profile_free(prof);
+  return rc;
+}

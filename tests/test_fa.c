@@ -1,0 +1,178 @@
+/*
+ * test_fa.c: the context-parallel attention planner. Each KV tile is
+ * forwarded exactly once per step (P - 1 forwards), the flops equal the
+ * config's, step s+1's compute waits for the delivery of step s's block,
+ * piggyback is never slower than sequential under burstgap, and one small
+ * config is checked by hand.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int near(double a, double b, double rel) {
+  return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-300;
+}
+
+/* Walk the compute worker: the k-th wait is on block k-1's last send, and
+ * comes before any compute of step k; returns the number of waits. */
+static int check_chain(const xs_program *p, size_t sms) {
+  int waits = 0;
+  char buf[64], want[64];
+  for (size_t i = 0; i < xs_program_op_count(p, sms); i++) {
+    xs_op_info op;
+    xs_program_op(p, sms, i, &op);
+    if (op.kind != XS_OP_WAIT)
+      continue;
+    const char *id = xs_program_send_id(p, op.send, buf, sizeof buf);
+    snprintf(want, sizeof want, "kv%d", waits);
+    if (strncmp(id, want, strlen(want)) != 0 ||
+        (id[strlen(want)] != '\0' && id[strlen(want)] != '.'))
+      return -1;
+    /* dedicated: one wait per forwarder, all on the same step */
+    if (id[strlen(want)] == '.') {
+      size_t j = i + 1;
+      for (; j < xs_program_op_count(p, sms); j++) {
+        xs_op_info o2;
+        xs_program_op(p, sms, j, &o2);
+        if (o2.kind != XS_OP_WAIT)
+          break;
+      }
+      i = j - 1;
+    }
+    waits++;
+  }
+  return waits;
+}
+
+static void test_conservation_and_chain(void **st) {
+  (void)st;
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+  const xs_fa_choice choices[] = {{0, 0, 1}, {0, 1, 1}, {0, 4, 16}, {0, 16, 4},
+                                  {1, 0, 1}, {8, 0, 1}};
+  for (size_t i = 0; i < xs_fa_preset_count(); i++)
+    for (double seq = 1000; seq <= 20000; seq *= 4.5)
+      for (int causal = 0; causal < 2; causal++)
+        for (int sc = 0; sc < XS_FA_SCHEDULES; sc++)
+          for (size_t k = 0; k < 6; k++) {
+            if ((sc == XS_FA_DEDICATED) != (choices[k].forward_sms > 0))
+              continue;
+            xs_fa_config c;
+            xs_fa_preset(xs_fa_preset_name(i), &c);
+            c.seq = seq;
+            c.causal = causal;
+            c.cp = 4;
+            xs__fa_audit a;
+            xs_program *p;
+            assert_int_equal(xs__fa_audit_program(&c, prof, (xs_fa_schedule)sc,
+                                                  &choices[k], &a, &p, &e), XS_OK);
+            double tiles = ceil(seq / c.block_n) * c.heads_kv;
+            double kv = 2 * seq * c.heads_kv * c.head_dim * c.bytes;
+            double flops = 4 * seq * seq * c.heads_q * c.head_dim * (causal ? 0.5 : 1) * 4;
+            if (!near(a.tiles_forwarded, tiles * 3, 1e-9) || !near(a.bytes, kv * 3, 1e-9) ||
+                !near(a.flops, flops, 1e-9) || !near(a.config_flops, flops, 1e-12)) {
+              fprintf(stderr, "%s seq %g causal %d schedule %d choice %zu: tiles %g (%g) "
+                              "bytes %g (%g) flops %g (%g)\n",
+                      c.name, seq, causal, sc, k, a.tiles_forwarded, tiles * 3, a.bytes,
+                      kv * 3, a.flops, flops);
+              fail();
+            }
+            assert_int_equal(check_chain(p, 0), 3);
+            xs_program_free(p);
+          }
+  xs_profile_free(prof);
+}
+
+static void test_never_slower(void **st) {
+  (void)st;
+  const char *profiles[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h100-pcie5-host"};
+  for (int q = 0; q < 4; q++) {
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_profile_load(profiles[q], &prof, &e), XS_OK);
+    for (size_t i = 0; i < xs_fa_preset_count(); i++)
+      for (double seq = 4096; seq <= 65536; seq *= 4)
+        for (int causal = 0; causal < 2; causal++) {
+          xs_fa_config c;
+          xs_fa_preset(xs_fa_preset_name(i), &c);
+          c.seq = seq;
+          c.causal = causal;
+          xs_fa_result r;
+          assert_int_equal(xs_fa_plan(&c, prof, &r, &e), XS_OK);
+          if (!(r.time_s[2][0] <= r.time_s[0][0])) {
+            fprintf(stderr, "%s %s seq %g: piggyback %.9g > sequential %.9g\n",
+                    profiles[q], c.name, seq, r.time_s[2][0], r.time_s[0][0]);
+            fail();
+          }
+        }
+    xs_profile_free(prof);
+  }
+}
+
+/* 1024 tokens, 2 query heads, 1 KV head, d 64, CP 2, full mask, BF16, on
+ * 4 SMs of 1e12 FLOP/s: a step is 4*1024^2*2*64 = 5.37e8 flop, 536.9 us;
+ * the block is 2*1024*1*64*2 = 262144 B; a 1 GB/s channel with C = 0 and
+ * L = 1 us forwards it in 262.144 us + 1 us. Sequential: compute, forward,
+ * compute: 536.870912*2 + 263.144 us. */
+static void test_hand_small(void **st) {
+  (void)st;
+  xs_profile *prof = xs_profile_new("hand", "test");
+  xs_channel ch;
+  xs_channel_init(&ch, 1e9, 1e9);
+  ch.capacity_B = 0;
+  ch.latency_s = 1e-6;
+  xs_error e;
+  assert_int_equal(xs_profile_add_channel(prof, "link", &ch, &e), XS_OK);
+  assert_int_equal(xs_profile_set_compute(prof, 4, 1, 0, &e), XS_OK);
+  assert_int_equal(xs_profile_set_flops(prof, "bf16", 1e12, &e), XS_OK);
+  const char *cfg = "{\"seq\": 1024, \"heads_q\": 2, \"heads_kv\": 1, \"head_dim\": 64,"
+                    " \"cp\": 2, \"causal\": false}";
+  xs_fa_config c;
+  assert_int_equal(xs_fa_config_parse(cfg, strlen(cfg), "small.json", &c, &e), XS_OK);
+  xs_fa_result r;
+  assert_int_equal(xs_fa_plan(&c, prof, &r, &e), XS_OK);
+  double step = 4.0 * 1024 * 1024 * 2 * 64 / 1e12;
+  assert_true(near(r.work.step_s, step, 1e-12));
+  assert_true(near(r.work.kv_B, 262144, 1e-12));
+  assert_true(near(r.time_s[0][0], 2 * step + 262144 / 1e9 + 1e-6, 1e-9));
+  /* 16 CTAs on 4 SMs: 4 waves; piggyback over all 4 waves hides all but the
+   * last chunk's forwarding behind compute */
+  assert_true(r.work.waves == 4);
+  assert_true(r.time_s[2][0] < r.time_s[0][0]);
+  assert_true(r.time_s[2][2] <= r.time_s[2][0]);
+  xs_profile_free(prof);
+}
+
+static void test_bad_config(void **st) {
+  (void)st;
+  xs_fa_config c;
+  xs_error e;
+  const char *bad[] = {"{\"heads_kv\": 5}", "{\"seq\": 0}", "{\"preset\": \"gpt\"}",
+                       "{\"causal\": 1}", "{\"mask\": 1}"};
+  const char *want[] = {"b.json:1:14: heads_kv: heads_kv (5) must divide", "seq",
+                        "unknown preset", "expected true or false", "unknown key"};
+  for (int i = 0; i < 5; i++) {
+    xs_status s = xs_fa_config_parse(bad[i], strlen(bad[i]), "b.json", &c, &e);
+    if (s == XS_OK || !strstr(e.message, want[i])) {
+      fprintf(stderr, "%s: %s (want %s)\n", bad[i], s ? e.message : "accepted", want[i]);
+      fail();
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_conservation_and_chain),
+                                     cmocka_unit_test(test_never_slower),
+                                     cmocka_unit_test(test_hand_small),
+                                     cmocka_unit_test(test_bad_config)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
