@@ -258,7 +258,7 @@ static void test_flashattn(void **s) {
   assert_non_null(strstr(out_buf, "piggyback over sequential"));
   expect_rc("plan flashattn --preset llama3-9b --profile h200-nvlink", 2, "unknown \"llama3-9b\"");
   expect_rc("plan flashattn --preset mha --profile h200-nvlink --seq x", 2, "--seq");
-  expect_rc("sweep flashattn --profile h200-nvlink --grid tests/data/bad-grid.json", 2, "presets[0]");
+  expect_rc("sweep flashattn --profile h200-nvlink --grid tests/data/bad-fa-grid.json", 2, "presets[0]");
   expect_rc("sweep flashattn --profile h100-nvlink --json", 0, NULL);
   json_error_t je;
   json_t *root = json_loads(out_buf, 0, &je);
