@@ -85,3 +85,41 @@ int cli_write_timelines(const char *cmd, const xs_program *program,
   }
   return rc;
 }
+
+int cli_program_outputs(const char *cmd, const xs_program *program,
+                        const xs_profile *profile, xs_model model,
+                        const char *emit, const char *trace, const char *svg) {
+  int rc = EXIT_OK;
+  if (emit) {
+    char *t = xs_program_to_json(program);
+    size_t n = t ? strlen(t) : 0;
+    char *line = t ? malloc(n + 2) : NULL;
+    if (!line) {
+      free(t);
+      fprintf(stderr, "xstage %s: out of memory\n", cmd);
+      return EXIT_MACHINE;
+    }
+    memcpy(line, t, n);
+    memcpy(line + n, "\n", 2);
+    rc = cli_write_output(cmd, emit, line);
+    free(t);
+    free(line);
+    if (rc)
+      return rc;
+  }
+  if (!trace && !svg)
+    return EXIT_OK;
+  xs_timeline *tl = xs_timeline_new();
+  xs_eval_options o = {0, 0, NULL, tl};
+  xs_result *r = NULL;
+  xs_error err;
+  if (!tl)
+    rc = EXIT_MACHINE;
+  else if (xs_evaluate(program, profile, model, &o, &r, &err))
+    rc = cli_error(cmd, &err);
+  else
+    rc = cli_write_timelines(cmd, program, profile, r, tl, trace, svg);
+  xs_result_free(r);
+  xs_timeline_free(tl);
+  return rc;
+}

@@ -37,6 +37,12 @@ int cmd_sweep_flashattn(int argc, char **argv);
 int cli_predict_report(const char *cmd, const xs_program *program,
                        const xs_profile *profile, const xs_model *models,
                        size_t nmodels, int json, FILE *out);
+/* --emit-program, --trace, --svg: the program as JSON into emit (- for
+ * standard output), and its timeline under model into trace and svg; each
+ * path may be NULL. */
+int cli_program_outputs(const char *cmd, const xs_program *program,
+                        const xs_profile *profile, xs_model model,
+                        const char *emit, const char *trace, const char *svg);
 /* --trace and --svg: the timeline of one evaluated result into files. */
 int cli_write_timelines(const char *cmd, const xs_program *program,
                         const xs_profile *profile, const xs_result *result,

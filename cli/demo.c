@@ -100,27 +100,9 @@ int cmd_demo(int argc, char **argv) {
   }
   if (xs_program_finish(prog, &err))
     goto fail;
-  if (emit) {
-    char *text = xs_program_to_json(prog);
-    if (!text) {
-      rc = EXIT_MACHINE;
-      goto done;
-    }
-    size_t n = strlen(text);
-    char *withnl = malloc(n + 2);
-    if (!withnl) {
-      free(text);
-      rc = EXIT_MACHINE;
-      goto done;
-    }
-    memcpy(withnl, text, n);
-    memcpy(withnl + n, "\n", 2);
-    free(text);
-    rc = cli_write_output("demo", emit, withnl);
-    free(withnl);
-    if (rc)
-      goto done;
-  }
+  if (emit && (rc = cli_program_outputs("demo", prog, prof, XS_MODEL_BURSTGAP,
+                                         emit, NULL, NULL)))
+    goto done;
   if (!json) {
     char a[32], b[32], d[32], e[32];
     const xs_channel *ch = xs_profile_channel(prof, 0);

@@ -277,33 +277,7 @@ int cmd_plan(int argc, char **argv) {
       rc = cli_error("plan", &err);
       goto done;
     }
-    if (emit) {
-      char *t = xs_program_to_json(p);
-      size_t n = t ? strlen(t) : 0;
-      char *t2 = t ? malloc(n + 2) : NULL;
-      if (t2) {
-        memcpy(t2, t, n);
-        memcpy(t2 + n, "\n", 2);
-        rc = cli_write_output("plan", emit, t2);
-      } else {
-        rc = EXIT_MACHINE;
-      }
-      free(t);
-      free(t2);
-    }
-    if (!rc && (trace || svg)) {
-      xs_timeline *tl = xs_timeline_new();
-      xs_eval_options o = {0, 0, NULL, tl};
-      xs_result *res = NULL;
-      if (!tl)
-        rc = EXIT_MACHINE;
-      else if (xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &res, &err))
-        rc = cli_error("plan", &err);
-      else
-        rc = cli_write_timelines("plan", p, prof, res, tl, trace, svg);
-      xs_result_free(res);
-      xs_timeline_free(tl);
-    }
+    rc = cli_program_outputs("plan", p, prof, XS_MODEL_BURSTGAP, emit, trace, svg);
     xs_program_free(p);
   }
 done:

@@ -180,24 +180,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
       rc = cli_error("plan", &err);
       goto done;
     }
-    if (emit) {
-      char *t = xs_program_to_json(p);
-      rc = t ? cli_write_output("plan", emit, t) : EXIT_MACHINE;
-      free(t);
-    }
-    if (!rc && (trace || svg)) {
-      xs_timeline *tl = xs_timeline_new();
-      xs_eval_options o = {0, 0, NULL, tl};
-      xs_result *res = NULL;
-      if (!tl)
-        rc = EXIT_MACHINE;
-      else if (xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &res, &err))
-        rc = cli_error("plan", &err);
-      else
-        rc = cli_write_timelines("plan", p, prof, res, tl, trace, svg);
-      xs_result_free(res);
-      xs_timeline_free(tl);
-    }
+    rc = cli_program_outputs("plan", p, prof, XS_MODEL_BURSTGAP, emit, trace, svg);
     xs_program_free(p);
   }
 done:

@@ -266,22 +266,12 @@ int cmd_predict(int argc, char **argv) {
   } else {
     rc = cli_predict_report("predict", prog, prof, models, nmodels, json,
                             stdout);
-    if (!rc && (trace || svg)) {
-      xs_model tm = nmodels == 1 && models[0] == XS_MODEL_BLOCKING
-                        ? XS_MODEL_BLOCKING
-                        : XS_MODEL_BURSTGAP;
-      xs_timeline *tl = xs_timeline_new();
-      xs_eval_options o = {0, 0, NULL, tl};
-      xs_result *r = NULL;
-      if (!tl)
-        rc = EXIT_MACHINE;
-      else if (xs_evaluate(prog, prof, tm, &o, &r, &err))
-        rc = cli_error("predict", &err);
-      else
-        rc = cli_write_timelines("predict", prog, prof, r, tl, trace, svg);
-      xs_result_free(r);
-      xs_timeline_free(tl);
-    }
+    if (!rc)
+      rc = cli_program_outputs("predict", prog, prof,
+                               nmodels == 1 && models[0] == XS_MODEL_BLOCKING
+                                   ? XS_MODEL_BLOCKING
+                                   : XS_MODEL_BURSTGAP,
+                               NULL, trace, svg);
   }
   xs_program_free(prog);
   xs_profile_free(prof);
