@@ -120,25 +120,16 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
     }
     c.causal = json_is_true(cz);
   }
-  struct {
-    const char *key;
-    double *v;
-  } nums[] = {{"seq", &c.seq},         {"heads_q", &c.heads_q},
+  const xs__jfield nums[] = {{"seq", &c.seq},         {"heads_q", &c.heads_q},
               {"heads_kv", &c.heads_kv}, {"head_dim", &c.head_dim},
               {"cp", &c.cp},           {"bytes", &c.bytes},
               {"block_m", &c.block_m}, {"block_n", &c.block_n},
               {"sms", &c.sms}};
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-    if ((st = xs__jnumber(&d, root, nums[i].key, XS__J_NONNEG, "a number",
-                          nums[i].v, &have)))
-      goto done;
+  if ((st = xs__jnumbers(&d, root, nums, sizeof nums / sizeof nums[0])))
+    goto done;
   xs_error e2;
   if (xs_fa_config_check(&c, &e2)) {
-    char key[32] = "";
-    sscanf(e2.message, "%31[a-z_]", key);
-    if (json_object_get(root, key))
-      xs__jpath_key(&d.path, key);
-    st = xs__jfail(&d, "%s", e2.message);
+    st = xs__jfail_checked(&d, root, &e2);
     goto done;
   }
   *out = c;

@@ -129,3 +129,23 @@ xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
   *value = json_string_value(v);
   return XS_OK;
 }
+
+xs_status xs__jnumbers(xs__jdoc *d, json_t *obj, const xs__jfield *fields,
+                       size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int have;
+    xs_status st = xs__jnumber(d, obj, fields[i].key, XS__J_NONNEG, "a number",
+                               fields[i].value, &have);
+    if (st)
+      return st;
+  }
+  return XS_OK;
+}
+
+xs_status xs__jfail_checked(xs__jdoc *d, json_t *obj, const xs_error *check) {
+  char key[32] = "";
+  sscanf(check->message, "%31[a-z_]", key);
+  if (key[0] && json_object_get(obj, key))
+    xs__jpath_key(&d->path, key);
+  return xs__jfail(d, "%s", check->message);
+}

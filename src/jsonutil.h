@@ -38,5 +38,16 @@ xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
 xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
                       const char **value, int *present);
 const char *xs__jtype(const json_t *v);
+/* Optional numbers >= 0 at obj[key] for each entry; absent keys keep their
+ * values. */
+typedef struct xs__jfield {
+  const char *key;
+  double *value;
+} xs__jfield;
+xs_status xs__jnumbers(xs__jdoc *d, json_t *obj, const xs__jfield *fields,
+                       size_t n);
+/* A check of the whole object failed with a message that starts with the
+ * key at fault ("experts (250) must ..."): fail pointing at that key. */
+xs_status xs__jfail_checked(xs__jdoc *d, json_t *obj, const xs_error *check);
 
 #endif

@@ -147,10 +147,7 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
     goto done;
   if (have)
     snprintf(c.dtype, sizeof c.dtype, "%s", s);
-  struct {
-    const char *key;
-    double *v;
-  } nums[] = {{"tokens", &c.tokens},
+  const xs__jfield nums[] = {{"tokens", &c.tokens},
               {"hidden", &c.hidden},
               {"intermediate", &c.intermediate},
               {"experts", &c.experts},
@@ -163,18 +160,11 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
               {"sms", &c.sms},
               {"imbalance", &c.imbalance},
               {"stagger", &c.stagger}};
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-    if ((st = xs__jnumber(&d, root, nums[i].key, XS__J_NONNEG, "a number",
-                          nums[i].v, &have)))
-      goto done;
+  if ((st = xs__jnumbers(&d, root, nums, sizeof nums / sizeof nums[0])))
+    goto done;
   xs_error e2;
   if (xs_moe_config_check(&c, &e2)) {
-    /* point at the offending key when the message starts with one */
-    char key[32] = "";
-    sscanf(e2.message, "%31[a-z_]", key);
-    if (json_object_get(root, key))
-      xs__jpath_key(&d.path, key);
-    st = xs__jfail(&d, "%s", e2.message);
+    st = xs__jfail_checked(&d, root, &e2);
     goto done;
   }
   *out = c;
