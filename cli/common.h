@@ -30,6 +30,10 @@ int cmd_simulate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_plan_flashattn(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 int cmd_sweep_flashattn(int argc, char **argv);
 
 /* Shared by predict and demo: evaluate every model in models[0..n) and

@@ -11,10 +11,14 @@ static const struct {
   int (*run)(int, char **);
   const char *summary;
 } commands[] = {
+    {"calibrate", cmd_calibrate, "probe a real channel, then fit a profile"},
     {"demo", cmd_demo, "the main job: a wave of combine bursts on h200-nvlink"},
+    {"fit", cmd_fit, "fit a channel's parameters to probe samples"},
     {"plan", cmd_plan, "plan a fused kernel's schedule: megamoe, flashattn"},
     {"predict", cmd_predict, "evaluate a program on a profile under each model"},
+    {"probe", cmd_probe, "measure a real channel (pipe, tcp) burst by burst"},
     {"profiles", cmd_profiles, "list the built-in profiles, or show one"},
+    {"replay", cmd_replay, "run a program on a real channel beside the models"},
     {"simulate", cmd_simulate, "simulate a program at packet level"},
     {"sweep", cmd_sweep, "run a planner over a grid of configs: megamoe, flashattn"},
 };
@@ -57,7 +61,10 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
     printf("xstage %s\n", XSTAGE_VERSION);
     printf("models: burstgap blocking serial ideal; packet simulator\n");
-    printf("probe backends: none built in\n");
+    printf("probe backends:");
+    for (size_t i = 0; i < xs_backend_count(); i++)
+      printf(" %s", xs_backend_name(i));
+    printf(" (not built: mpi, cuda)\n");
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -515,6 +515,96 @@ xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *profile,
                         xs_program **out, xs_profile **profile_out,
                         xs_error *err);
 
+/* ---- Probes of real channels, samples and the fit (docs/probe.md) ---- */
+
+/* One burst: how long the issuer was busy issuing it (issue_s) and when
+ * its last byte arrived (deliver_s), both from the burst's start. */
+typedef struct xs_sample {
+  double bytes, gap_s, issue_s, deliver_s;
+  unsigned repeat;
+} xs_sample;
+
+typedef struct xs_samples {
+  char backend[32];
+  xs_sample *rows;
+  size_t n, cap;
+  double capacity_B;  /* the channel's buffer as set (0: unknown)      */
+  double drain_Bps;   /* the reader's set rate (0: as fast as it can)  */
+  unsigned retried;   /* trials repeated because the reader starved    */
+} xs_samples;
+
+void xs_samples_free(xs_samples *samples);
+/* DESIGN.md's CSV (backend,bytes,gap_s,issue_s,deliver_s,repeat) after
+ * "# " comment lines; bad rows are refused with their line number. */
+xs_status xs_samples_parse_csv(const char *text, size_t length,
+                               const char *filename, xs_samples **out,
+                               xs_error *err);
+xs_status xs_samples_load_csv(const char *path, xs_samples **out,
+                              xs_error *err);
+/* The CSV text, after the comment lines of header (may be NULL). */
+char *xs_samples_to_csv(const xs_samples *samples, const char *header);
+
+typedef struct xs_probe_options {
+  double capacity_B;  /* pipe size / socket buffers (0: 1 MiB / 256 KiB) */
+  double drain_Bps;   /* reader rate, 0 = as fast as it can             */
+  double max_bytes;   /* largest burst (0: 4 x capacity)                */
+  double min_bytes;   /* smallest burst (0: capacity / 16)              */
+  unsigned sizes;     /* log-spaced burst sizes (0: 14)                 */
+  unsigned repeats;   /* timed repetitions of each size (0: 5)          */
+  unsigned warmup;    /* untimed bursts first (0: 2)                    */
+  double timeout_s;   /* the whole probe at most (0: 30 s)              */
+  /* called between bursts with the share done; return nonzero to stop */
+  int (*progress)(void *ctx, double done);
+  void *progress_ctx;
+  volatile int *cancel; /* set (e.g. by SIGINT) to stop soon, or NULL   */
+} xs_probe_options;
+
+/* Probe backends built in: "pipe" (a pipe whose size F_SETPIPE_SZ sets,
+ * drained by a reader thread) and "tcp" (a loopback TCP connection with
+ * set send and receive buffers). */
+size_t xs_backend_count(void);
+const char *xs_backend_name(size_t i);
+const char *xs_backend_description(size_t i);
+/* 1 when usable here; otherwise 0 and why in buf. */
+int xs_backend_available(const char *name, char *why, size_t size);
+
+/* Bursts of log-spaced sizes from an empty channel; a trial in which the
+ * reader found the channel empty mid-burst (it starved, so the drain lost
+ * time) is repeated, not kept. Bounded by timeout_s; every thread and file
+ * descriptor is gone when it returns, whatever happened. */
+xs_status xs_probe(const char *backend, const xs_probe_options *options,
+                   xs_samples **out, xs_error *err);
+
+typedef struct xs_fit {
+  double inject_Bps, drain_Bps, capacity_B, latency_s, overhead_s;
+  /* bootstrap standard deviations over the rows (200 resamples) */
+  double inject_sd, drain_sd, capacity_sd, latency_sd;
+  double drain_from_delivery_Bps; /* the slope of delivery past the knee */
+  double knee_B;                  /* b_f = C R_inj / (R_inj - R_drain)    */
+  double rms_issue_s, rms_deliver_s; /* residuals                        */
+  size_t rows;
+  int knee_reached;  /* the sweep went past the knee                     */
+  int noisy;         /* residuals too large for the numbers to mean much */
+  char warning[512];
+} xs_fit;
+
+/* Fit R_inj, R_drain, C, L and the per-send overhead from any samples:
+ * issue time against burst size, piecewise linear with a scanned knee
+ * (slope 1/R_inj below, 1/R_drain above); delivery past the knee gives
+ * R_drain again and L. */
+xs_status xs_fit_samples(const xs_samples *samples, xs_fit *out,
+                         xs_error *err);
+/* A profile of one channel named after the backend, from a fit. */
+xs_profile *xs_fit_profile(const xs_fit *fit, const char *name,
+                           const char *channel, const char *source);
+
+/* Run a one-worker program on a real channel: compute ops as timed spin
+ * waits, sends as real writes, waits and fences on real delivery. The
+ * result (model XS_MODEL_BURSTGAP's shape) holds the measured times. */
+xs_status xs_replay(const xs_program *program, const char *backend,
+                    const xs_probe_options *options, xs_result **out,
+                    xs_error *err);
+
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,
