@@ -316,6 +316,24 @@ static int fit_once(const xs_sample *rows, const size_t *idx, size_t nrows,
     f->sse_issue = sse;
     f->above = m == 3 ? above : 0;
   }
+  /* a knee must explain the data much better than a straight line does,
+   * or it is noise: keep it only if it cuts the squared error fourfold */
+  {
+    double bt[3];
+    int above;
+    double sse_line;
+    if (isfinite(f->knee) &&
+        issue_fit_at(n, one, by, iy, INFINITY, lo, hi, bt, &sse_line, &above) == 2 &&
+        best > 0.25 * sse_line) {
+      best = sse_line;
+      f->o = fmax(0, bt[0]);
+      f->a = bt[1];
+      f->b = 0;
+      f->knee = INFINITY;
+      f->sse_issue = sse_line;
+      f->above = 0;
+    }
+  }
   if (isfinite(f->knee) && best_c < n) {
     double from = best_c > 0 ? by[best_c - 1] : by[0];
     double to = best_c + 1 < n ? by[best_c + 1] : by[n - 1];

@@ -1,0 +1,241 @@
+/*
+ * test_probe.c: the fit against samples made from known parameters plus
+ * noise, the CSV reader's refusals, and the real pipe and TCP probes: their
+ * time bounds, their cleanup (no thread or descriptor left), and loose
+ * accuracy (this machine is shared; bench/ has the figures), and a replay.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "testutil.h"
+#include "xstage.h"
+
+static double gauss(rng *g) {
+  double u = rng_unit(g) + 1e-12, v = rng_unit(g);
+  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* samples from the closed forms of docs/model.md, from an empty channel */
+static xs_samples *synthetic(rng *g, double ri, double rd, double cap, double lat,
+                             double o, double noise, double smallest) {
+  xs_samples *s = calloc(1, sizeof *s);
+  snprintf(s->backend, sizeof s->backend, "synthetic");
+  double bf = cap * ri / (ri - rd);
+  for (int k = 0; k < 16; k++) {
+    double b = smallest * pow(32, k / 15.0);
+    for (unsigned r = 0; r < 5; r++) {
+      double issue = o + (b <= bf ? b / ri : bf / ri + (b - bf) / rd);
+      double del = o + b / rd + lat;
+      if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->rows = realloc(s->rows, s->cap * sizeof *s->rows);
+      }
+      s->rows[s->n++] = (xs_sample){b, 0.001, issue * (1 + noise * gauss(g)),
+                                    del * (1 + noise * gauss(g)), r};
+    }
+  }
+  return s;
+}
+
+static void test_fit_synthetic(void **st) {
+  (void)st;
+  for (uint64_t seed = 1; seed <= 40; seed++) {
+    rng g = {seed};
+    double rd = rng_range(&g, 5e7, 5e8), ri = rd * rng_range(&g, 3, 30);
+    double cap = rng_range(&g, 1e5, 4e6), lat = rng_range(&g, 0, 1e-4);
+    double noise = seed % 2 ? 0.002 : 0.01;
+    xs_samples *s = synthetic(&g, ri, rd, cap, lat, 0, noise, cap / 8);
+    xs_fit f;
+    xs_error e;
+    assert_int_equal(xs_fit_samples(s, &f, &e), XS_OK);
+    double tol = 8 * noise + 0.01;
+    if (!f.knee_reached || fabs(f.drain_Bps / rd - 1) > tol ||
+        fabs(f.capacity_B / cap - 1) > 4 * tol ||
+        fabs(f.drain_from_delivery_Bps / rd - 1) > tol) {
+      fprintf(stderr, "seed %llu (noise %g): drain %.4g vs %.4g, capacity %.4g vs %.4g, "
+                      "inject %.4g vs %.4g, knee %d\n",
+              (unsigned long long)seed, noise, f.drain_Bps, rd, f.capacity_B, cap,
+              f.inject_Bps, ri, f.knee_reached);
+      fail();
+    }
+    assert_true(f.drain_sd < 0.2 * rd);
+    xs_samples_free(s);
+  }
+  /* a sweep that stays below the knee is reported as such */
+  rng g = {7};
+  xs_samples *s = synthetic(&g, 4e9, 2e8, 1e9, 0, 0, 0.001, 1e6);
+  xs_fit f;
+  xs_error e;
+  assert_int_equal(xs_fit_samples(s, &f, &e), XS_OK);
+  assert_false(f.knee_reached);
+  assert_non_null(strstr(f.warning, "never reached the knee"));
+  xs_samples_free(s);
+  /* and the fit turns into a profile that predicts its own samples */
+  s = synthetic(&g, 4e9, 2e8, 1e6, 1e-5, 0, 0, 1.25e5);
+  assert_int_equal(xs_fit_samples(s, &f, &e), XS_OK);
+  xs_profile *p = xs_fit_profile(&f, "fitted", "link", "test");
+  assert_non_null(p);
+  assert_true(fabs(xs_profile_channel(p, 0)->capacity_B / 1e6 - 1) < 0.01);
+  xs_profile_free(p);
+  xs_samples_free(s);
+}
+
+static void test_csv(void **st) {
+  (void)st;
+  const char *good = "# a comment\nbackend,bytes,gap_s,issue_s,deliver_s,repeat\n"
+                     "pipe,1000,0,1e-6,5e-6,0\npipe,2000,0,2e-6,1e-5,0\n"
+                     "pipe,4000,0,4e-6,2e-5,0\npipe,8000,0,8e-6,4e-5,1\n";
+  xs_samples *s;
+  xs_error e;
+  assert_int_equal(xs_samples_parse_csv(good, strlen(good), "g.csv", &s, &e), XS_OK);
+  assert_int_equal(s->n, 4);
+  assert_string_equal(s->backend, "pipe");
+  char *t = xs_samples_to_csv(s, "header line");
+  xs_samples *s2;
+  assert_int_equal(xs_samples_parse_csv(t, strlen(t), "t.csv", &s2, &e), XS_OK);
+  assert_int_equal(s2->n, 4);
+  assert_true(s2->rows[3].deliver_s == 4e-5 && s2->rows[3].repeat == 1);
+  free(t);
+  xs_samples_free(s);
+  xs_samples_free(s2);
+  const struct {
+    const char *text, *want;
+  } bad[] = {
+      {"bytes,gap_s,deliver_s\n1,0,1\n", "b.csv:1: missing column \"issue_s\""},
+      {"backend,bytes,gap_s,issue_s,deliver_s,repeat\npipe,1e3,0,abc,1,0\n", "b.csv:2: issue_s: \"abc\" is not a number"},
+      {"backend,bytes,gap_s,issue_s,deliver_s,repeat\npipe,1e3,0,1,1,0\npipe,1e3,0,-1,1,0\n", "b.csv:3: issue_s: -1 is negative"},
+      {"backend,bytes,gap_s,issue_s,deliver_s,repeat\npipe,1e3,0,1\n", "b.csv:2: missing deliver_s"},
+      {"backend,bytes,gap_s,issue_s,deliver_s,repeat\npipe,1e3,0,1,1,0\n", "1 samples"},
+      {"", "no header"},
+      {"backend,bytes,gap_s,issue_s,deliver_s,repeat\npipe,inf,0,1,1,0\n", "not a number"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    xs_status r = xs_samples_parse_csv(bad[i].text, strlen(bad[i].text), "b.csv", &s, &e);
+    if (r == XS_OK || !strstr(e.message, bad[i].want)) {
+      fprintf(stderr, "case %zu: %s (want %s)\n", i, r ? e.message : "accepted", bad[i].want);
+      fail();
+    }
+  }
+}
+
+static int count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  while (d && readdir(d))
+    n++;
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void test_probe_bounds_and_cleanup(void **st) {
+  (void)st;
+  const char *backends[] = {"pipe", "tcp"};
+  for (int b = 0; b < 2; b++) {
+    int before = count_fds();
+    xs_probe_options o;
+    memset(&o, 0, sizeof o);
+    o.capacity_B = 65536;
+    o.drain_Bps = 1e6; /* 1 MB/s: the sweep would take many seconds */
+    o.max_bytes = 4e6;
+    o.timeout_s = 0.3;
+    xs_samples *s = NULL;
+    xs_error e;
+    double t0 = now();
+    assert_int_equal(xs_probe(backends[b], &o, &s, &e), XS_TIMEOUT);
+    double took = now() - t0;
+    assert_null(s);
+    assert_true(took < 2.0);
+    assert_non_null(strstr(e.message, "timeout"));
+    assert_int_equal(count_fds(), before);
+    /* cancel stops it too */
+    volatile int cancel = 1;
+    o.cancel = &cancel;
+    o.timeout_s = 30;
+    t0 = now();
+    assert_int_equal(xs_probe(backends[b], &o, &s, &e), XS_TIMEOUT);
+    assert_true(now() - t0 < 2.0);
+    assert_non_null(strstr(e.message, "interrupted"));
+    assert_int_equal(count_fds(), before);
+  }
+  xs_error e;
+  xs_samples *s;
+  xs_probe_options o;
+  memset(&o, 0, sizeof o);
+  assert_int_equal(xs_probe("mpi", &o, &s, &e), XS_NOTBUILT);
+  assert_non_null(strstr(e.message, "not written yet"));
+}
+
+/* A real pipe: 512 KiB drained at 100 MB/s (5 ms of drain). Loose bounds:
+ * bench/ measures the accuracy; this checks that the loop works. */
+static void test_pipe_calibration_and_replay(void **st) {
+  (void)st;
+  xs_probe_options o;
+  memset(&o, 0, sizeof o);
+  o.capacity_B = 524288;
+  o.drain_Bps = 1e8;
+  o.repeats = 3;
+  o.timeout_s = 20;
+  xs_samples *s;
+  xs_error e;
+  assert_int_equal(xs_probe("pipe", &o, &s, &e), XS_OK);
+  assert_true(s->n == 14 * 3);
+  assert_true(s->capacity_B == 524288);
+  xs_fit f;
+  assert_int_equal(xs_fit_samples(s, &f, &e), XS_OK);
+  printf("pipe 512KiB @ 100MB/s: drain %.4g B/s, capacity %.4g B, inject %.4g B/s\n",
+         f.drain_Bps, f.capacity_B, f.inject_Bps);
+  assert_true(f.knee_reached);
+  assert_true(fabs(f.drain_Bps / 1e8 - 1) < 0.25);
+  assert_true(fabs(f.capacity_B / 524288 - 1) < 0.5);
+  xs_profile *prof = xs_fit_profile(&f, "pipe", "pipe", "test");
+  xs_samples_free(s);
+  /* a replay of bursts with gaps: measured against burstgap */
+  xs_program *p = xs_program_new("replay");
+  assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+  double bursts[] = {131072, 1048576, 262144, 1572864, 524288, 393216};
+  for (int k = 0; k < 6; k++) {
+    assert_int_equal(xs_program_send(p, 0, bursts[k], NULL, NULL, NULL, &e), XS_OK);
+    assert_int_equal(xs_program_compute(p, 0, 0.002 + 0.001 * k, &e), XS_OK);
+  }
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  xs_result *meas, *pred;
+  memset(&o, 0, sizeof o);
+  o.capacity_B = 524288;
+  o.drain_Bps = 1e8;
+  o.timeout_s = 20;
+  assert_int_equal(xs_replay(p, "pipe", &o, &meas, &e), XS_OK);
+  assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, NULL, &pred, &e), XS_OK);
+  printf("replay: measured %.4g s, burstgap %.4g s\n", meas->makespan_s, pred->makespan_s);
+  assert_true(fabs(pred->makespan_s / meas->makespan_s - 1) < 0.25);
+  for (size_t k = 0; k < meas->nsends; k++)
+    assert_true(meas->sends[k].deliver_s >= meas->sends[k].issue_end_s - 1e-9);
+  xs_result_free(meas);
+  xs_result_free(pred);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_synthetic),
+                                     cmocka_unit_test(test_csv),
+                                     cmocka_unit_test(test_probe_bounds_and_cleanup),
+                                     cmocka_unit_test(test_pipe_calibration_and_replay)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
