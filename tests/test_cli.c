@@ -55,7 +55,8 @@ static void test_help(void **s) {
   (void)s;
   const char *cmds[] = {"--help", "predict --help", "profiles --help",
                         "demo --help", "help predict", "simulate --help",
-                        "plan --help", "sweep --help", "plan megamoe --help"};
+                        "plan --help", "sweep --help", "plan megamoe --help",
+                        "probe --help", "fit --help", "calibrate --help", "replay --help"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     expect_rc(cmds[i], 0, NULL);
     assert_non_null(strstr(out_buf, "usage:"));
@@ -281,6 +282,36 @@ static void test_flashattn(void **s) {
   json_decref(root);
 }
 
+static void test_measuring(void **s) {
+  (void)s;
+  expect_rc("probe mpi", 2, "not written yet");
+  expect_rc("probe", 2, "expected one backend");
+  expect_rc("probe pipe --drain-rate fast", 2, "bad rate");
+  expect_rc("probe pipe --capacity 1KiB", 2, "--capacity");
+  expect_rc("probe pipe --capacity 64MiB --timeout 5s", 2, "pipe-max-size");
+  expect_rc("fit /no/such.csv", 2, "cannot open");
+  expect_rc("fit tests/data/bad-samples.csv", 2, "bad-samples.csv:4: deliver_s: \"x\" is not a number");
+  expect_rc("replay --program examples/hol.json --channel pipe", 2, "one-worker");
+  expect_rc("replay --program examples/two-bursts.json --channel pipe:speed=9", 2, "unknown option");
+  expect_rc("replay --program examples/two-bursts.json --channel nope", 2, "no probe backend \"nope\"");
+  char args[512], path[128];
+  snprintf(path, sizeof path, "/tmp/xstage-samples-%d.csv", (int)getpid());
+  snprintf(args, sizeof args, "probe pipe --capacity 256KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);
+  expect_rc(args, 0, NULL);
+  snprintf(args, sizeof args, "fit %s", path);
+  expect_rc(args, 0, NULL);
+  assert_non_null(strstr(out_buf, "drain rate"));
+  assert_non_null(strstr(out_buf, "in-flight capacity"));
+  remove(path);
+  snprintf(path, sizeof path, "/tmp/xstage-profile-%d.json", (int)getpid());
+  snprintf(args, sizeof args, "calibrate tcp --capacity 128KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);
+  expect_rc(args, 0, NULL);
+  snprintf(args, sizeof args, "profiles show %s", path);
+  expect_rc(args, 0, NULL);
+  assert_non_null(strstr(out_buf, "measured by xstage"));
+  remove(path);
+}
+
 static void test_demo(void **s) {
   (void)s;
   char path[128], args[512];
@@ -316,7 +347,7 @@ int main(void) {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
       cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep),
-      cmocka_unit_test(test_flashattn),
+      cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
       cmocka_unit_test(test_demo)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,10 @@ int xs_backend_available(const char *name, char *why, size_t size) {
   for (size_t i = 0; i < NBACKENDS; i++)
     known |= strcmp(name, backends[i].name) == 0;
   if (!known) {
-    snprintf(why, size, "no backend \"%s\" is built in (pipe, tcp)", name);
+    snprintf(why, size,
+             "no probe backend \"%s\" is built in (pipe, tcp; the MPI and CUDA "
+             "backends are not written yet)",
+             name);
     return 0;
   }
   xs_status st = xs__rchan_open(&c, name, 65536, 0, 1, &e);
