@@ -8,10 +8,14 @@
  *                        same channel (bench/simpy_channel.py)
  *   xstage-bench plan    the cost of one MegaMoE plan (xs_moe_plan) and of
  *                        the default sweep
+ *   xstage-bench probe   calibration accuracy against the pipe's set
+ *                        truth, and replays of burst schedules measured
+ *                        against burstgap and blocking
  */
 #define _POSIX_C_SOURCE 200809L
 #include "xstage.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +257,82 @@ static int bench_plan(int quick) {
   return 0;
 }
 
+static int cmp_abs(const void *a, const void *b) {
+  double x = fabs(*(const double *)a), y = fabs(*(const double *)b);
+  return x < y ? -1 : x > y;
+}
+
+static int bench_probe(int quick) {
+  const struct {
+    double cap, rate;
+  } cases[] = {{1048576, 1e8}, {1048576, 2e8}, {524288, 1e8}, {262144, 1e8}, {1048576, 4e8}};
+  int ncases = quick ? 2 : 5;
+  for (int c = 0; c < ncases; c++) {
+    xs_probe_options o;
+    memset(&o, 0, sizeof o);
+    o.capacity_B = cases[c].cap;
+    o.drain_Bps = cases[c].rate;
+    o.timeout_s = 60;
+    char tag[64];
+    snprintf(tag, sizeof tag, "pipe_%.0fKiB_%.0fMBps", cases[c].cap / 1024, cases[c].rate / 1e6);
+    xs_samples *s;
+    xs_error e;
+    double t0 = now_s();
+    if (xs_probe("pipe", &o, &s, &e))
+      die("probe", &e);
+    xs_fit f;
+    if (xs_fit_samples(s, &f, &e))
+      die("fit", &e);
+    double took = now_s() - t0;
+    printf("%s_calibration %.3g s\n", tag, took);
+    printf("%s_drain_error %+.2f %%\n", tag, 100 * (f.drain_Bps / cases[c].rate - 1));
+    printf("%s_capacity_error %+.2f %%\n", tag, 100 * (f.capacity_B / cases[c].cap - 1));
+    printf("%s_drain_in_capacity %.3g ms\n", tag, cases[c].cap / cases[c].rate * 1e3);
+    xs_profile *prof = xs_fit_profile(&f, "pipe", "pipe", "bench");
+    xs_samples_free(s);
+    /* schedules of 6 to 8 bursts of C/4 to 3C, gaps C/(4R) to 3C/R */
+    int nsched = quick ? 3 : 7;
+    double ebg[8], ebl[8];
+    uint64_t x = 42 + (uint64_t)c;
+    for (int k = 0; k < nsched; k++) {
+      xs_program *p = xs_program_new("bench replay");
+      xs_program_add_worker(p, "w", NULL, &e);
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      int nb = 6 + (int)((x >> 33) % 3);
+      for (int b = 0; b < nb; b++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        double v = (double)(x >> 11) / 9007199254740992.0;
+        xs_program_send(p, 0, round(cases[c].cap * (0.25 + 2.75 * u)), NULL, NULL, NULL, &e);
+        if (b + 1 < nb)
+          xs_program_compute(p, 0, cases[c].cap / cases[c].rate * (0.25 + 2.75 * v), &e);
+      }
+      xs_program_finish(p, &e);
+      xs_result *m, *bg, *bl;
+      if (xs_replay(p, "pipe", &o, &m, &e) ||
+          xs_evaluate(p, prof, XS_MODEL_BURSTGAP, NULL, &bg, &e) ||
+          xs_evaluate(p, prof, XS_MODEL_BLOCKING, NULL, &bl, &e))
+        die("replay", &e);
+      ebg[k] = bg->makespan_s / m->makespan_s - 1;
+      ebl[k] = bl->makespan_s / m->makespan_s - 1;
+      xs_result_free(m);
+      xs_result_free(bg);
+      xs_result_free(bl);
+      xs_program_free(p);
+    }
+    qsort(ebg, (size_t)nsched, sizeof *ebg, cmp_abs);
+    qsort(ebl, (size_t)nsched, sizeof *ebl, cmp_abs);
+    printf("%s_replay_burstgap_median_abs_error %.2f %%\n", tag, 100 * fabs(ebg[nsched / 2]));
+    printf("%s_replay_blocking_median_abs_error %.2f %%\n", tag, 100 * fabs(ebl[nsched / 2]));
+    printf("%s_replay_burstgap_worst_abs_error %.2f %%\n", tag, 100 * fabs(ebg[nsched - 1]));
+    xs_profile_free(prof);
+  }
+  return 0;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: xstage-bench model|sim|plan [--quick]\n"
+  fprintf(f, "usage: xstage-bench model|sim|plan|probe [--quick]\n"
              "\n"
              "Prints figures, one a line: NAME VALUE UNIT (medians of repeated\n"
              "runs). It never fails on time. --quick runs smaller programs.\n");
@@ -281,6 +359,8 @@ int main(int argc, char **argv) {
     return bench_sim(quick);
   if (strcmp(argv[1], "plan") == 0)
     return bench_plan(quick);
-  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim, plan)\n", argv[1]);
+  if (strcmp(argv[1], "probe") == 0)
+    return bench_probe(quick);
+  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim, plan, probe)\n", argv[1]);
   return 2;
 }
