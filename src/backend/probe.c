@@ -8,6 +8,7 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,8 +221,15 @@ xs_status xs_replay(const xs_program *p, const char *backend,
   r->nworkers = 1;
   r->nsends = p->nsends;
   r->nchannels = 1;
-  if ((st = xs__rchan_open(&c, backend, cap, opt->drain_Bps, p->nsends + 1, err)))
+  if ((st = xs__rchan_open(&c, backend, cap, opt->drain_Bps, p->nsends + 2, err)))
     goto done;
+  /* warm up: one burst of the channel's size faults in its buffers and
+   * wakes the reader, as the probe's untimed bursts do */
+  size_t warm;
+  if (xs__rchan_send(&c, buf, (size_t)c.capacity_B, deadline, opt->cancel, &warm) < 0 ||
+      xs__rchan_delivered(&c, warm, deadline, opt->cancel) < 0)
+    goto stopped;
+  usleep(1000);
   const xs__worker *wk = &p->workers[0];
   double t0 = xs__now_s(), last = 0;
   xs_worker_result *w = r->workers;
@@ -230,10 +238,11 @@ xs_status xs_replay(const xs_program *p, const char *backend,
     double now = xs__now_s() - t0;
     switch (op->kind) {
     case XS_OP_COMPUTE: {
-      /* a timed spin: the worker is busy, as a compute op is */
+      /* a timed spin: the worker is busy, as a compute op is; it yields
+       * the CPU at each turn so that a reader sharing the core still runs */
       double until = xs__now_s() + op->value;
       while (xs__now_s() < until)
-        ;
+        sched_yield();
       w->compute_s += op->value;
       break;
     }
