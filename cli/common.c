@@ -123,3 +123,38 @@ int cli_program_outputs(const char *cmd, const xs_program *program,
   xs_timeline_free(tl);
   return rc;
 }
+
+int cli_sweep_ranks(const char *cmd, int *argc, char ***argv, int *rank,
+                    int *ranks) {
+  *rank = 0;
+  *ranks = 1;
+  if (!xs_mpi_launched())
+    return EXIT_OK;
+  xs_error err;
+  if (!xs_mpi_built()) {
+    /* every rank would print the whole sweep: say so once */
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r || strcmp(r, "0") == 0)
+      fprintf(stderr, "xstage %s: started by mpirun, but this xstage was built "
+                      "without MPI: install libopenmpi-dev and rebuild with "
+                      "cmake -DXSTAGE_WITH_MPI=ON\n", cmd);
+    return EXIT_INPUT;
+  }
+  if (xs_mpi_init(argc, argv, rank, ranks, &err))
+    return cli_error(cmd, &err);
+  return EXIT_OK;
+}
+
+int cli_sweep_gather(const char *cmd, void *results, size_t bytes, int rank,
+                     int ranks) {
+  if (ranks <= 1)
+    return EXIT_OK;
+  xs_error err;
+  int rc = xs_mpi_or_to_root(results, bytes, &err) ? cli_error(cmd, &err) : EXIT_OK;
+  if (rank != 0) {
+    xs_mpi_finalize();
+    return -1;
+  }
+  xs_mpi_finalize();
+  return rc;
+}

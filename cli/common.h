@@ -36,6 +36,14 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_sweep_flashattn(int argc, char **argv);
 
+/* Sweeps under mpirun: start MPI and say which rank this is (rank 0 of 1
+ * otherwise); then OR every rank's results into rank 0's. gather returns
+ * -1 on ranks other than 0, which print nothing. */
+int cli_sweep_ranks(const char *cmd, int *argc, char ***argv, int *rank,
+                    int *ranks);
+int cli_sweep_gather(const char *cmd, void *results, size_t bytes, int rank,
+                     int ranks);
+
 /* Shared by predict and demo: evaluate every model in models[0..n) and
  * print the text report, or the JSON report when json is set. */
 int cli_predict_report(const char *cmd, const xs_program *program,

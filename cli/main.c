@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     printf("probe backends:");
     for (size_t i = 0; i < xs_backend_count(); i++)
       printf(" %s", xs_backend_name(i));
-    printf(" (not built: mpi, cuda)\n");
+    printf(xs_mpi_built() ? " mpi (not built: cuda)\n" : " (not built: mpi, cuda)\n");
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -423,9 +423,16 @@ int cmd_sweep(int argc, char **argv) {
     return rc;
   }
   xs_moe_result *res = calloc(n, sizeof *res);
-  int tty = isatty(2);
+  int rank = 0, ranks = 1;
+  if ((rc = cli_sweep_ranks("sweep", &argc, &argv, &rank, &ranks))) {
+    free(res);
+    free(rows);
+    xs_profile_free(prof);
+    return rc;
+  }
+  int tty = isatty(2) && rank == 0;
   double lg = 0, lb = 0, li = 0, mx = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
+  for (size_t i = (size_t)rank; i < n && !rc; i += (size_t)ranks) {
     xs_moe_config cfg;
     xs_moe_preset(rows[i].preset, &cfg);
     cfg.tokens = rows[i].tokens;
@@ -440,14 +447,22 @@ int cmd_sweep(int argc, char **argv) {
     if (tty)
       fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / n),
               "########################################", i + 1, n);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  if (!rc && (rc = cli_sweep_gather("sweep", res, n * sizeof *res, rank, ranks)) == -1) {
+    free(res);
+    free(rows);
+    xs_profile_free(prof);
+    return EXIT_OK; /* not rank 0: rank 0 prints */
+  }
+  for (size_t i = 0; i < n && !rc; i++) {
     double s = res[i].time_s[1][0] / res[i].time_s[2][0];
     lg += log(s);
     lb += log(res[i].time_s[1][1] / res[i].time_s[2][1]);
     li += log(res[i].time_s[2][0] / res[i].time_s[2][2]);
     mx = fmax(mx, s);
   }
-  if (tty)
-    fprintf(stderr, "\n");
   if (!rc) {
     double dn = (double)n;
     if (json) {

@@ -312,9 +312,16 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     return rc ? rc : EXIT_MACHINE;
   }
   xs_fa_result *res = calloc(n, sizeof *res);
-  int tty = isatty(2);
+  int rank = 0, ranks = 1;
+  if ((rc = cli_sweep_ranks("sweep", &argc, &argv, &rank, &ranks))) {
+    free(res);
+    free(rows);
+    xs_profile_free(prof);
+    return rc;
+  }
+  int tty = isatty(2) && rank == 0;
   double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
+  for (size_t i = (size_t)rank; i < n && !rc; i += (size_t)ranks) {
     xs_fa_config cfg;
     xs_fa_preset(rows[i].preset, &cfg);
     cfg.seq = rows[i].seq;
@@ -329,6 +336,16 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     if (tty)
       fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / n),
               "########################################", i + 1, n);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  if (!rc && (rc = cli_sweep_gather("sweep", res, n * sizeof *res, rank, ranks)) == -1) {
+    free(res);
+    free(rows);
+    xs_profile_free(prof);
+    return EXIT_OK; /* not rank 0: rank 0 prints */
+  }
+  for (size_t i = 0; i < n && !rc; i++) {
     const xs_fa_result *r = &res[i];
     double s = r->time_s[0][0] / r->time_s[2][0];
     lg += log(s);
@@ -337,8 +354,6 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     li += log(r->time_s[2][0] / r->time_s[2][2]);
     mx = fmax(mx, s);
   }
-  if (tty)
-    fprintf(stderr, "\n");
   double dn = (double)n;
   if (!rc && json) {
     json_t *root = json_object(), *cs = json_array();

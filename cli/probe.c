@@ -88,6 +88,7 @@ static const struct option probe_opts[] = {
     {"sizes", required_argument, 0, 1},    {"repeats", required_argument, 0, 1},
     {"timeout", required_argument, 0, 1},  {"output", required_argument, 0, 'o'},
     {"svg", required_argument, 0, 's'},    {"json", no_argument, 0, 'j'},
+    {"mode", required_argument, 0, 'm'},
     {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
 
 static int check_backend(const char *cmd, const char *backend) {
@@ -132,10 +133,44 @@ static int run_probe(const char *cmd, const char *backend, xs_probe_options *o,
   return 0;
 }
 
+/* mpirun -n 2 xstage probe mpi: rank 0 writes the samples */
+static int probe_mpi(const char *mode, xs_probe_options *o, const char *outp,
+                     int argc, char **argv) {
+  xs_error e;
+  int rank, size;
+  if (xs_mpi_init(&argc, &argv, &rank, &size, &e))
+    return cli_error("probe", &e);
+  xs_samples *s = NULL;
+  int rc = EXIT_OK;
+  if (rank == 0 && isatty(2))
+    o->progress = progress_bar;
+  if (xs_mpi_probe(mode, o, &s, &e)) {
+    if (rank == 0)
+      rc = cli_error("probe", &e);
+    else
+      rc = cli_exit_code(e.status);
+  } else if (rank == 0) {
+    if (isatty(2))
+      fprintf(stderr, "\n");
+    char h[512], host[256] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(h, sizeof h,
+             "xstage %s probe mpi (%s) between ranks 0 and 1 of %d, rank 0 on %s\n"
+             "delivery timed by round trips from rank 0 (no clock sync)",
+             XSTAGE_VERSION, mode, size, host);
+    char *csv = xs_samples_to_csv(s, h);
+    rc = csv ? cli_write_output("probe", outp, csv) : EXIT_MACHINE;
+    free(csv);
+  }
+  xs_samples_free(s);
+  xs_mpi_finalize();
+  return rc;
+}
+
 int cmd_probe(int argc, char **argv) {
   xs_probe_options o;
   memset(&o, 0, sizeof o);
-  const char *outp = "-";
+  const char *outp = "-", *mode = "isend";
   int c, idx;
   opterr = 0;
   optind = 1;
@@ -147,11 +182,16 @@ int cmd_probe(int argc, char **argv) {
              "held the last byte (deliver_s). Backends:\n");
       for (size_t i = 0; i < xs_backend_count(); i++)
         printf("  %-6s %s\n", xs_backend_name(i), xs_backend_description(i));
-      printf("\n" PROBE_FLAGS "  -o FILE           samples CSV (default standard output)\n");
+      printf("  %-6s %s\n", "mpi", xs_mpi_built() ? "mpirun -n 2 xstage probe mpi: rank 0 bursts to rank 1 "
+             "(--mode isend or put)" : "not built in (rebuild with libopenmpi-dev)");
+      printf("\n" PROBE_FLAGS "  --mode M          mpi: isend (default) or put\n"
+             "  -o FILE           samples CSV (default standard output)\n");
       return EXIT_OK;
     }
     if (c == 'o')
       outp = optarg;
+    else if (c == 'm')
+      mode = optarg;
     else if (c == 1) {
       int rc = probe_option("probe", probe_opts[idx].name, optarg, &o);
       if (rc)
@@ -162,6 +202,14 @@ int cmd_probe(int argc, char **argv) {
   if (optind != argc - 1)
     return cli_usage_error("probe", "expected one backend (pipe, tcp)");
   const char *backend = argv[optind];
+  if (strcmp(backend, "mpi") == 0) {
+    if (!xs_mpi_built()) {
+      fprintf(stderr, "xstage probe: this xstage was built without MPI: install "
+                      "libopenmpi-dev and rebuild with cmake -DXSTAGE_WITH_MPI=ON\n");
+      return EXIT_INPUT;
+    }
+    return probe_mpi(mode, &o, outp, argc, argv);
+  }
   int rc = check_backend("probe", backend);
   if (rc)
     return rc;

@@ -605,6 +605,30 @@ xs_status xs_replay(const xs_program *program, const char *backend,
                     const xs_probe_options *options, xs_result **out,
                     xs_error *err);
 
+/* ---- MPI (docs/mpi.md): probes between ranks, sweeps spread over them.
+ * In a build without MPI these return XS_NOTBUILT and say how to rebuild. */
+
+/* 1 when libxstage was built with MPI. */
+int xs_mpi_built(void);
+/* 1 when this process was started by mpirun or srun (from the environment,
+ * without touching MPI). */
+int xs_mpi_launched(void);
+/* MPI_Init, once; *rank and *size of MPI_COMM_WORLD. */
+xs_status xs_mpi_init(int *argc, char ***argv, int *rank, int *size,
+                      xs_error *err);
+void xs_mpi_finalize(void);
+/* OR the bytes of buf over the ranks into rank 0's: a sweep's ranks each
+ * fill their own configs' results and leave the rest zero, so rank 0 gets
+ * every result bit for bit. */
+xs_status xs_mpi_or_to_root(void *buf, size_t bytes, xs_error *err);
+/* `mpirun -n 2 xstage probe mpi`: rank 0 sends bursts to rank 1, with
+ * MPI_Isend (mode "isend") or MPI_Put in a passive-target epoch ("put").
+ * Delivery is timed from rank 0 by round trips (rank 1 answers each burst
+ * with a byte; half the median ping-pong time is taken off), so no clocks
+ * need to agree. Rank 0 gets the samples; other ranks get NULL. */
+xs_status xs_mpi_probe(const char *mode, const xs_probe_options *options,
+                       xs_samples **out, xs_error *err);
+
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,

@@ -260,8 +260,10 @@ static int issue_fit_at(size_t n, const double *one, const double *by,
   beta[2] = 0;
   if (lsq(n, m, one, lo, hi, iy, NULL, beta, sse) != 0)
     return -1;
-  if (beta[1] <= 0 || (m == 3 && beta[2] <= beta[1]))
+  if (m == 3 && (beta[1] <= 0 || beta[2] <= beta[1]))
     return -1; /* the slope must steepen at the knee */
+  if (beta[1] <= 1e-18) /* issue time does not grow: the sender never waits */
+    beta[1] = 1e-18;
   return m;
 }
 
@@ -450,6 +452,11 @@ xs_status xs_fit_samples(const xs_samples *s, xs_fit *out, xs_error *err) {
                           "steepened): the capacity is beyond %g bytes or the "
                           "channel is never throttled; probe larger bursts. ",
                           rows[s->n - 1].bytes);
+  if (out->inject_Bps >= 1e17)
+    w += (size_t)snprintf(out->warning + w, sizeof out->warning - w,
+                          "issue time does not grow with the burst size: the "
+                          "sender never waits for the channel (a nonblocking "
+                          "send), so injection is unbounded here. ");
   if (out->noisy)
     w += (size_t)snprintf(out->warning + w, sizeof out->warning - w,
                           "the data are noisy (issue residuals %.2g s against a "

@@ -1,0 +1,29 @@
+#!/bin/sh
+# mpi_check.sh XSTAGE SRC: under mpirun, a sweep over 2 and 3 ranks prints
+# the same bytes as one process, and the MPI probe's samples fit. Skips (77)
+# when the build has no MPI or mpirun is missing. Bounded in time.
+set -eu
+xstage=$1 src=$2
+"$xstage" --version | grep -q "backends:.* mpi" || { echo "skip: built without MPI"; exit 77; }
+command -v mpirun >/dev/null 2>&1 || { echo "skip: mpirun not installed (apt-get install openmpi-bin)"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Open MPI's own allocations are not ours to judge
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+run() { timeout 120 mpirun --oversubscribe "$@"; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$src"
+"$xstage" sweep megamoe --profile h800-nvlink > "$dir/one.txt"
+run -n 2 "$xstage" sweep megamoe --profile h800-nvlink > "$dir/two.txt"
+cmp "$dir/one.txt" "$dir/two.txt"
+"$xstage" sweep flashattn --profile h100-nvlink --json > "$dir/one.json"
+run -n 3 "$xstage" sweep flashattn --profile h100-nvlink --json > "$dir/three.json"
+cmp "$dir/one.json" "$dir/three.json"
+for mode in isend put; do
+  run -n 2 "$xstage" probe mpi --mode "$mode" --sizes 8 --repeats 2 -o "$dir/$mode.csv"
+  grep -q "^mpi-$mode," "$dir/$mode.csv"
+  "$xstage" fit "$dir/$mode.csv" > "$dir/$mode.fit"
+  grep -q "drain rate" "$dir/$mode.fit"
+done
+echo "4 passed, 0 failed"
