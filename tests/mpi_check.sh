@@ -14,6 +14,12 @@ run() { timeout 120 mpirun --oversubscribe "$@"; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$src"
+# without mpirun there is one rank: refused with exit 2
+set +e
+"$xstage" probe mpi > "$dir/out" 2> "$dir/err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "needs 2 ranks" "$dir/err" || { echo "probe mpi alone: exit $rc"; cat "$dir/err"; exit 1; }
 "$xstage" sweep megamoe --profile h800-nvlink > "$dir/one.txt"
 run -n 2 "$xstage" sweep megamoe --profile h800-nvlink > "$dir/two.txt"
 cmp "$dir/one.txt" "$dir/two.txt"
@@ -26,4 +32,4 @@ for mode in isend put; do
   "$xstage" fit "$dir/$mode.csv" > "$dir/$mode.fit"
   grep -q "drain rate" "$dir/$mode.fit"
 done
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"
