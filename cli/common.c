@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +158,37 @@ int cli_sweep_gather(const char *cmd, void *results, size_t bytes, int rank,
   }
   xs_mpi_finalize();
   return rc;
+}
+
+int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
+                      cli_sweep_opts *o) {
+  static const struct option opts[] = {
+      {"profile", required_argument, 0, 'p'}, {"grid", required_argument, 0, 'g'},
+      {"json", no_argument, 0, 'j'}, {"csv", no_argument, 0, 'c'},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *profile = NULL;
+  int c;
+  memset(o, 0, sizeof *o);
+  opterr = 0;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, ":p:g:jch", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p': profile = optarg; break;
+    case 'g': o->grid = optarg; break;
+    case 'j': o->json = 1; break;
+    case 'c': o->csv = 1; break;
+    case 'h': help(stdout); return EXIT_OK;
+    default: return cli_bad_flag("sweep", argc, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("sweep", "unexpected argument \"%s\"", argv[optind]);
+  if (!profile)
+    return cli_usage_error("sweep", "--profile is required");
+  if (o->json && o->csv)
+    return cli_usage_error("sweep", "--json and --csv exclude each other");
+  xs_error err;
+  if (xs_profile_load(profile, &o->profile, &err))
+    return cli_error("sweep", &err);
+  return -1;
 }

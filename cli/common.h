@@ -36,6 +36,17 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_sweep_flashattn(int argc, char **argv);
 
+/* "sweep PLANNER --profile P [--grid FILE] [--json | --csv]": -1 to go on
+ * (o->profile loaded, to free), else the exit code (help shown, or a bad
+ * flag reported). */
+typedef struct cli_sweep_opts {
+  xs_profile *profile;
+  const char *grid;
+  int json, csv;
+} cli_sweep_opts;
+int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
+                      cli_sweep_opts *o);
+
 /* Sweeps under mpirun: start MPI and say which rank this is (rank 0 of 1
  * otherwise); then OR every rank's results into rank 0's. gather returns
  * -1 on ranks other than 0, which print nothing. */

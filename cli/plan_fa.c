@@ -276,34 +276,14 @@ static int grid(const char *path, row **rows, size_t *n) {
 }
 
 int cmd_sweep_flashattn(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"profile", required_argument, 0, 'p'}, {"grid", required_argument, 0, 'g'},
-      {"json", no_argument, 0, 'j'}, {"csv", no_argument, 0, 'c'},
-      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  const char *profile = NULL, *gridf = NULL;
-  int json = 0, csv = 0, c;
-  opterr = 0;
-  optind = 2;
-  while ((c = getopt_long(argc, argv, ":p:g:jch", opts, NULL)) != -1) {
-    switch (c) {
-    case 'p': profile = optarg; break;
-    case 'g': gridf = optarg; break;
-    case 'j': json = 1; break;
-    case 'c': csv = 1; break;
-    case 'h': sweep_help(stdout); return EXIT_OK;
-    default: return cli_bad_flag("sweep", argc, argv);
-    }
-  }
-  if (optind < argc)
-    return cli_usage_error("sweep", "unexpected argument \"%s\"", argv[optind]);
-  if (!profile)
-    return cli_usage_error("sweep", "--profile is required");
-  if (json && csv)
-    return cli_usage_error("sweep", "--json and --csv exclude each other");
+  cli_sweep_opts so;
+  int orc = cli_sweep_options(argc, argv, sweep_help, &so);
+  if (orc >= 0)
+    return orc;
+  xs_profile *prof = so.profile;
+  const char *gridf = so.grid;
+  int json = so.json, csv = so.csv;
   xs_error err;
-  xs_profile *prof;
-  if (xs_profile_load(profile, &prof, &err))
-    return cli_error("sweep", &err);
   row *rows;
   size_t n;
   int rc = grid(gridf, &rows, &n);
