@@ -412,6 +412,21 @@ int cmd_sweep(int argc, char **argv) {
   }
   int tty = isatty(2) && rank == 0;
   double lg = 0, lb = 0, li = 0, mx = 0;
+  /* every rank checks every config first, so that under mpirun either all
+   * ranks stop here or none does (a rank alone failing would leave the
+   * others waiting in the gather) */
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_moe_config cfg;
+    xs_moe_preset(rows[i].preset, &cfg);
+    cfg.tokens = rows[i].tokens;
+    cfg.ep = rows[i].ep;
+    if (xs_moe_config_check(&cfg, &err)) {
+      if (rank == 0)
+        fprintf(stderr, "xstage sweep: %s, %g tokens, EP %g: %s\n", rows[i].preset,
+                rows[i].tokens, rows[i].ep, err.message);
+      rc = EXIT_INPUT;
+    }
+  }
   for (size_t i = (size_t)rank; i < n && !rc; i += (size_t)ranks) {
     xs_moe_config cfg;
     xs_moe_preset(rows[i].preset, &cfg);
@@ -504,5 +519,6 @@ int cmd_sweep(int argc, char **argv) {
   free(res);
   free(rows);
   xs_profile_free(prof);
+  xs_mpi_finalize(); /* when started for this sweep */
   return rc;
 }

@@ -301,6 +301,19 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   }
   int tty = isatty(2) && rank == 0;
   double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
+  /* check every config on every rank first (see the megamoe sweep) */
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_fa_config cfg;
+    xs_fa_preset(rows[i].preset, &cfg);
+    cfg.seq = rows[i].seq;
+    cfg.cp = rows[i].cp;
+    if (xs_fa_config_check(&cfg, &err)) {
+      if (rank == 0)
+        fprintf(stderr, "xstage sweep: %s, seq %g, CP %g: %s\n", rows[i].preset,
+                rows[i].seq, rows[i].cp, err.message);
+      rc = EXIT_INPUT;
+    }
+  }
   for (size_t i = (size_t)rank; i < n && !rc; i += (size_t)ranks) {
     xs_fa_config cfg;
     xs_fa_preset(rows[i].preset, &cfg);
@@ -394,5 +407,6 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   free(res);
   free(rows);
   xs_profile_free(prof);
+  xs_mpi_finalize(); /* when started for this sweep */
   return rc;
 }

@@ -323,7 +323,7 @@ static char *fit_svg(const xs_samples *s, const xs_fit *f) {
       PY(f->overhead_s + knee / f->inject_Bps +
          (isfinite(f->knee_B) ? (xmax - knee) / f->drain_Bps : 0)),
       PX(0), PY(f->latency_s), PX(xmax), PY(f->latency_s + xmax / f->drain_from_delivery_Bps));
-  char a[32], b[32], d[32];
+  char a[32], b[32], d[32], xa[32], ya[32];
   if (isfinite(f->knee_B))
     n += (size_t)snprintf(o + n, cap - n,
         "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#e15759\" stroke-dasharray=\"5,4\"/>"
@@ -338,7 +338,7 @@ static char *fit_svg(const xs_samples *s, const xs_fit *f) {
       L + 10, B - PH + 34, xs_format_rate(f->inject_Bps, a, sizeof a),
       xs_format_rate(f->drain_Bps, b, sizeof b), L + 10, B - PH + 52,
       xs_format_rate(f->drain_from_delivery_Bps, d, sizeof d), L + PW / 2 - 60, B + 30,
-      xs_format_size(xmax, a, sizeof a), B - PH - 8, xs_format_time(ymax, b, sizeof b));
+      xs_format_size(xmax, xa, sizeof xa), B - PH - 8, xs_format_time(ymax, ya, sizeof ya));
 #undef PX
 #undef PY
   return o;

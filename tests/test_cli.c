@@ -218,6 +218,8 @@ static void test_plan_sweep(void **s) {
   expect_rc("sweep megamoe --profile h200-nvlink --json --csv", 2, "exclude");
   expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/bad-grid.json", 2,
             "presets[1]");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/bad-ep-grid.json", 2,
+            "multiple of ep (7)");
   expect_rc("plan megamoe --preset qwen3.5 --profile h200-nvlink --json", 0, NULL);
   json_error_t je;
   json_t *root = json_loads(out_buf, 0, &je);
