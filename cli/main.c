@@ -64,7 +64,14 @@ int main(int argc, char **argv) {
     printf("probe backends:");
     for (size_t i = 0; i < xs_backend_count(); i++)
       printf(" %s", xs_backend_name(i));
-    printf(xs_mpi_built() ? " mpi (not built: cuda)\n" : " (not built: mpi, cuda)\n");
+    if (xs_mpi_built())
+      printf(" mpi");
+    if (xs_cuda_built())
+      printf(" cuda-host cuda-tma cuda-ce");
+    if (!xs_mpi_built() || !xs_cuda_built())
+      printf(" (not built in:%s%s)", xs_mpi_built() ? "" : " mpi",
+             xs_cuda_built() ? "" : " cuda");
+    printf("\n");
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -182,6 +182,10 @@ int cmd_probe(int argc, char **argv) {
              "held the last byte (deliver_s). Backends:\n");
       for (size_t i = 0; i < xs_backend_count(); i++)
         printf("  %-6s %s\n", xs_backend_name(i), xs_backend_description(i));
+      printf("  %-9s %s\n", "cuda-host", xs_cuda_built() ? "CTAs store 16-byte vectors into pinned, "
+             "mapped host memory" : "not built in (rebuild with the CUDA toolkit)");
+      printf("  %-9s %s\n", "cuda-tma", "cp.async.bulk stores from shared to host memory (sm_90)");
+      printf("  %-9s %s\n", "cuda-ce", "cudaMemcpyAsync device to pinned host (the copy engine)");
       printf("  %-6s %s\n", "mpi", xs_mpi_built() ? "mpirun -n 2 xstage probe mpi: rank 0 bursts to rank 1 "
              "(--mode isend or put)" : "not built in (rebuild with libopenmpi-dev)");
       printf("\n" PROBE_FLAGS "  --mode M          mpi: isend (default) or put\n"
@@ -202,6 +206,22 @@ int cmd_probe(int argc, char **argv) {
   if (optind != argc - 1)
     return cli_usage_error("probe", "expected one backend (pipe, tcp)");
   const char *backend = argv[optind];
+  if (strncmp(backend, "cuda-", 5) == 0) {
+    xs_samples *s;
+    xs_error e;
+    o.cancel = &cancelled;
+    catch_sigint();
+    if (xs_cuda_probe(backend, &o, &s, &e))
+      return cli_error("probe", &e);
+    char h[256];
+    snprintf(h, sizeof h, "xstage %s probe %s (GPU timers for issue, host round trips for delivery)",
+             XSTAGE_VERSION, backend);
+    char *csv = xs_samples_to_csv(s, h);
+    int r = csv ? cli_write_output("probe", outp, csv) : EXIT_MACHINE;
+    free(csv);
+    xs_samples_free(s);
+    return r;
+  }
   if (strcmp(backend, "mpi") == 0) {
     if (!xs_mpi_built()) {
       fprintf(stderr, "xstage probe: this xstage was built without MPI: install "

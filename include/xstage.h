@@ -629,6 +629,20 @@ xs_status xs_mpi_or_to_root(void *buf, size_t bytes, xs_error *err);
 xs_status xs_mpi_probe(const char *mode, const xs_probe_options *options,
                        xs_samples **out, xs_error *err);
 
+/* ---- CUDA probes (docs/cuda.md) ---- */
+
+/* 1 when libxstage was built with CUDA. */
+int xs_cuda_built(void);
+/* 1 when a CUDA device is there; otherwise 0 and why ("no CUDA device
+ * found", or how to rebuild in a build without CUDA). */
+int xs_cuda_available(char *why, size_t size);
+/* "cuda-host": 132 CTAs of 512 threads store 16-byte vectors into pinned,
+ * mapped host memory; "cuda-tma": cp.async.bulk from shared to host
+ * memory; "cuda-ce": cudaMemcpyAsync. Samples as xs_probe's. XS_NOTBUILT
+ * in a build without CUDA, XS_NODEV without a device. */
+xs_status xs_cuda_probe(const char *mode, const xs_probe_options *options,
+                        xs_samples **out, xs_error *err);
+
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,

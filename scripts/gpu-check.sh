@@ -1,0 +1,26 @@
+#!/bin/sh
+# gpu-check.sh: one prepared run on a machine with an NVIDIA GPU: build with
+# CUDA, run each CUDA probe the machine can run, fit each, and print one
+# short table. Sized for under 5 minutes on one H200. Writes its files under
+# ${OUT:-out/gpu-check}. Not yet run on a GPU (see docs/cuda.md).
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-out/gpu-check}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+cmake -S . -B build-gpu -DXSTAGE_WITH_CUDA=ON -DXSTAGE_WITH_MPI=OFF -DBUILD_TESTING=ON \
+  > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+(cd build-gpu && ctest -R "test_cuda|ptx_check" --output-on-failure) > "$out/tests.log" 2>&1
+tail -5 "$out/tests.log"
+printf '%-10s %12s %12s %12s %12s %s\n' probe inject drain capacity latency warning
+for p in cuda-host cuda-tma cuda-ce; do
+  if timeout 90 ./build-gpu/xstage probe "$p" --timeout 60s -o "$out/$p.csv" 2> "$out/$p.err"; then
+    ./build-gpu/xstage fit "$out/$p.csv" -o "$out/$p.json" > "$out/$p.fit" 2>&1
+    awk -v p="$p" '/injection rate/{i=$3" "$4} /drain rate/{d=$3" "$4} /in-flight/{c=$3" "$4}
+      /^  latency/{l=$2" "$3} /warning/{w="warning"} END{printf "%-10s %12s %12s %12s %12s %s\n", p, i, d, c, l, w}' "$out/$p.fit"
+  else
+    printf '%-10s failed: %s\n' "$p" "$(tail -1 "$out/$p.err")"
+  fi
+done
