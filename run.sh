@@ -59,7 +59,8 @@ test)
     say "tests under AddressSanitizer and UndefinedBehaviorSanitizer"
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --output-on-failure -j "$JOBS")
-    CC=clang build build-fuzz -DXSTAGE_FUZZ=ON -DXSTAGE_SANITIZE=ON
+    # the parsers need neither CUDA nor MPI, and libFuzzer links with clang
+    CC=clang build build-fuzz -DXSTAGE_FUZZ=ON -DXSTAGE_SANITIZE=ON -DXSTAGE_WITH_CUDA=OFF -DXSTAGE_WITH_MPI=OFF
     secs=${FUZZ_SECONDS:-60}
     say "fuzzing the program and profile parsers for ${secs}s"
     corpus=$(mktemp -d)
