@@ -112,13 +112,16 @@ static void print_text(FILE *out, const xs_program *prog,
       if (!r->channels[ch].sends)
         continue;
       const xs_channel *k = xs_profile_channel(prof, ch);
-      fprintf(out, "    channel %-14s %s, peak backlog %s of %s capacity\n",
-              xs_profile_channel_name(prof, ch),
-              xs_format_size(r->channels[ch].bytes, a, sizeof a),
-              xs_format_size(r->channels[ch].peak_backlog_B, b, sizeof b),
-              r->model == XS_MODEL_BLOCKING ? "0 B (blocking)"
-                                            : xs_format_size(k->capacity_B, c,
-                                                             sizeof c));
+      if (r->model == XS_MODEL_BLOCKING)
+        fprintf(out, "    channel %-14s %s, nothing in flight (blocking)\n",
+                xs_profile_channel_name(prof, ch),
+                xs_format_size(r->channels[ch].bytes, a, sizeof a));
+      else
+        fprintf(out, "    channel %-14s %s, peak backlog %s of %s capacity\n",
+                xs_profile_channel_name(prof, ch),
+                xs_format_size(r->channels[ch].bytes, a, sizeof a),
+                xs_format_size(r->channels[ch].peak_backlog_B, b, sizeof b),
+                xs_format_size(k->capacity_B, c, sizeof c));
     }
   }
   if (bg && bl) {
