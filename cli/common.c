@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_exit_code(xs_status st) {
   switch (st) {
@@ -125,8 +126,10 @@ int cli_program_outputs(const char *cmd, const xs_program *program,
   return rc;
 }
 
-int cli_sweep_ranks(const char *cmd, int *argc, char ***argv, int *rank,
-                    int *ranks) {
+/* Under mpirun: start MPI and say which rank this is (rank 0 of 1
+ * otherwise). */
+static int sweep_ranks(const char *cmd, int *argc, char ***argv, int *rank,
+                       int *ranks) {
   *rank = 0;
   *ranks = 1;
   if (!xs_mpi_launched())
@@ -146,18 +149,42 @@ int cli_sweep_ranks(const char *cmd, int *argc, char ***argv, int *rank,
   return EXIT_OK;
 }
 
-int cli_sweep_gather(const char *cmd, void *results, size_t bytes, int rank,
-                     int ranks) {
-  if (ranks <= 1)
-    return EXIT_OK;
+int cli_sweep_run(const char *cmd, int *argc, char ***argv,
+                  const cli_sweep_job *job) {
+  int rank, ranks;
+  int rc = sweep_ranks(cmd, argc, argv, &rank, &ranks);
+  if (rc)
+    return rc;
   xs_error err;
-  int rc = xs_mpi_or_to_root(results, bytes, &err) ? cli_error(cmd, &err) : EXIT_OK;
-  if (rank != 0) {
-    xs_mpi_finalize();
-    return -1;
+  char what[256];
+  for (size_t i = 0; i < job->n && !rc; i++)
+    if (job->check(job->ctx, i, &err)) {
+      if (rank == 0) {
+        job->describe(job->ctx, i, what, sizeof what);
+        fprintf(stderr, "xstage %s: %s: %s\n", cmd, what, err.message);
+      }
+      rc = EXIT_INPUT;
+    }
+  int tty = isatty(2) && rank == 0;
+  for (size_t i = (size_t)rank; i < job->n && !rc; i += (size_t)ranks) {
+    if (job->plan(job->ctx, i, (char *)job->results + i * job->result_size, &err)) {
+      job->describe(job->ctx, i, what, sizeof what);
+      fprintf(stderr, "%sxstage %s: %s: %s\n", tty ? "\n" : "", cmd, what,
+              err.message);
+      rc = cli_exit_code(err.status);
+      break;
+    }
+    if (tty)
+      fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / job->n),
+              "########################################", i + 1, job->n);
   }
-  xs_mpi_finalize();
-  return rc;
+  if (tty)
+    fprintf(stderr, "\n");
+  if (ranks > 1 && !rc &&
+      xs_mpi_or_to_root(job->results, job->n * job->result_size, &err))
+    rc = cli_error(cmd, &err);
+  xs_mpi_finalize(); /* a no-op unless this sweep started MPI */
+  return !rc && rank != 0 ? -1 : rc;
 }
 
 int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),

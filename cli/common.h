@@ -47,13 +47,25 @@ typedef struct cli_sweep_opts {
 int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
                       cli_sweep_opts *o);
 
-/* Sweeps under mpirun: start MPI and say which rank this is (rank 0 of 1
- * otherwise); then OR every rank's results into rank 0's. gather returns
- * -1 on ranks other than 0, which print nothing. */
-int cli_sweep_ranks(const char *cmd, int *argc, char ***argv, int *rank,
-                    int *ranks);
-int cli_sweep_gather(const char *cmd, void *results, size_t bytes, int rank,
-                     int ranks);
+/* A sweep's configs, planned by whatever planner the callbacks call. */
+typedef struct cli_sweep_job {
+  size_t n;              /* configs */
+  void *results;         /* n results of result_size bytes, zeroed */
+  size_t result_size;
+  void *ctx;
+  /* check config i without planning it; plan it into result */
+  xs_status (*check)(void *ctx, size_t i, xs_error *err);
+  xs_status (*plan)(void *ctx, size_t i, void *result, xs_error *err);
+  /* the config for messages: "glm, 16 tokens, EP 8" */
+  void (*describe)(void *ctx, size_t i, char *buf, size_t size);
+} cli_sweep_job;
+/* Check every config, then plan them, with a progress bar on a terminal.
+ * Under mpirun config i goes to rank i mod N (every rank checks all of
+ * them first, so that all stop together or none does) and the results are
+ * gathered on rank 0. EXIT_OK when this process holds every result, -1 on
+ * ranks other than 0 (which print nothing), else the exit code. */
+int cli_sweep_run(const char *cmd, int *argc, char ***argv,
+                  const cli_sweep_job *job);
 
 /* Shared by predict and demo: evaluate every model in models[0..n) and
  * print the text report, or the JSON report when json is set. */

@@ -378,6 +378,36 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
   return 0;
 }
 
+/* the sweep's callbacks: config i of the grid */
+typedef struct {
+  const grid_row *rows;
+  const xs_profile *prof;
+} moe_sweep;
+
+static void moe_config(const moe_sweep *m, size_t i, xs_moe_config *cfg) {
+  xs_moe_preset(m->rows[i].preset, cfg);
+  cfg->tokens = m->rows[i].tokens;
+  cfg->ep = m->rows[i].ep;
+}
+
+static xs_status moe_check(void *ctx, size_t i, xs_error *err) {
+  xs_moe_config cfg;
+  moe_config(ctx, i, &cfg);
+  return xs_moe_config_check(&cfg, err);
+}
+
+static xs_status moe_plan(void *ctx, size_t i, void *result, xs_error *err) {
+  const moe_sweep *m = ctx;
+  xs_moe_config cfg;
+  moe_config(m, i, &cfg);
+  return xs_moe_plan(&cfg, m->prof, result, err);
+}
+
+static void moe_describe(void *ctx, size_t i, char *buf, size_t size) {
+  const grid_row *r = &((const moe_sweep *)ctx)->rows[i];
+  snprintf(buf, size, "%s, %g tokens, EP %g", r->preset, r->tokens, r->ep);
+}
+
 int cmd_sweep(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     sweep_help(stdout);
@@ -394,7 +424,6 @@ int cmd_sweep(int argc, char **argv) {
   xs_profile *prof = so.profile;
   const char *grid = so.grid;
   int json = so.json, csv = so.csv;
-  xs_error err;
   grid_row *rows;
   size_t n;
   int rc = load_grid(grid, &rows, &n);
@@ -403,54 +432,17 @@ int cmd_sweep(int argc, char **argv) {
     return rc;
   }
   xs_moe_result *res = calloc(n, sizeof *res);
-  int rank = 0, ranks = 1;
-  if ((rc = cli_sweep_ranks("sweep", &argc, &argv, &rank, &ranks))) {
-    free(res);
-    free(rows);
-    xs_profile_free(prof);
-    return rc;
-  }
-  int tty = isatty(2) && rank == 0;
-  double lg = 0, lb = 0, li = 0, mx = 0;
-  /* every rank checks every config first, so that under mpirun either all
-   * ranks stop here or none does (a rank alone failing would leave the
-   * others waiting in the gather) */
-  for (size_t i = 0; i < n && !rc; i++) {
-    xs_moe_config cfg;
-    xs_moe_preset(rows[i].preset, &cfg);
-    cfg.tokens = rows[i].tokens;
-    cfg.ep = rows[i].ep;
-    if (xs_moe_config_check(&cfg, &err)) {
-      if (rank == 0)
-        fprintf(stderr, "xstage sweep: %s, %g tokens, EP %g: %s\n", rows[i].preset,
-                rows[i].tokens, rows[i].ep, err.message);
-      rc = EXIT_INPUT;
-    }
-  }
-  for (size_t i = (size_t)rank; i < n && !rc; i += (size_t)ranks) {
-    xs_moe_config cfg;
-    xs_moe_preset(rows[i].preset, &cfg);
-    cfg.tokens = rows[i].tokens;
-    cfg.ep = rows[i].ep;
-    if (xs_moe_plan(&cfg, prof, &res[i], &err)) {
-      fprintf(stderr, "%s", tty ? "\n" : "");
-      fprintf(stderr, "xstage sweep: %s, %g tokens, EP %g: %s\n", rows[i].preset,
-              rows[i].tokens, rows[i].ep, err.message);
-      rc = cli_exit_code(err.status);
-      break;
-    }
-    if (tty)
-      fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / n),
-              "########################################", i + 1, n);
-  }
-  if (tty)
-    fprintf(stderr, "\n");
-  if (!rc && (rc = cli_sweep_gather("sweep", res, n * sizeof *res, rank, ranks)) == -1) {
+  moe_sweep ms = {rows, prof};
+  cli_sweep_job job = {n, res, sizeof *res, &ms, moe_check, moe_plan, moe_describe};
+  if (!res)
+    rc = EXIT_MACHINE;
+  else if ((rc = cli_sweep_run("sweep", &argc, &argv, &job)) == -1) {
     free(res);
     free(rows);
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
+  double lg = 0, lb = 0, li = 0, mx = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     double s = res[i].time_s[1][0] / res[i].time_s[2][0];
     lg += log(s);
@@ -519,6 +511,5 @@ int cmd_sweep(int argc, char **argv) {
   free(res);
   free(rows);
   xs_profile_free(prof);
-  xs_mpi_finalize(); /* when started for this sweep */
   return rc;
 }

@@ -275,6 +275,37 @@ static int grid(const char *path, row **rows, size_t *n) {
   return 0;
 }
 
+/* the sweep's callbacks: config i of the grid */
+typedef struct {
+  const row *rows;
+  const xs_profile *prof;
+} fa_sweep;
+
+static void fa_config(const fa_sweep *f, size_t i, xs_fa_config *cfg) {
+  xs_fa_preset(f->rows[i].preset, cfg);
+  cfg->seq = f->rows[i].seq;
+  cfg->cp = f->rows[i].cp;
+  cfg->causal = f->rows[i].causal;
+}
+
+static xs_status fa_check(void *ctx, size_t i, xs_error *err) {
+  xs_fa_config cfg;
+  fa_config(ctx, i, &cfg);
+  return xs_fa_config_check(&cfg, err);
+}
+
+static xs_status fa_plan(void *ctx, size_t i, void *result, xs_error *err) {
+  const fa_sweep *f = ctx;
+  xs_fa_config cfg;
+  fa_config(f, i, &cfg);
+  return xs_fa_plan(&cfg, f->prof, result, err);
+}
+
+static void fa_describe(void *ctx, size_t i, char *buf, size_t size) {
+  const row *r = &((const fa_sweep *)ctx)->rows[i];
+  snprintf(buf, size, "%s, seq %g, CP %g", r->preset, r->seq, r->cp);
+}
+
 int cmd_sweep_flashattn(int argc, char **argv) {
   cli_sweep_opts so;
   int orc = cli_sweep_options(argc, argv, sweep_help, &so);
@@ -283,7 +314,6 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   xs_profile *prof = so.profile;
   const char *gridf = so.grid;
   int json = so.json, csv = so.csv;
-  xs_error err;
   row *rows;
   size_t n;
   int rc = grid(gridf, &rows, &n);
@@ -292,52 +322,17 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     return rc ? rc : EXIT_MACHINE;
   }
   xs_fa_result *res = calloc(n, sizeof *res);
-  int rank = 0, ranks = 1;
-  if ((rc = cli_sweep_ranks("sweep", &argc, &argv, &rank, &ranks))) {
-    free(res);
-    free(rows);
-    xs_profile_free(prof);
-    return rc;
-  }
-  int tty = isatty(2) && rank == 0;
-  double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
-  /* check every config on every rank first (see the megamoe sweep) */
-  for (size_t i = 0; i < n && !rc; i++) {
-    xs_fa_config cfg;
-    xs_fa_preset(rows[i].preset, &cfg);
-    cfg.seq = rows[i].seq;
-    cfg.cp = rows[i].cp;
-    if (xs_fa_config_check(&cfg, &err)) {
-      if (rank == 0)
-        fprintf(stderr, "xstage sweep: %s, seq %g, CP %g: %s\n", rows[i].preset,
-                rows[i].seq, rows[i].cp, err.message);
-      rc = EXIT_INPUT;
-    }
-  }
-  for (size_t i = (size_t)rank; i < n && !rc; i += (size_t)ranks) {
-    xs_fa_config cfg;
-    xs_fa_preset(rows[i].preset, &cfg);
-    cfg.seq = rows[i].seq;
-    cfg.cp = rows[i].cp;
-    cfg.causal = rows[i].causal;
-    if (xs_fa_plan(&cfg, prof, &res[i], &err)) {
-      fprintf(stderr, "%sxstage sweep: %s, seq %g, CP %g: %s\n", tty ? "\n" : "",
-              rows[i].preset, rows[i].seq, rows[i].cp, err.message);
-      rc = cli_exit_code(err.status);
-      break;
-    }
-    if (tty)
-      fprintf(stderr, "\r[%-40.*s] %zu/%zu", (int)(40 * (i + 1) / n),
-              "########################################", i + 1, n);
-  }
-  if (tty)
-    fprintf(stderr, "\n");
-  if (!rc && (rc = cli_sweep_gather("sweep", res, n * sizeof *res, rank, ranks)) == -1) {
+  fa_sweep fs = {rows, prof};
+  cli_sweep_job job = {n, res, sizeof *res, &fs, fa_check, fa_plan, fa_describe};
+  if (!res)
+    rc = EXIT_MACHINE;
+  else if ((rc = cli_sweep_run("sweep", &argc, &argv, &job)) == -1) {
     free(res);
     free(rows);
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
+  double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     const xs_fa_result *r = &res[i];
     double s = r->time_s[0][0] / r->time_s[2][0];
@@ -407,6 +402,5 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   free(res);
   free(rows);
   xs_profile_free(prof);
-  xs_mpi_finalize(); /* when started for this sweep */
   return rc;
 }
