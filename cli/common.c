@@ -88,27 +88,28 @@ int cli_write_timelines(const char *cmd, const xs_program *program,
   return rc;
 }
 
+int cli_write_document(const char *cmd, const char *path, char *text) {
+  size_t n = text ? strlen(text) : 0;
+  char *line = text ? malloc(n + 2) : NULL;
+  int rc = EXIT_MACHINE;
+  if (line) {
+    memcpy(line, text, n);
+    memcpy(line + n, "\n", 2);
+    rc = cli_write_output(cmd, path, line);
+  } else {
+    fprintf(stderr, "xstage %s: out of memory\n", cmd);
+  }
+  free(text);
+  free(line);
+  return rc;
+}
+
 int cli_program_outputs(const char *cmd, const xs_program *program,
                         const xs_profile *profile, xs_model model,
                         const char *emit, const char *trace, const char *svg) {
   int rc = EXIT_OK;
-  if (emit) {
-    char *t = xs_program_to_json(program);
-    size_t n = t ? strlen(t) : 0;
-    char *line = t ? malloc(n + 2) : NULL;
-    if (!line) {
-      free(t);
-      fprintf(stderr, "xstage %s: out of memory\n", cmd);
-      return EXIT_MACHINE;
-    }
-    memcpy(line, t, n);
-    memcpy(line + n, "\n", 2);
-    rc = cli_write_output(cmd, emit, line);
-    free(t);
-    free(line);
-    if (rc)
-      return rc;
-  }
+  if (emit && (rc = cli_write_document(cmd, emit, xs_program_to_json(program))))
+    return rc;
   if (!trace && !svg)
     return EXIT_OK;
   xs_timeline *tl = xs_timeline_new();

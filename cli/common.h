@@ -72,6 +72,9 @@ int cli_sweep_run(const char *cmd, int *argc, char ***argv,
 int cli_predict_report(const char *cmd, const xs_program *program,
                        const xs_profile *profile, const xs_model *models,
                        size_t nmodels, int json, FILE *out);
+/* Write a document the library made (JSON) and a final newline; takes and
+ * frees text, NULL meaning the library ran out of memory. */
+int cli_write_document(const char *cmd, const char *path, char *text);
 /* --emit-program, --trace, --svg: the program as JSON into emit (- for
  * standard output), and its timeline under model into trace and svg; each
  * path may be NULL. */

@@ -289,19 +289,7 @@ static int write_profile(const char *cmd, const char *path, const xs_fit *f,
   xs_profile *p = xs_fit_profile(f, name, s->backend[0] ? s->backend : "channel", src);
   char *t = p ? xs_profile_to_json(p) : NULL;
   xs_profile_free(p);
-  if (!t)
-    return EXIT_MACHINE;
-  size_t n = strlen(t);
-  char *t2 = malloc(n + 2);
-  int rc = EXIT_MACHINE;
-  if (t2) {
-    memcpy(t2, t, n);
-    memcpy(t2 + n, "\n", 2);
-    rc = cli_write_output(cmd, path, t2);
-  }
-  free(t);
-  free(t2);
-  return rc;
+  return cli_write_document(cmd, path, t);
 }
 
 /* Issue and delivery time against burst size, the fit over them. */
