@@ -32,6 +32,7 @@ static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
           "                           [--ep P] --profile P [--json]\n"
+          "                           [--compute P2] [--schedule S]\n"
           "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
           "\n"
           "Plans one rank of a fused expert-parallel MoE kernel (dispatch, Linear-1,\n"
@@ -45,8 +46,12 @@ static void plan_help(FILE *f) {
           "  --tokens N         tokens per rank (default 4096)\n"
           "  --ep P             expert-parallel ranks (default 8)\n"
           "  --profile P        a profile with a compute section\n"
+          "  --compute P2       take the compute section from P2 instead (a measured\n"
+          "                     channel, e.g. from xstage calibrate, with a published GPU)\n"
           "  --json             machine-readable output\n"
-          "  --emit-program F   write the interleaved schedule's program (- = stdout)\n"
+          "  --schedule S       the schedule the three outputs below show: sequential,\n"
+          "                     baseline or interleaved (default)\n"
+          "  --emit-program F   write that schedule's program (- = stdout)\n"
           "  --trace F, --svg F its timeline under burstgap\n");
 }
 
@@ -172,14 +177,28 @@ int cmd_plan(int argc, char **argv) {
       {"tokens", required_argument, 0, 't'}, {"ep", required_argument, 0, 'e'},
       {"profile", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
       {"emit-program", required_argument, 0, 'o'}, {"trace", required_argument, 0, 'T'},
-      {"svg", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"svg", required_argument, 0, 'S'}, {"compute", required_argument, 0, 'C'},
+      {"schedule", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *tokens = NULL, *ep = NULL, *profile = NULL;
-  const char *emit = NULL, *trace = NULL, *svg = NULL;
+  const char *emit = NULL, *trace = NULL, *svg = NULL, *compute = NULL;
+  xs_moe_schedule sched = XS_MOE_INTERLEAVED;
   int json = 0, c;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:h", opts, NULL)) != -1) {
     switch (c) {
+    case 'C': compute = optarg; break;
+    case 's':
+      if (!strcmp(optarg, "sequential"))
+        sched = XS_MOE_SEQUENTIAL;
+      else if (!strcmp(optarg, "baseline"))
+        sched = XS_MOE_BASELINE;
+      else if (!strcmp(optarg, "interleaved"))
+        sched = XS_MOE_INTERLEAVED;
+      else
+        return cli_usage_error("plan", "--schedule: expected sequential, baseline or "
+                                       "interleaved, got \"%s\"", optarg);
+      break;
     case 'r': preset = optarg; break;
     case 'c': file = optarg; break;
     case 't': tokens = optarg; break;
@@ -205,6 +224,20 @@ int cmd_plan(int argc, char **argv) {
   xs_profile *prof;
   if (xs_profile_load(profile, &prof, &err))
     return cli_error("plan", &err);
+  if (compute) {
+    xs_profile *cp;
+    if (xs_profile_load(compute, &cp, &err)) {
+      xs_profile_free(prof);
+      return cli_error("plan", &err);
+    }
+    xs_status cst = xs_profile_copy_compute(prof, cp, &err);
+    xs_profile_free(cp);
+    if (cst) {
+      xs_profile_free(prof);
+      fprintf(stderr, "xstage plan: --compute %s: %s\n", compute, err.message);
+      return EXIT_INPUT;
+    }
+  }
   xs_moe_result r;
   if (xs_moe_plan(&cfg, prof, &r, &err)) {
     rc = cli_error("plan", &err);
@@ -273,7 +306,7 @@ int cmd_plan(int argc, char **argv) {
   }
   if (emit || trace || svg) {
     xs_program *p;
-    if (xs_moe_program(&cfg, prof, XS_MOE_INTERLEAVED, &r.chosen, &p, &err)) {
+    if (xs_moe_program(&cfg, prof, sched, &r.chosen, &p, &err)) {
       rc = cli_error("plan", &err);
       goto done;
     }

@@ -73,6 +73,19 @@ static int probe_option(const char *cmd, const char *name, const char *val,
       o->sizes = (unsigned)v;
     else
       o->repeats = (unsigned)v;
+  } else if (!strcmp(name, "width")) {
+    /* replay on cuda-*: WORKER:CTAS, repeatable; the library checks them */
+    static char widths[1024];
+    size_t len = strlen(widths);
+    if (len + strlen(val) + 2 > sizeof widths)
+      return cli_usage_error(cmd, "width: too many widths");
+    snprintf(widths + len, sizeof widths - len, "%s%s", len ? " " : "", val);
+    o->cuda_widths = widths;
+  } else if (!strcmp(name, "threads")) {
+    long v = strtol(val, &end, 10);
+    if (*end || v < 32 || v > 992 || v % 32)
+      return cli_usage_error(cmd, "threads: expected a multiple of 32 from 32 to 992, got \"%s\"", val);
+    o->cuda_threads = (unsigned)v;
   } else if (!strcmp(name, "timeout")) {
     if (xs_parse_time(val, &o->timeout_s, &e) || !(o->timeout_s > 0))
       return cli_usage_error(cmd, "--timeout: %s", e.message);
@@ -497,12 +510,17 @@ int cmd_replay(int argc, char **argv) {
     case 'h':
       printf("usage: xstage replay --program F --channel BACKEND[:opt=value,...] [--profile P]\n"
              "                     [--json]\n\n"
-             "Runs a one-worker program on a real channel (compute ops as timed spin\n"
-             "waits, sends as real writes, waits and fences on real delivery) and prints\n"
+             "Runs a program on a real channel (compute ops as timed spin waits or FMA\n"
+             "loops, sends as real writes, waits and fences on real delivery) and prints\n"
              "the measured times beside burstgap's and blocking's predictions, from P or,\n"
              "without it, from a calibration of the same channel first.\n"
-             "  options: capacity=B, drain=R (or max), timeout=T, and for the calibration\n"
-             "  max-bytes, min-bytes, sizes, repeats; e.g. pipe:capacity=1MiB,drain=200MB/s\n");
+             "  pipe, tcp: one-worker programs; options capacity=B, drain=R (or max)\n"
+             "  cuda-host, cuda-p2p: any program, in a persistent kernel; options\n"
+             "    width=WORKER:CTAS (repeatable; other workers get one CTA), threads=N\n"
+             "    (issuing threads per CTA, default 256)\n"
+             "  all: timeout=T, and for the calibration max-bytes, min-bytes, sizes,\n"
+             "  repeats; e.g. pipe:capacity=1MiB,drain=200MB/s or\n"
+             "  cuda-host:width=sms:132,width=dispatch:16\n");
       return EXIT_OK;
     default: return cli_bad_flag("replay", argc, argv);
     }
@@ -515,13 +533,23 @@ int cmd_replay(int argc, char **argv) {
   xs_probe_options o;
   memset(&o, 0, sizeof o);
   int rc = parse_channel(chan, backend, sizeof backend, &o);
-  if (rc || (rc = check_backend("replay", backend)))
+  int cuda = strncmp(backend, "cuda-", 5) == 0;
+  if (rc || (!cuda && (rc = check_backend("replay", backend))))
     return rc;
+  if (cuda && strcmp(backend, "cuda-host") && strcmp(backend, "cuda-p2p")) {
+    fprintf(stderr, "xstage replay: --channel %s: replay runs on cuda-host and cuda-p2p "
+                    "(the other CUDA backends are probes only)\n", backend);
+    return EXIT_INPUT;
+  }
+  if (!cuda && o.cuda_widths) {
+    fprintf(stderr, "xstage replay: --channel %s: width= is for the CUDA channels\n", backend);
+    return EXIT_INPUT;
+  }
   xs_error e;
   xs_program *prog;
   if (xs_program_load(program, &prog, &e))
     return cli_error("replay", &e);
-  if (xs_program_worker_count(prog) != 1) {
+  if (!cuda && xs_program_worker_count(prog) != 1) {
     fprintf(stderr, "xstage replay: %s: replay runs one-worker programs (this one has %zu)\n",
             program, xs_program_worker_count(prog));
     xs_program_free(prog);
@@ -535,7 +563,15 @@ int cmd_replay(int argc, char **argv) {
     }
   } else {
     xs_samples *s;
-    if ((rc = run_probe("replay", backend, &o, &s))) {
+    if (cuda) {
+      /* the channel's parameters first: the probe of the same path */
+      catch_sigint();
+      o.cancel = &cancelled;
+      if (xs_cuda_probe(backend, &o, &s, &e)) {
+        xs_program_free(prog);
+        return cli_error("replay", &e);
+      }
+    } else if ((rc = run_probe("replay", backend, &o, &s))) {
       xs_program_free(prog);
       return rc;
     }
@@ -558,6 +594,9 @@ int cmd_replay(int argc, char **argv) {
       xs_profile_add_channel(pred, cn, xs_profile_channel(base, 0), NULL);
   }
   xs_result *meas = NULL, *bg = NULL, *bl = NULL;
+  xs_replay_info info;
+  memset(&info, 0, sizeof info);
+  o.info = cuda ? &info : NULL;
   catch_sigint();
   o.cancel = &cancelled;
   if (xs_evaluate(prog, pred, XS_MODEL_BURSTGAP, NULL, &bg, &e) ||
@@ -583,6 +622,14 @@ int cmd_replay(int argc, char **argv) {
           bl->sends[s].issue_end_s, "blocking_deliver_s", bl->sends[s].deliver_s));
     }
     json_object_set_new(root, "sends", ss);
+    if (cuda)
+      json_object_set_new(root, "cuda", json_pack(
+          "{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I}", "ctas", (int)info.ctas, "threads",
+          (int)info.threads, "timer_tick_s", info.timer_tick_s, "fma_per_ns", info.fma_per_ns,
+          "one_way_s", info.one_way_s, "start_skew_s", info.start_skew_s,
+          "host_minus_fence_median_s", info.host_minus_fence_median_s,
+          "host_minus_fence_max_s", info.host_minus_fence_max_s, "tags_checked",
+          (json_int_t)info.tags_checked, "tags_missing", (json_int_t)info.tags_missing));
     char *t = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     printf("%s\n", t);
     free(t);
@@ -607,6 +654,24 @@ int cmd_replay(int argc, char **argv) {
     printf("\n  makespan: measured %s, burstgap %s (%+.1f%%), blocking %s (%+.1f%%)\n",
            xs_format_time(meas->makespan_s, a, sizeof a), xs_format_time(bg->makespan_s, b, sizeof b),
            100 * ebg, xs_format_time(bl->makespan_s, d, sizeof d), 100 * ebl);
+    if (cuda) {
+      printf("  kernel: %u CTAs x %u threads (+1 tracker warp); timer step %s; compute loop "
+             "%.3g iterations/ns\n", info.ctas, info.threads,
+             xs_format_time(info.timer_tick_s, a, sizeof a), info.fma_per_ns);
+      printf("  start: flag one-way %s, CTAs saw it within %s of each other\n",
+             xs_format_time(info.one_way_s, a, sizeof a),
+             xs_format_time(info.start_skew_s, b, sizeof b));
+      printf("  delivery seen by the host minus the GPU's fence stamp: median %s, max %s\n",
+             xs_format_time(info.host_minus_fence_median_s, a, sizeof a),
+             xs_format_time(info.host_minus_fence_max_s, b, sizeof b));
+      if (info.tags_checked)
+        printf("  data check: %zu parts read when their flag was seen, %zu not yet written%s\n",
+               info.tags_checked, info.tags_missing,
+               info.tags_missing ? " (the flag overtook the data: delivery times are early)" : "");
+      else
+        printf("  data check: not made (%s)\n", strcmp(backend, "cuda-p2p") ? "the sends "
+               "reuse the destination buffer" : "the host cannot read the peer's memory");
+    }
   }
 done:
   xs_result_free(meas);

@@ -116,6 +116,12 @@ xs_status xs_profile_set_compute(xs_profile *profile, unsigned sms,
 xs_status xs_profile_set_flops(xs_profile *profile, const char *dtype,
                                double flops_per_s, xs_error *err);
 
+/* Give `to` the compute section of `from` (sms, efficiency, hbm_Bps and
+ * every dtype's flops), replacing its own: a measured channel with a
+ * published machine's compute, for the planners. */
+xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
+                                  xs_error *err);
+
 /* Parse profile JSON; filename is used in messages only (may be NULL). */
 xs_status xs_profile_parse(const char *text, size_t length,
                            const char *filename, xs_profile **out,
@@ -557,7 +563,32 @@ typedef struct xs_probe_options {
   int (*progress)(void *ctx, double done);
   void *progress_ctx;
   volatile int *cancel; /* set (e.g. by SIGINT) to stop soon, or NULL   */
+  /* replay on a CUDA channel (docs/cuda.md): CTAs per program worker, as
+   * "NAME:N" items separated by spaces or commas ("sms:132 dispatch:8";
+   * a worker not named runs as one CTA), and issuing threads per CTA
+   * (a multiple of 32; 0: 256). A worker of N CTAs splits each of its
+   * sends into N parts and runs its computes and waits on every CTA. */
+  const char *cuda_widths;
+  unsigned cuda_threads;
+  /* replay on a CUDA channel: what was measured besides the times, or NULL */
+  struct xs_replay_info *info;
 } xs_probe_options;
+
+/* What a replay on a CUDA channel measured besides the program's times. */
+typedef struct xs_replay_info {
+  unsigned ctas, threads;      /* the persistent kernel's grid           */
+  double timer_tick_s;         /* smallest nonzero %globaltimer step seen */
+  double fma_per_ns;           /* calibrated compute loop, per CTA        */
+  double one_way_s;            /* host <-> device flag, half a round trip */
+  double start_skew_s;         /* last CTA to see the start flag - first  */
+  /* delivery as the host saw each send's flag, less the GPU's own stamp
+   * after its system-scope fence: median and largest, seconds */
+  double host_minus_fence_median_s, host_minus_fence_max_s;
+  /* the last 16 bytes of every part, read by the host when it saw the
+   * send's flag: checked, and found not yet written (the flag overtook
+   * the data) */
+  size_t tags_checked, tags_missing;
+} xs_replay_info;
 
 /* Probe backends built in: "pipe" (a pipe whose size F_SETPIPE_SZ sets,
  * drained by a reader thread) and "tcp" (a loopback TCP connection with
@@ -598,9 +629,11 @@ xs_status xs_fit_samples(const xs_samples *samples, xs_fit *out,
 xs_profile *xs_fit_profile(const xs_fit *fit, const char *name,
                            const char *channel, const char *source);
 
-/* Run a one-worker program on a real channel: compute ops as timed spin
- * waits, sends as real writes, waits and fences on real delivery. The
- * result (model XS_MODEL_BURSTGAP's shape) holds the measured times. */
+/* Run a program on a real channel: compute ops as timed spin waits, sends
+ * as real writes, waits and fences on real delivery. The result (model
+ * XS_MODEL_BURSTGAP's shape) holds the measured times. "pipe" and "tcp"
+ * run one-worker programs; "cuda-host" and "cuda-p2p" run any program in
+ * a persistent kernel, each worker on options->cuda_widths' CTAs. */
 xs_status xs_replay(const xs_program *program, const char *backend,
                     const xs_probe_options *options, xs_result **out,
                     xs_error *err);

@@ -161,6 +161,19 @@ xs_status xs_profile_set_compute(xs_profile *p, unsigned sms,
   return XS_OK;
 }
 
+xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
+                                  xs_error *err) {
+  if (!from->sms)
+    return xs__fail(err, XS_INVALID, "profile \"%s\" has no compute section", from->name);
+  for (size_t i = 0; i < to->nflops; i++)
+    free(to->flops[i].dtype);
+  to->nflops = 0;
+  xs_status st = xs_profile_set_compute(to, from->sms, from->efficiency, from->hbm_Bps, err);
+  for (size_t i = 0; !st && i < from->nflops; i++)
+    st = xs_profile_set_flops(to, from->flops[i].dtype, from->flops[i].flops_per_s, err);
+  return st;
+}
+
 xs_status xs_profile_set_flops(xs_profile *p, const char *dtype,
                                double flops_per_s, xs_error *err) {
   if (!pos_finite(flops_per_s))

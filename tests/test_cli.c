@@ -286,7 +286,7 @@ static void test_flashattn(void **s) {
 
 static void test_measuring(void **s) {
   (void)s;
-  expect_rc("probe cuda", 2, "not written yet"); /* probe mpi: mpi_check.sh */
+  expect_rc("probe cuda", 2, "no probe backend \"cuda\""); /* probe mpi: mpi_check.sh */
   expect_rc("probe", 2, "expected one backend");
   expect_rc("probe pipe --drain-rate fast", 2, "bad rate");
   expect_rc("probe pipe --capacity 1KiB", 2, "--capacity");
@@ -296,6 +296,22 @@ static void test_measuring(void **s) {
   expect_rc("replay --program examples/hol.json --channel pipe", 2, "one-worker");
   expect_rc("replay --program examples/two-bursts.json --channel pipe:speed=9", 2, "unknown option");
   expect_rc("replay --program examples/two-bursts.json --channel nope", 2, "no probe backend \"nope\"");
+  expect_rc("replay --program examples/hol.json --channel cuda-tma", 2, "probes only");
+  expect_rc("replay --program examples/two-bursts.json --channel pipe:width=sm0:2", 2,
+            "for the CUDA channels");
+  expect_rc("replay --program examples/hol.json --channel cuda-host:threads=48", 2,
+            "multiple of 32");
+  expect_rc("replay --program examples/hol.json --channel cuda-host:width=nobody:2 "
+            "--profile h100-pcie5-host", 2, "no worker \"nobody\"");
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --schedule fifo", 2, "--schedule");
+  expect_rc("plan megamoe --preset glm --profile h100-pcie5-host --compute examples/hol.json", 2,
+            "hol.json");
+  expect_rc("plan megamoe --preset glm --profile tests/data/link-only.json", 2, "compute");
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --compute tests/data/link-only.json",
+            2, "no compute section");
+  expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/link-only.json "
+            "--compute h200-nvlink", 0, NULL);
+  assert_non_null(strstr(out_buf, "on link-only"));
   char args[512], path[128];
   snprintf(path, sizeof path, "/tmp/xstage-samples-%d.csv", (int)getpid());
   snprintf(args, sizeof args, "probe pipe --capacity 256KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);

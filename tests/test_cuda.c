@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "backend/cuda_probe.h"
 
 static void test_plan(void **st) {
   (void)st;
@@ -105,9 +106,237 @@ static void test_device(void **st) {
   xs_samples_free(s);
 }
 
+/* A MegaMoE program of two workers (dispatch and all SMs), as the replay
+ * runs the planners' programs. */
+static xs_program *moe_program(xs_moe_schedule sched, xs_profile **prof) {
+  xs_moe_config c;
+  xs_error e;
+  assert_int_equal(xs_moe_preset("deepseek-v3", &c), 0);
+  c.tokens = 256;
+  assert_int_equal(xs_profile_load("h200-nvlink", prof, &e), XS_OK);
+  xs_moe_result r;
+  assert_int_equal(xs_moe_plan(&c, *prof, &r, &e), XS_OK);
+  xs_program *p;
+  assert_int_equal(xs_moe_program(&c, *prof, sched, &r.chosen, &p, &e), XS_OK);
+  return p;
+}
+
+static void test_replay_plan(void **st) {
+  (void)st;
+  xs_profile *prof;
+  xs_program *p = moe_program(XS_MOE_INTERLEAVED, &prof);
+  xs__gplan g;
+  xs_error e;
+  assert_int_equal(xs__gplan_build(p, "sms:132, dispatch:4", 0, 0, &g, &e), XS_OK);
+  assert_int_equal(g.nctas, 136);
+  assert_int_equal(g.threads, 256);
+  size_t nw = xs_program_worker_count(p);
+  double *sum = calloc(xs_program_send_count(p) + 1, sizeof *sum);
+  unsigned *nparts = calloc(xs_program_send_count(p) + 1, sizeof *nparts);
+  uint64_t used = 0;
+  for (unsigned c = 0; c < g.nctas; c++) {
+    size_t w = g.worker[c];
+    assert_true(w < nw);
+    assert_int_equal(g.count[c], xs_program_op_count(p, w));
+    assert_int_equal(g.worker[c], !strcmp(xs_program_worker_name(p, w), "dispatch") ? 0 : 1);
+    for (uint32_t i = 0; i < g.count[c]; i++) {
+      const xs__gop *o = &g.ops[g.first[c] + i];
+      xs_op_info oi;
+      xs_program_op(p, w, i, &oi);
+      assert_int_equal(o->kind, oi.kind);
+      if (oi.kind == XS_OP_COMPUTE)
+        assert_true(llabs((long long)o->n - llround(oi.value * 1e9)) == 0);
+      if (oi.kind == XS_OP_WAIT)
+        assert_int_equal(o->send, oi.send);
+      if (oi.kind == XS_OP_SEND) {
+        assert_int_equal(o->send, oi.send);
+        sum[o->send] += (double)o->n;
+        nparts[o->send]++;
+        assert_true(o->off + o->n <= g.ring_vectors);
+        used += o->n;
+      }
+    }
+  }
+  for (size_t s = 0; s < xs_program_send_count(p); s++) {
+    assert_int_equal(nparts[s], g.parts[s]);
+    assert_true(sum[s] == ceil(xs_program_send_bytes(p, s) / 16));
+  }
+  /* the parts tile the ring without overlap when it did not wrap */
+  assert_false(g.wrapped);
+  assert_true(used <= g.ring_vectors);
+  free(sum);
+  free(nparts);
+  xs__gplan_free(&g);
+  /* bad widths and threads say what was wrong */
+  const char *bad[][2] = {{"sms", "expected WORKER:CTAS"},
+                          {"sms:0", "CTA count"},
+                          {"sms:12x", "CTA count"},
+                          {"nobody:3", "no worker \"nobody\""},
+                          {"sms:4000 dispatch:200", "4200 CTAs"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    assert_int_equal(xs__gplan_build(p, bad[k][0], 0, 0, &g, &e), XS_INVALID);
+    if (!strstr(e.message, bad[k][1]))
+      fail_msg("width \"%s\": message \"%s\" lacks \"%s\"", bad[k][0], e.message, bad[k][1]);
+  }
+  assert_int_equal(xs__gplan_build(p, NULL, 48, 0, &g, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "multiple of 32"));
+  /* a compute op that would outlast the timeout is refused before any run */
+  assert_int_equal(xs__gplan_build(p, NULL, 0, 1e-6, &g, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "timeout"));
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
+/* Op times of a result, worked out op by op from its sends' times: the
+ * reference the fake kernel stamps come from. */
+static void op_times(const xs_program *p, const xs_result *r, size_t w, double *beg,
+                     double *end) {
+  double t = 0;
+  for (size_t i = 0; i < xs_program_op_count(p, w); i++) {
+    xs_op_info o;
+    xs_program_op(p, w, i, &o);
+    beg[i] = t;
+    if (o.kind == XS_OP_COMPUTE)
+      t += o.value;
+    else if (o.kind == XS_OP_SEND) {
+      /* the reference keeps time with the evaluator, op by op */
+      if (fabs(t - r->sends[o.send].issue_start_s) > 1e-12 * fmax(1, t))
+        fail_msg("worker %zu op %zu: reached at %.12g s, burstgap says %.12g s", w, i, t,
+                 r->sends[o.send].issue_start_s);
+      t = r->sends[o.send].issue_end_s;
+    }
+    else if (o.kind == XS_OP_WAIT)
+      t = fmax(t, r->sends[o.send].deliver_s);
+    else
+      for (size_t s = 0; s < xs_program_send_count(p); s++)
+        if (xs_program_send_worker(p, s) == w && r->sends[s].issue_end_s <= beg[i])
+          t = fmax(t, r->sends[s].deliver_s);
+    end[i] = t;
+  }
+}
+
+/* Stamps a kernel would write if the GPU ran the program as burstgap
+ * predicts: per CTA a few ns of skew, a 32 ns timer, the host seeing some
+ * flags and missing others. The result made of them is burstgap's. */
+static void test_replay_fake(void **st) {
+  (void)st;
+  for (int sched = XS_MOE_BASELINE; sched <= XS_MOE_INTERLEAVED; sched++) {
+    xs_profile *prof;
+    xs_program *p = moe_program((xs_moe_schedule)sched, &prof);
+    xs_result *bg;
+    xs_error e;
+    assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, NULL, &bg, &e), XS_OK);
+    xs__gplan g;
+    assert_int_equal(xs__gplan_build(p, "sms:132", 0, 0, &g, &e), XS_OK);
+    size_t ns = xs_program_send_count(p), maxops = 0;
+    for (size_t w = 0; w < xs_program_worker_count(p); w++)
+      maxops = xs_program_op_count(p, w) > maxops ? xs_program_op_count(p, w) : maxops;
+    double *beg = malloc(maxops * sizeof *beg), *end = malloc(maxops * sizeof *end);
+    xs__gstamps t;
+    memset(&t, 0, sizeof t);
+    t.op_ns = calloc(2 * g.nops, sizeof *t.op_ns);
+    t.start_ns = calloc(g.nctas, sizeof *t.start_ns);
+    t.fence_ns = calloc(ns, sizeof *t.fence_ns);
+    t.host_s = calloc(ns, sizeof *t.host_s);
+    const uint64_t g0 = 7000000000000ull; /* the GPU's clock is not the host's */
+#define TICK(x) (32 * (uint64_t)floor((x) / 32e-9))
+    for (unsigned c = 0; c < g.nctas; c++) {
+      size_t w = g.worker[c];
+      op_times(p, bg, w, beg, end);
+      double fin = end[xs_program_op_count(p, w) - 1];
+      assert_true(fabs(fin - bg->workers[w].finish_s) <= 1e-12 * fmax(1, fin));
+      uint64_t skew = 32 * (uint64_t)(c % 3);
+      t.start_ns[c] = g0 + skew;
+      for (uint32_t i = 0; i < g.count[c]; i++) {
+        t.op_ns[2 * (g.first[c] + i)] = g0 + TICK(beg[i]) + skew;
+        t.op_ns[2 * (g.first[c] + i) + 1] = g0 + TICK(end[i]) - skew + 64 * (c == 0);
+      }
+    }
+    for (size_t s = 0; s < ns; s++) {
+      t.fence_ns[s] = g0 + TICK(bg->sends[s].deliver_s) - 64;
+      t.host_s[s] = s % 5 == 3 ? -1 : bg->sends[s].deliver_s;
+    }
+    xs_result *m;
+    assert_int_equal(xs__gplan_result(p, &g, &t, &m, &e), XS_OK);
+    double tol = 200e-9;
+    if (fabs(m->makespan_s - bg->makespan_s) > tol)
+      fail_msg("schedule %d: makespan from stamps %.9g s, burstgap %.9g s", sched,
+               m->makespan_s, bg->makespan_s);
+    for (size_t s = 0; s < ns; s++) {
+      if (fabs(m->sends[s].issue_end_s - bg->sends[s].issue_end_s) > tol ||
+          fabs(m->sends[s].issue_start_s - bg->sends[s].issue_start_s) > tol ||
+          fabs(m->sends[s].deliver_s - bg->sends[s].deliver_s) > tol)
+        fail_msg("schedule %d send %zu: issued %.9g / %.9g, delivered %.9g / %.9g", sched, s,
+                 m->sends[s].issue_end_s, bg->sends[s].issue_end_s, m->sends[s].deliver_s,
+                 bg->sends[s].deliver_s);
+    }
+    for (size_t w = 0; w < xs_program_worker_count(p); w++) {
+      size_t nops = xs_program_op_count(p, w);
+      assert_true(fabs(m->workers[w].finish_s - bg->workers[w].finish_s) < tol);
+      if (fabs(m->workers[w].compute_s - bg->workers[w].compute_s) > tol * (double)nops)
+        fail_msg("schedule %d worker %zu: compute %.9g s from stamps, burstgap %.9g s", sched,
+                 w, m->workers[w].compute_s, bg->workers[w].compute_s);
+    }
+    xs_replay_info info;
+    xs__gplan_info(&g, &t, &info);
+    assert_int_equal(info.ctas, 133);
+    assert_true(fabs(info.start_skew_s - 64e-9) < 1e-12);
+    assert_true(fabs(info.host_minus_fence_median_s - 64e-9) < 40e-9);
+    xs_result_free(m);
+    xs_result_free(bg);
+    free(t.op_ns);
+    free(t.start_ns);
+    free(t.fence_ns);
+    free(t.host_s);
+    free(beg);
+    free(end);
+    xs__gplan_free(&g);
+    xs_program_free(p);
+    xs_profile_free(prof);
+  }
+}
+
+/* Replay on a GPU where there is one; otherwise the reason, and replay
+ * asked of a probe-only CUDA backend is refused. */
+static void test_replay_device(void **st) {
+  (void)st;
+  xs_profile *prof;
+  xs_program *p = moe_program(XS_MOE_INTERLEAVED, &prof);
+  xs_probe_options o;
+  memset(&o, 0, sizeof o);
+  o.cuda_widths = "sms:132";
+  xs_result *r = NULL;
+  xs_error e;
+  assert_int_equal(xs_replay(p, "cuda-tma", &o, &r, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "cuda-host and cuda-p2p"));
+  char why[512];
+  if (!xs_cuda_available(why, sizeof why)) {
+    assert_int_equal(xs_replay(p, "cuda-host", &o, &r, &e),
+                     xs_cuda_built() ? XS_NODEV : XS_NOTBUILT);
+    assert_null(r);
+    printf("skip: %s\n", why);
+    xs_program_free(p);
+    xs_profile_free(prof);
+    skip();
+  }
+  xs_replay_info info;
+  o.info = &info;
+  o.timeout_s = 20;
+  assert_int_equal(xs_replay(p, "cuda-host", &o, &r, &e), XS_OK);
+  printf("cuda-host replay: makespan %.4g s, %zu of %zu tags missing\n", r->makespan_s,
+         info.tags_missing, info.tags_checked);
+  assert_true(r->makespan_s > 0);
+  xs_result_free(r);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_plan),
                                      cmocka_unit_test(test_fake_timing),
-                                     cmocka_unit_test(test_device)};
+                                     cmocka_unit_test(test_replay_plan),
+                                     cmocka_unit_test(test_replay_fake),
+                                     cmocka_unit_test(test_device),
+                                     cmocka_unit_test(test_replay_device)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,10 +78,11 @@ xs_status xs_cuda_probe(const char *mode, const xs_probe_options *o,
                         xs_samples **out, xs_error *err) {
   *out = NULL;
   char why[512];
-  if (strcmp(mode, "cuda-host") && strcmp(mode, "cuda-tma") && strcmp(mode, "cuda-ce"))
+  if (strcmp(mode, "cuda-host") && strcmp(mode, "cuda-tma") && strcmp(mode, "cuda-ce") &&
+      strcmp(mode, "cuda-p2p") && strcmp(mode, "cuda-p2p-tma"))
     return xs__fail(err, XS_NOTBUILT,
-                    "no CUDA probe \"%s\" (cuda-host, cuda-tma, cuda-ce; cuda-p2p "
-                    "is not written yet)",
+                    "no CUDA probe \"%s\" (cuda-host, cuda-tma, cuda-ce, cuda-p2p, "
+                    "cuda-p2p-tma)",
                     mode);
   if (!xs_cuda_built()) {
     xs__cuda_device_count(why, sizeof why);
@@ -98,7 +99,8 @@ xs_status xs_cuda_probe(const char *mode, const xs_probe_options *o,
   if (!s.issue_s || !s.deliver_s) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
   } else if (xs__cuda_probe_run(mode, &p, &s, why, sizeof why) != 0) {
-    st = xs__fail(err, XS_IO, "%s", why);
+    /* one GPU where two are needed is a missing device, not a failure */
+    st = xs__fail(err, strstr(why, "needs two GPUs") ? XS_NODEV : XS_IO, "%s", why);
   } else {
     st = xs__cuda_samples(mode, p.bytes, p.n, warm, s.issue_s, s.deliver_s,
                           o->sizes ? o->sizes : 14, out, err);

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "backend.h"
+#include "cuda_probe.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -40,8 +41,8 @@ int xs_backend_available(const char *name, char *why, size_t size) {
     known |= strcmp(name, backends[i].name) == 0;
   if (!known) {
     snprintf(why, size,
-             "no probe backend \"%s\" is built in (pipe, tcp; the MPI and CUDA "
-             "backends are not written yet)",
+             "no probe backend \"%s\" here (pipe, tcp; mpi under mpirun; "
+             "cuda-host, cuda-tma, cuda-ce, cuda-p2p with CUDA)",
              name);
     return 0;
   }
@@ -74,8 +75,8 @@ static xs_status check_backend(const char *backend, xs_error *err) {
     if (strcmp(backend, backends[i].name) == 0)
       return XS_OK;
   return xs__fail(err, XS_NOTBUILT,
-                  "no probe backend \"%s\" is built in (pipe, tcp; the MPI "
-                  "and CUDA backends are not written yet)",
+                  "no probe backend \"%s\" here (pipe, tcp; mpi under mpirun; "
+                  "cuda-host, cuda-tma, cuda-ce, cuda-p2p with CUDA)",
                   backend);
 }
 
@@ -191,6 +192,8 @@ xs_status xs_replay(const xs_program *p, const char *backend,
                     const xs_probe_options *opt, xs_result **out,
                     xs_error *err) {
   *out = NULL;
+  if (strncmp(backend, "cuda-", 5) == 0)
+    return xs__cuda_replay(p, backend, opt, out, err);
   xs_status st = check_backend(backend, err);
   if (st)
     return st;
