@@ -501,14 +501,17 @@ struct replay_ctx {
   cudaStream_t stream;
 };
 
-/* Launch, hold the CTAs on the start flag until all are resident, raise
- * it; the host's start time in *t0. */
+/* Launch, hold the CTAs on the start flag while they all start spinning,
+ * raise it; the host's start time in *t0. */
 static cudaError_t launch(replay_ctx *c, replay_args *a, unsigned nctas, unsigned threads,
                           double *t0) {
   c->flags_h[0] = 0;
   c->flags_h[1] = 0;
-  replay_kernel<<<nctas, threads + 32, 0, c->stream>>>(*a);
-  cudaError_t e = cudaGetLastError();
+  /* a cooperative launch: all CTAs resident at once, or an error (CTAs
+   * wait on each other's sends, so one left out would hang the rest) */
+  void *args[] = {a};
+  cudaError_t e = cudaLaunchCooperativeKernel((const void *)replay_kernel, dim3(nctas),
+                                              dim3(threads + 32), args, 0, c->stream);
   if (e)
     return e;
   double until = host_now() + 500e-6;
@@ -588,8 +591,13 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
   if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
     return fail(why, size, "cudaSetDeviceFlags", e);
   cudaGetLastError();
-  int per_sm = 0, sms = 0, rc = -1;
+  int per_sm = 0, sms = 0, coop = 0, rc = -1;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0);
+  if (!coop) {
+    snprintf(why, size, "this GPU cannot launch cooperative kernels, which the replay needs");
+    return -1;
+  }
   if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, replay_kernel,
                                                          (int)g->threads + 32, 0)))
     return fail(why, size, "the replay kernel's occupancy", e);
