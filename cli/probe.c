@@ -138,7 +138,8 @@ static int run_probe(const char *cmd, const char *backend, xs_probe_options *o,
   int tty = isatty(2);
   if (tty)
     o->progress = progress_bar;
-  xs_status st = xs_probe(backend, o, s, &e);
+  xs_status st = strncmp(backend, "cuda-", 5) == 0 ? xs_cuda_probe(backend, o, s, &e)
+                                                   : xs_probe(backend, o, s, &e);
   if (tty)
     fprintf(stderr, "\n");
   if (st)
@@ -221,11 +222,9 @@ int cmd_probe(int argc, char **argv) {
   const char *backend = argv[optind];
   if (strncmp(backend, "cuda-", 5) == 0) {
     xs_samples *s;
-    xs_error e;
-    o.cancel = &cancelled;
-    catch_sigint();
-    if (xs_cuda_probe(backend, &o, &s, &e))
-      return cli_error("probe", &e);
+    int rc = run_probe("probe", backend, &o, &s);
+    if (rc)
+      return rc;
     char h[256];
     snprintf(h, sizeof h, "xstage %s probe %s (GPU timers for issue, host round trips for delivery)",
              XSTAGE_VERSION, backend);
@@ -563,15 +562,7 @@ int cmd_replay(int argc, char **argv) {
     }
   } else {
     xs_samples *s;
-    if (cuda) {
-      /* the channel's parameters first: the probe of the same path */
-      catch_sigint();
-      o.cancel = &cancelled;
-      if (xs_cuda_probe(backend, &o, &s, &e)) {
-        xs_program_free(prog);
-        return cli_error("replay", &e);
-      }
-    } else if ((rc = run_probe("replay", backend, &o, &s))) {
+    if ((rc = run_probe("replay", backend, &o, &s))) {
       xs_program_free(prog);
       return rc;
     }
