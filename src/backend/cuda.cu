@@ -161,7 +161,7 @@ static int open_peer(char **buf, size_t bytes, char *why, size_t size) {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n < 2) {
     snprintf(why, size, "cuda-p2p needs two GPUs with peer access; this machine has %d", n);
-    return -1;
+    return XS__CUDA_NODEV;
   }
   cudaDeviceCanAccessPeer(&ok01, 0, 1);
   cudaDeviceCanAccessPeer(&ok10, 1, 0);
@@ -214,8 +214,9 @@ extern "C" int xs__cuda_probe_run(const char *mode, const xs__cuda_plan *plan,
     return fail(why, size, "cudaSetDeviceFlags", e);
   size_t maxb = (size_t)plan->max_bytes;
   char *peer_buf = NULL;
-  if ((p2p || p2p_tma) && open_peer(&peer_buf, maxb, why, size))
-    return -1;
+  int peer_rc = p2p || p2p_tma ? open_peer(&peer_buf, maxb, why, size) : 0;
+  if (peer_rc)
+    return peer_rc;
   unsigned *flags_h = NULL, *flags_d = NULL;
   char *host_buf = NULL, *host_d = NULL, *dev_buf = NULL;
   unsigned long long *stamps_h = NULL, *stamps_d = NULL;
@@ -501,6 +502,13 @@ struct replay_ctx {
   cudaStream_t stream;
 };
 
+static replay_args args_of(const replay_ctx *c, double iters_per_ns) {
+  return replay_args{c->ops,      c->first,      c->count,      c->parts,
+                     c->ring_d,   c->op_ns,      c->start_ns,   c->fence_ns,
+                     c->parts_done, c->dev_flag, c->hflag_d,    c->flags_d,
+                     c->flags_d + 1, iters_per_ns, c->sink};
+}
+
 /* Launch, hold the CTAs on the start flag while they all start spinning,
  * raise it; the host's start time in *t0. */
 static cudaError_t launch(replay_ctx *c, replay_args *a, unsigned nctas, unsigned threads,
@@ -531,7 +539,7 @@ static int finish(replay_ctx *c, double deadline, char *why, size_t size) {
     ((volatile unsigned *)c->flags_h)[1] = 1;
     cudaStreamSynchronize(c->stream);
     snprintf(why, size, "the kernel did not finish within the timeout");
-    return -1;
+    return XS__CUDA_TIMEOUT;
   }
   if (e)
     return fail(why, size, "running the replay kernel", e);
@@ -556,14 +564,13 @@ static int calibrate(replay_ctx *c, const xs__gplan *g, double *per_ns, char *wh
         (e = cudaMemcpy(c->first, first.data(), g->nctas * 4, cudaMemcpyHostToDevice)) ||
         (e = cudaMemcpy(c->count, count.data(), g->nctas * 4, cudaMemcpyHostToDevice)))
       return fail(why, size, "copying the calibration", e);
-    replay_args a = {c->ops, c->first, c->count, c->parts, c->ring_d, c->op_ns, c->start_ns,
-                     c->fence_ns, c->parts_done, c->dev_flag, c->hflag_d, c->flags_d,
-                     c->flags_d + 1, 1.0, c->sink};
+    replay_args a = args_of(c, 1.0);
     double t0;
     if ((e = launch(c, &a, g->nctas, g->threads, &t0)))
       return fail(why, size, "launching the calibration kernel", e);
-    if (finish(c, t0 + 10, why, size))
-      return -1;
+    int f = finish(c, t0 + 10, why, size);
+    if (f)
+      return f;
     if ((e = cudaMemcpy(ns.data(), c->op_ns, 2 * g->nctas * 8, cudaMemcpyDeviceToHost)))
       return fail(why, size, "reading the calibration", e);
     std::vector<double> d(g->nctas);
@@ -591,7 +598,7 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
   if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
     return fail(why, size, "cudaSetDeviceFlags", e);
   cudaGetLastError();
-  int per_sm = 0, sms = 0, coop = 0, rc = -1;
+  int per_sm = 0, sms = 0, coop = 0, rc = XS__CUDA_FAILED;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0);
   if (!coop) {
@@ -618,8 +625,9 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
   for (unsigned k = 0; k < g->nctas; k++)
     for (uint32_t i = 0; i < g->count[k]; i++)
       cta_of[g->first[k] + i] = k;
-  if (c.p2p && open_peer(&c.peer, ring_b, why, size))
-    return -1;
+  int peer_rc = c.p2p ? open_peer(&c.peer, ring_b, why, size) : 0;
+  if (peer_rc)
+    return peer_rc;
   if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) ||
       (e = cudaHostAlloc((void **)&c.flags_h, 4 * sizeof(unsigned), cudaHostAllocMapped)) ||
       (e = cudaHostGetDevicePointer((void **)&c.flags_d, c.flags_h, 0)) ||
@@ -653,8 +661,9 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
     out->tick_s = tick == ~0ull ? 0 : 1e-9 * (double)tick;
   }
   out->one_way_s = one_way(&c.flags_h[2], &c.flags_h[3], &c.flags_d[2], &c.flags_d[3]);
-  if (calibrate(&c, g, &out->fma_per_ns, why, size))
+  if ((rc = calibrate(&c, g, &out->fma_per_ns, why, size)))
     goto done;
+  rc = XS__CUDA_FAILED;
   if ((e = cudaMemcpy(c.ops, g->ops, g->nops * sizeof(xs__gop), cudaMemcpyHostToDevice)) ||
       (e = cudaMemcpy(c.first, g->first, g->nctas * 4, cudaMemcpyHostToDevice)) ||
       (e = cudaMemcpy(c.count, g->count, g->nctas * 4, cudaMemcpyHostToDevice)) ||
@@ -668,9 +677,7 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
   }
   memset(c.hflag_h, 0, ns * sizeof(unsigned));
   {
-    replay_args a = {c.ops, c.first, c.count, c.parts, c.ring_d, c.op_ns, c.start_ns,
-                     c.fence_ns, c.parts_done, c.dev_flag, c.hflag_d, c.flags_d,
-                     c.flags_d + 1, out->fma_per_ns, c.sink};
+    replay_args a = args_of(&c, out->fma_per_ns);
     double t0;
     if ((e = launch(&c, &a, g->nctas, g->threads, &t0))) {
       fail(why, size, "launching the replay kernel", e);
@@ -712,13 +719,15 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
       }
       pending.resize(keep);
     }
-    if (finish(&c, deadline, why, size))
+    if ((rc = finish(&c, deadline, why, size)))
       goto done;
     if (!pending.empty()) {
       snprintf(why, size, "%zu sends were never seen delivered within the timeout",
                pending.size());
+      rc = XS__CUDA_TIMEOUT;
       goto done;
     }
+    rc = XS__CUDA_FAILED;
   }
   if ((e = cudaMemcpy(out->op_ns, c.op_ns, 2 * g->nops * 8, cudaMemcpyDeviceToHost)) ||
       (e = cudaMemcpy(out->start_ns, c.start_ns, g->nctas * 8, cudaMemcpyDeviceToHost)) ||

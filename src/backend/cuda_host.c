@@ -96,11 +96,12 @@ xs_status xs_cuda_probe(const char *mode, const xs_probe_options *o,
   if (st)
     return st;
   xs__cuda_stamps s = {malloc(p.n * sizeof(double)), malloc(p.n * sizeof(double)), 0};
+  int rc;
   if (!s.issue_s || !s.deliver_s) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
-  } else if (xs__cuda_probe_run(mode, &p, &s, why, sizeof why) != 0) {
+  } else if ((rc = xs__cuda_probe_run(mode, &p, &s, why, sizeof why)) != 0) {
     /* one GPU where two are needed is a missing device, not a failure */
-    st = xs__fail(err, strstr(why, "needs two GPUs") ? XS_NODEV : XS_IO, "%s", why);
+    st = xs__fail(err, rc == XS__CUDA_NODEV ? XS_NODEV : XS_IO, "%s", why);
   } else {
     st = xs__cuda_samples(mode, p.bytes, p.n, warm, s.issue_s, s.deliver_s,
                           o->sizes ? o->sizes : 14, out, err);

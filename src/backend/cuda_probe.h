@@ -23,9 +23,16 @@ typedef struct xs__cuda_stamps {
   double one_way_s;            /* host <-> device flag, half a round trip */
 } xs__cuda_stamps;
 
+/* What the run functions below return when they fail, the reason in why:
+ * a device they need is missing, the kernel ran past the timeout, or any
+ * other failure. */
+#define XS__CUDA_FAILED (-1)
+#define XS__CUDA_NODEV (-2)
+#define XS__CUDA_TIMEOUT (-3)
+
 /* Number of CUDA devices, or 0 with the reason in why. */
 int xs__cuda_device_count(char *why, size_t size);
-/* Run the bursts of plan; 0, or -1 with the reason in why. */
+/* Run the bursts of plan; 0, or an XS__CUDA_ code. */
 int xs__cuda_probe_run(const char *mode, const xs__cuda_plan *plan,
                        xs__cuda_stamps *out, char *why, size_t size);
 
@@ -81,7 +88,7 @@ xs_status xs__cuda_replay(const xs_program *p, const char *channel,
                           const xs_probe_options *o, xs_result **out,
                           xs_error *err);
 /* Run the plan on "cuda-host" or "cuda-p2p"; stamps allocated by the
- * caller to the plan's sizes. 0, or -1 with the reason in why. */
+ * caller to the plan's sizes. 0, or an XS__CUDA_ code. */
 int xs__cuda_replay_run(const char *channel, const xs__gplan *plan,
                         xs__gstamps *out, char *why, size_t size);
 

@@ -164,6 +164,14 @@ xs_status xs__gplan_build(const xs_program *p, const char *widths, unsigned thre
   return XS_OK;
 }
 
+/* GPU ns when the first CTA saw the start flag: time 0 of the result */
+static uint64_t first_start(const xs__gplan *g, const xs__gstamps *t) {
+  uint64_t g0 = UINT64_MAX;
+  for (unsigned c = 0; c < g->nctas; c++)
+    g0 = t->start_ns[c] < g0 ? t->start_ns[c] : g0;
+  return g0;
+}
+
 /* The measured result: per program op, the earliest start and the latest
  * end over its worker's CTAs, from the first CTA to see the start flag. */
 xs_status xs__gplan_result(const xs_program *p, const xs__gplan *g,
@@ -189,9 +197,7 @@ xs_status xs__gplan_result(const xs_program *p, const xs__gplan *g,
   r->nworkers = p->nworkers;
   r->nsends = p->nsends;
   r->nchannels = 1;
-  uint64_t g0 = UINT64_MAX;
-  for (unsigned c = 0; c < g->nctas; c++)
-    g0 = t->start_ns[c] < g0 ? t->start_ns[c] : g0;
+  uint64_t g0 = first_start(g, t);
   double last = 0;
   unsigned c = 0;
   for (size_t w = 0; w < p->nworkers; w++) {
@@ -255,11 +261,9 @@ void xs__gplan_info(const xs__gplan *g, const xs__gstamps *t, xs_replay_info *in
   info->one_way_s = t->one_way_s;
   info->tags_checked = t->tags_checked;
   info->tags_missing = t->tags_missing;
-  uint64_t g0 = UINT64_MAX, g1 = 0;
-  for (unsigned c = 0; c < g->nctas; c++) {
-    g0 = t->start_ns[c] < g0 ? t->start_ns[c] : g0;
+  uint64_t g0 = first_start(g, t), g1 = 0;
+  for (unsigned c = 0; c < g->nctas; c++)
     g1 = t->start_ns[c] > g1 ? t->start_ns[c] : g1;
-  }
   info->start_skew_s = g->nctas ? 1e-9 * (double)(g1 - g0) : 0;
   double *d = malloc((g->nsends + 1) * sizeof *d);
   size_t n = 0;
@@ -295,15 +299,15 @@ xs_status xs__cuda_replay(const xs_program *p, const char *channel,
   }
   xs__gstamps t;
   memset(&t, 0, sizeof t);
+  int rc;
   t.op_ns = malloc(2 * (g.nops + 1) * sizeof *t.op_ns);
   t.start_ns = malloc((g.nctas + 1) * sizeof *t.start_ns);
   t.fence_ns = malloc((g.nsends + 1) * sizeof *t.fence_ns);
   t.host_s = malloc((g.nsends + 1) * sizeof *t.host_s);
   if (!t.op_ns || !t.start_ns || !t.fence_ns || !t.host_s)
     st = xs__fail(err, XS_NOMEM, "out of memory");
-  else if (xs__cuda_replay_run(channel, &g, &t, why, sizeof why))
-    st = xs__fail(err, strstr(why, "timeout") ? XS_TIMEOUT
-                       : strstr(why, "needs two GPUs") ? XS_NODEV : XS_IO,
+  else if ((rc = xs__cuda_replay_run(channel, &g, &t, why, sizeof why)))
+    st = xs__fail(err, rc == XS__CUDA_TIMEOUT ? XS_TIMEOUT : rc == XS__CUDA_NODEV ? XS_NODEV : XS_IO,
                   "replay on %s: %s", channel, why);
   else if (!(st = xs__gplan_result(p, &g, &t, out, err)) && o->info)
     xs__gplan_info(&g, &t, o->info);
