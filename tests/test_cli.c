@@ -297,6 +297,10 @@ static void test_measuring(void **s) {
   expect_rc("replay --program examples/two-bursts.json --channel pipe:speed=9", 2, "unknown option");
   expect_rc("replay --program examples/two-bursts.json --channel nope", 2, "no probe backend \"nope\"");
   expect_rc("replay --program examples/hol.json --channel cuda-tma", 2, "probes only");
+  /* the profiles' sources say to run this: it reaches the CUDA probe */
+  char why[512];
+  if (!xs_cuda_available(why, sizeof why))
+    expect_rc("calibrate cuda-host", 2, xs_cuda_built() ? "no CUDA device" : "rebuild");
   expect_rc("replay --program examples/two-bursts.json --channel pipe:width=sm0:2", 2,
             "for the CUDA channels");
   expect_rc("replay --program examples/hol.json --channel cuda-host:threads=48", 2,
