@@ -8,7 +8,8 @@
  * active senders on a channel get the same rate (x = min(r_w, R_inj/n), or
  * R_drain/n under backpressure), so, as in a processor-sharing queue, each
  * channel keeps V(t), the bytes served per active sender, and a min-heap of
- * the senders' finishing marks V_start + B: a rate change costs O(log n).
+ * the senders' finishing marks V_start + B (4-ary): a rate change costs
+ * O(log n).
  * S(t) integrates (1 - r/x) over throttled time, so a send's stall is
  * S_end - S_start. The workers' ops run in the worker machine (workers.c);
  * this file is the channels. Next-event times sit in two indexed heaps (keys
@@ -25,10 +26,8 @@
 
 enum { EV_FINISH = 1, EV_FULL = 2, EV_EMPTY = 4 };
 
-typedef struct {
-  double key; /* V at which the sender's last byte is admitted */
-  uint32_t w;
-} mark;
+/* a sender's mark: key = V at which its last byte is admitted, id = worker */
+typedef xs__hnode mark;
 
 typedef struct {
   double t, q, V, S; /* state at time t */
@@ -55,43 +54,44 @@ typedef struct {
 
 static inline double dmin(double a, double b) { return b < a ? b : a; }
 
-/* ---- per-channel sender heap keyed by (mark, worker) ---- */
-
-static int mless(const mark *a, const mark *b) {
-  return a->key < b->key || (a->key == b->key && a->w < b->w);
-}
+/* ---- per-channel sender heap keyed by (mark, worker): 4-ary like the
+ * indexed heaps, not indexed; slots [n, n+3] always hold sentinels ---- */
 
 static int mpush(chan_state *c, mark m) {
-  if (xs__grow(&c->heap, &c->cap, c->n + 1, sizeof *c->heap))
+  if (xs__grow(&c->heap, &c->cap, c->n + 5, sizeof *c->heap))
     return -1;
   size_t i = c->n++;
-  c->heap[i] = m;
-  while (i > 0 && mless(&c->heap[i], &c->heap[(i - 1) / 2])) {
-    mark t = c->heap[i];
-    c->heap[i] = c->heap[(i - 1) / 2];
-    c->heap[(i - 1) / 2] = t;
-    i = (i - 1) / 2;
+  for (size_t k = c->n; k < c->n + 4; k++)
+    c->heap[k] = XS__HSENTINEL;
+  while (i > 0) {
+    size_t up = (i - 1) / 4;
+    if (!xs__hbefore(&m, &c->heap[up]))
+      break;
+    c->heap[i] = c->heap[up];
+    i = up;
   }
+  c->heap[i] = m;
   return 0;
 }
 
 static mark mpop(chan_state *c) {
   mark top = c->heap[0];
-  c->heap[0] = c->heap[--c->n];
+  mark last = c->heap[--c->n];
+  c->heap[c->n] = XS__HSENTINEL;
+  if (c->n == 0)
+    return top;
   size_t i = 0;
   for (;;) {
-    size_t l = 2 * i + 1, m = i;
-    if (l < c->n && mless(&c->heap[l], &c->heap[m]))
-      m = l;
-    if (l + 1 < c->n && mless(&c->heap[l + 1], &c->heap[m]))
-      m = l + 1;
-    if (m == i)
+    size_t k = 4 * i + 1;
+    if (k >= c->n)
       break;
-    mark t = c->heap[i];
+    size_t m = xs__hleast4(c->heap, k);
+    if (!xs__hbefore(&c->heap[m], &last))
+      break;
     c->heap[i] = c->heap[m];
-    c->heap[m] = t;
     i = m;
   }
+  c->heap[i] = last;
   return top;
 }
 
@@ -246,7 +246,7 @@ static xs_status channel_event(fluid *f, size_t c, double now,
         return xs__fail(err, XS_NOMEM, "out of memory");
       memcpy(fin, stackbuf, sizeof stackbuf);
     }
-    fin[nfin++] = mpop(s).w;
+    fin[nfin++] = mpop(s).id;
   }
   /* every finisher's last byte is in now, behind the same backlog */
   double d = now + s->q / k->drain_Bps + k->latency_s;

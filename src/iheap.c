@@ -9,21 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Without branches: which child is smallest is a coin toss to a branch
- * predictor, and the sift loops are most of an evaluation's time. */
-static inline size_t before(const xs__hnode *a, const xs__hnode *b) {
-  return (size_t)((a->key < b->key) | ((a->key == b->key) & (a->id < b->id)));
-}
-
-/* The smallest of the four children from c on, by a two-round tournament;
- * the slots past the last entity hold sentinels that lose every match. */
-static inline size_t least4(const xs__hnode *v, size_t c) {
-  size_t a = c + before(&v[c + 1], &v[c]);
-  size_t b = c + 2 + before(&v[c + 3], &v[c + 2]);
-  size_t bw = before(&v[b], &v[a]);
-  return a + (b - a) * bw;
-}
-
 int xs__iheap_init(xs__iheap *h, size_t n) {
   /* n slots, then 4 sentinels: a parent's four children are always there */
   h->node = malloc((n + 4) * sizeof *h->node);
@@ -31,12 +16,10 @@ int xs__iheap_init(xs__iheap *h, size_t n) {
   h->n = n;
   if (!h->node || !h->pos)
     return -1;
-  for (size_t e = 0; e < n + 4; e++) {
-    h->node[e].key = INFINITY; /* slot 0 of an empty heap: its top */
-    h->node[e].id = e < n ? (uint32_t)e : UINT32_MAX;
-    if (e < n)
-      h->pos[e] = (uint32_t)e;
-  }
+  for (size_t e = 0; e < n + 4; e++) /* slot 0 of an empty heap: its top */
+    h->node[e] = e < n ? (xs__hnode){INFINITY, (uint32_t)e} : XS__HSENTINEL;
+  for (size_t e = 0; e < n; e++)
+    h->pos[e] = (uint32_t)e;
   return 0;
 }
 
@@ -55,7 +38,7 @@ void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
   if (t < h->node[i].key) {
     while (i > 0) {
       size_t up = (i - 1) / 4;
-      if (!before(&n, &h->node[up]))
+      if (!xs__hbefore(&n, &h->node[up]))
         break;
       h->node[i] = h->node[up];
       h->pos[h->node[i].id] = (uint32_t)i;
@@ -66,8 +49,8 @@ void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
       size_t c = 4 * i + 1;
       if (c >= h->n)
         break;
-      size_t m = least4(h->node, c);
-      if (!before(&h->node[m], &n))
+      size_t m = xs__hleast4(h->node, c);
+      if (!xs__hbefore(&h->node[m], &n))
         break;
       h->node[i] = h->node[m];
       h->pos[h->node[i].id] = (uint32_t)i;

@@ -8,6 +8,7 @@
 
 #include "xstage.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -123,6 +124,21 @@ typedef struct xs__hnode {
   double key;
   uint32_t id;
 } xs__hnode;
+/* An entry that loses every comparison: 4-ary heaps keep four of them past
+ * their last slot, so a parent's four children can be read unchecked. */
+#define XS__HSENTINEL ((xs__hnode){INFINITY, UINT32_MAX})
+/* (a->key, a->id) < (b->key, b->id), without branches: which child is the
+ * smallest is a coin toss to a branch predictor, and the sift loops are
+ * most of an event-driven evaluation's time. */
+static inline size_t xs__hbefore(const xs__hnode *a, const xs__hnode *b) {
+  return (size_t)((a->key < b->key) | ((a->key == b->key) & (a->id < b->id)));
+}
+/* The smallest of v[c..c+3], by a two-round tournament */
+static inline size_t xs__hleast4(const xs__hnode *v, size_t c) {
+  size_t a = c + xs__hbefore(&v[c + 1], &v[c]);
+  size_t b = c + 2 + xs__hbefore(&v[c + 3], &v[c + 2]);
+  return a + (b - a) * xs__hbefore(&v[b], &v[a]);
+}
 typedef struct xs__iheap {
   xs__hnode *node;
   uint32_t *pos;

@@ -278,12 +278,12 @@ static void test_closed_vs_event(void **state) {
   }
 }
 
-static void test_event_vs_naive(void **state) {
-  (void)state;
-  for (uint64_t seed = 1000; seed < 1300; seed++) {
+/* seeds [from, to), workers 1 + [lo, hi) */
+static void event_vs_naive(uint64_t from, uint64_t to, int lo, int hi) {
+  for (uint64_t seed = from; seed < to; seed++) {
     rng g = {seed};
     int nch = 1 + rng_int(&g, 2);
-    int nw = 1 + rng_int(&g, 6);
+    int nw = 1 + lo + rng_int(&g, hi - lo);
     xs_profile *prof = random_profile(&g, nch, 0);
     xs_program *p = random_program(&g, nw, nch, 3);
     size_t ns = xs_program_send_count(p);
@@ -308,6 +308,18 @@ static void test_event_vs_naive(void **state) {
     xs_program_free(p);
     xs_profile_free(prof);
   }
+}
+
+static void test_event_vs_naive(void **state) {
+  (void)state;
+  event_vs_naive(1000, 1300, 0, 6);
+}
+
+/* enough workers that the 4-ary heaps of workers and of one channel's
+ * senders are several levels deep */
+static void test_event_vs_naive_many(void **state) {
+  (void)state;
+  event_vs_naive(3000, 3040, 16, 64);
 }
 
 /* n identical workers on one channel = one worker with n times the bytes and
@@ -528,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_hand_two_workers),
       cmocka_unit_test(test_closed_vs_event),
       cmocka_unit_test(test_event_vs_naive),
+      cmocka_unit_test(test_event_vs_naive_many),
       cmocka_unit_test(test_symmetry),
       cmocka_unit_test(test_invariants),
       cmocka_unit_test(test_limits),
