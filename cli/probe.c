@@ -82,9 +82,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
     snprintf(widths + len, sizeof widths - len, "%s%s", len ? " " : "", val);
     o->cuda_widths = widths;
   } else if (!strcmp(name, "threads")) {
+    /* a count here; the library checks the rest (xs_replay_check) */
     long v = strtol(val, &end, 10);
-    if (*end || v < 32 || v > 992 || v % 32)
-      return cli_usage_error(cmd, "threads: expected a multiple of 32 from 32 to 992, got \"%s\"", val);
+    if (*end || end == val || v < 1 || v > 65536)
+      return cli_usage_error(cmd, "threads: expected a count of threads per CTA, got \"%s\"", val);
     o->cuda_threads = (unsigned)v;
   } else if (!strcmp(name, "timeout")) {
     if (xs_parse_time(val, &o->timeout_s, &e) || !(o->timeout_s > 0))
@@ -536,22 +537,13 @@ int cmd_replay(int argc, char **argv) {
   int cuda = strncmp(backend, "cuda-", 5) == 0;
   if (rc || (!cuda && (rc = check_backend("replay", backend))))
     return rc;
-  if (cuda && strcmp(backend, "cuda-host") && strcmp(backend, "cuda-p2p")) {
-    fprintf(stderr, "xstage replay: --channel %s: replay runs on cuda-host and cuda-p2p "
-                    "(the other CUDA backends are probes only)\n", backend);
-    return EXIT_INPUT;
-  }
-  if (!cuda && o.cuda_widths) {
-    fprintf(stderr, "xstage replay: --channel %s: width= is for the CUDA channels\n", backend);
-    return EXIT_INPUT;
-  }
   xs_error e;
   xs_program *prog;
   if (xs_program_load(program, &prog, &e))
     return cli_error("replay", &e);
-  if (!cuda && xs_program_worker_count(prog) != 1) {
-    fprintf(stderr, "xstage replay: %s: replay runs one-worker programs (this one has %zu)\n",
-            program, xs_program_worker_count(prog));
+  /* refuse bad options now, not after a calibration of seconds */
+  if (xs_replay_check(prog, backend, &o, &e)) {
+    fprintf(stderr, "xstage replay: %s on --channel %s: %s\n", program, chan, e.message);
     xs_program_free(prog);
     return EXIT_INPUT;
   }

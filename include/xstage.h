@@ -637,6 +637,14 @@ xs_profile *xs_fit_profile(const xs_fit *fit, const char *name,
 xs_status xs_replay(const xs_program *program, const char *backend,
                     const xs_probe_options *options, xs_result **out,
                     xs_error *err);
+/* Whether xs_replay would take this program and these options on this
+ * backend, without touching a channel or a device: the backend replays
+ * (cuda-tma and cuda-ce are probes only), pipe and tcp get one worker and
+ * no width= or threads=, the CUDA widths name workers and fit the grid,
+ * threads is a multiple of 32, no compute outlasts half the timeout. So a
+ * caller can refuse bad options before a calibration that takes seconds. */
+xs_status xs_replay_check(const xs_program *program, const char *backend,
+                          const xs_probe_options *options, xs_error *err);
 
 /* ---- MPI (docs/mpi.md): probes between ranks, sweeps spread over them.
  * In a build without MPI these return XS_NOTBUILT and say how to rebuild. */

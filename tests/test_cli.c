@@ -296,7 +296,7 @@ static void test_measuring(void **s) {
   expect_rc("replay --program examples/hol.json --channel pipe", 2, "one-worker");
   expect_rc("replay --program examples/two-bursts.json --channel pipe:speed=9", 2, "unknown option");
   expect_rc("replay --program examples/two-bursts.json --channel nope", 2, "no probe backend \"nope\"");
-  expect_rc("replay --program examples/hol.json --channel cuda-tma", 2, "probes only");
+  expect_rc("replay --program examples/hol.json --channel cuda-tma", 2, "a probe only");
   /* the profiles' sources say to run this: it reaches the CUDA probe */
   char why[512];
   if (!xs_cuda_available(why, sizeof why))
@@ -307,6 +307,13 @@ static void test_measuring(void **s) {
             "multiple of 32");
   expect_rc("replay --program examples/hol.json --channel cuda-host:width=nobody:2 "
             "--profile h100-pcie5-host", 2, "no worker \"nobody\"");
+  /* refused before the calibration, which would need a device */
+  expect_rc("replay --program examples/hol.json --channel cuda-host:width=nobody:2", 2,
+            "no worker \"nobody\"");
+  expect_rc("replay --program examples/hol.json --channel cuda-host:threads=2048", 2,
+            "multiple of 32 up to 992");
+  expect_rc("replay --program examples/two-bursts.json --channel tcp:threads=64", 2,
+            "for the CUDA channels");
   expect_rc("plan megamoe --preset glm --profile h200-nvlink --schedule fifo", 2, "--schedule");
   expect_rc("plan megamoe --preset glm --profile h100-pcie5-host --compute examples/hol.json", 2,
             "hol.json");

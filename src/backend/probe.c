@@ -188,19 +188,43 @@ done:
 
 /* ---- replay ---- */
 
+xs_status xs_replay_check(const xs_program *p, const char *backend,
+                          const xs_probe_options *opt, xs_error *err) {
+  if (!p->finished)
+    return xs__fail(err, XS_INVALID, "the program is not finished");
+  if (strncmp(backend, "cuda-", 5) == 0) {
+    if (strcmp(backend, "cuda-host") && strcmp(backend, "cuda-p2p"))
+      return xs__fail(err, XS_INVALID,
+                      "replay runs on cuda-host and cuda-p2p (\"%s\" is a probe only)",
+                      backend);
+    xs__gplan g; /* everything the launch needs but a device */
+    xs_status st = xs__gplan_build(p, opt->cuda_widths, opt->cuda_threads, opt->timeout_s, &g, err);
+    if (!st)
+      xs__gplan_free(&g);
+    return st;
+  }
+  xs_status st = check_backend(backend, err);
+  if (st)
+    return st;
+  if (opt->cuda_widths || opt->cuda_threads)
+    return xs__fail(err, XS_INVALID, "width= and threads= are for the CUDA channels, not %s",
+                    backend);
+  if (p->nworkers != 1)
+    return xs__fail(err, XS_INVALID,
+                    "replay runs one-worker programs on %s (this one has %zu workers)",
+                    backend, p->nworkers);
+  return XS_OK;
+}
+
 xs_status xs_replay(const xs_program *p, const char *backend,
                     const xs_probe_options *opt, xs_result **out,
                     xs_error *err) {
   *out = NULL;
   if (strncmp(backend, "cuda-", 5) == 0)
     return xs__cuda_replay(p, backend, opt, out, err);
-  xs_status st = check_backend(backend, err);
+  xs_status st = xs_replay_check(p, backend, opt, err);
   if (st)
     return st;
-  if (p->nworkers != 1 || !p->finished)
-    return xs__fail(err, XS_INVALID,
-                    "replay runs one-worker programs (this one has %zu workers)",
-                    p->nworkers);
   int is_pipe = strcmp(backend, "pipe") == 0;
   double cap = opt->capacity_B > 0 ? opt->capacity_B : is_pipe ? 1048576 : 262144;
   double timeout = opt->timeout_s > 0 ? opt->timeout_s : 30;
