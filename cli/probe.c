@@ -52,8 +52,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
   xs_error e;
   char *end;
   if (!strcmp(name, "capacity")) {
-    if (xs_parse_size(val, &o->capacity_B, &e) || o->capacity_B < 4096)
-      return cli_usage_error(cmd, "--capacity: %s", o->capacity_B < 4096 && !e.message[0] ? "at least 4KiB" : e.message);
+    if (xs_parse_size(val, &o->capacity_B, &e))
+      return cli_usage_error(cmd, "--capacity: %s", e.message);
+    if (o->capacity_B < 4096)
+      return cli_usage_error(cmd, "--capacity: at least 4KiB, got \"%s\"", val);
   } else if (!strcmp(name, "drain-rate") || !strcmp(name, "drain")) {
     if (!strcmp(val, "max"))
       o->drain_Bps = 0;
@@ -88,8 +90,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
       return cli_usage_error(cmd, "threads: expected a count of threads per CTA, got \"%s\"", val);
     o->cuda_threads = (unsigned)v;
   } else if (!strcmp(name, "timeout")) {
-    if (xs_parse_time(val, &o->timeout_s, &e) || !(o->timeout_s > 0))
+    if (xs_parse_time(val, &o->timeout_s, &e))
       return cli_usage_error(cmd, "--timeout: %s", e.message);
+    if (!(o->timeout_s > 0))
+      return cli_usage_error(cmd, "--timeout: must be more than 0, got \"%s\"", val);
   } else {
     return cli_usage_error(cmd, "unknown option \"%s\"", name);
   }

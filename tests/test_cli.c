@@ -314,6 +314,8 @@ static void test_measuring(void **s) {
             "multiple of 32 up to 992");
   expect_rc("replay --program examples/two-bursts.json --channel tcp:threads=64", 2,
             "for the CUDA channels");
+  expect_rc("probe pipe --timeout 0", 2, "must be more than 0");
+  expect_rc("probe pipe --capacity 1000", 2, "at least 4KiB");
   expect_rc("plan megamoe --preset glm --profile h200-nvlink --schedule fifo", 2, "--schedule");
   expect_rc("plan megamoe --preset glm --profile h100-pcie5-host --compute examples/hol.json", 2,
             "hol.json");
