@@ -265,9 +265,11 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
  * takes the sum of its tiles' times / S, since the SMs of a persistent
  * kernel pick up the next tile when they finish one; a partial (last) wave
  * takes at least its longest tile. */
+/* ids: name the dispatch sends ("dispatch0", ...) for programs that leave
+ * the library; the plan's own search skips the names */
 static xs_status build_program(const workload *wl, xs_moe_schedule sched,
                                const xs_moe_pattern *pat, const char *name,
-                               xs__moe_audit *audit, xs_program **out,
+                               int ids, xs__moe_audit *audit, xs_program **out,
                                xs_error *err) {
   xs_program *p = xs_program_new(name);
   if (!p)
@@ -291,11 +293,11 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
       audit->flops = (l1 + l2) * wl->flops_per_sm;
     double w1 = fmax(l1 / (double)S, wl->blocks[0].l1_tile_s);
     double w2 = fmax(l2 / (double)S, wl->blocks[0].l2_tile_s);
-    if ((st = xs_program_send(p, sms, disp, NULL, "dispatch", NULL, err)) ||
+    if ((st = xs_program_send(p, sms, disp, NULL, ids ? "dispatch" : NULL, NULL, err)) ||
         (st = xs_program_fence(p, sms, err)) ||
         (st = xs_program_compute(p, sms, w1, err)) ||
         (st = xs_program_compute(p, sms, w2, err)) ||
-        (st = xs_program_send(p, sms, comb, NULL, "combine", NULL, err)) ||
+        (st = xs_program_send(p, sms, comb, NULL, ids ? "combine" : NULL, NULL, err)) ||
         (st = xs_program_fence(p, sms, err)))
       goto fail;
     goto finish;
@@ -317,8 +319,9 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
     for (size_t b = k * per_chunk; b < nb && b < (k + 1) * per_chunk; b++)
       bytes += wl->blocks[b].dispatch_B;
     char id[32];
-    snprintf(id, sizeof id, "dispatch%zu", k);
-    if ((st = xs_program_send(p, dw, bytes, NULL, id, &chunk_send[k], err))) {
+    if (ids)
+      snprintf(id, sizeof id, "dispatch%zu", k);
+    if ((st = xs_program_send(p, dw, bytes, NULL, ids ? id : NULL, &chunk_send[k], err))) {
       free(chunk_send);
       goto fail;
     }
@@ -456,7 +459,7 @@ xs_status xs_moe_program(const xs_moe_config *c, const xs_profile *prof,
   char name[160];
   snprintf(name, sizeof name, "%s T=%g EP=%g %s", c->name, c->tokens, c->ep,
            names[sched]);
-  st = build_program(&wl, sched, pat, name, NULL, out, err);
+  st = build_program(&wl, sched, pat, name, 1, NULL, out, err);
   free(wl.blocks);
   return st;
 }
@@ -483,21 +486,18 @@ static xs_moe_pattern candidate(const workload *wl, size_t k) {
   return p;
 }
 
-static xs_status eval3(const xs_program *p, const xs_profile *prof,
-                       double out[3], xs_result **keep, xs_error *err) {
+/* Makespans of p under blocking and ideal (burstgap is known already) */
+static xs_status eval_others(const xs_program *p, const xs_profile *prof,
+                             double out[3], xs_result **spare, xs_error *err) {
   static const xs_model models[3] = {XS_MODEL_BURSTGAP, XS_MODEL_BLOCKING,
                                      XS_MODEL_IDEAL};
   xs_eval_options o = {0, 1, NULL, NULL};
-  for (int m = 0; m < 3; m++) {
-    xs_result *r;
-    xs_status st = xs_evaluate(p, prof, models[m], &o, &r, err);
+  for (int m = 1; m < 3; m++) {
+    o.reuse = *spare;
+    xs_status st = xs_evaluate(p, prof, models[m], &o, spare, err);
     if (st)
       return st;
-    out[m] = r->makespan_s;
-    if (m == 0 && keep)
-      *keep = r;
-    else
-      xs_result_free(r);
+    out[m] = (*spare)->makespan_s;
   }
   return XS_OK;
 }
@@ -510,44 +510,61 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
   if (st)
     return st;
   out->work = wl.w;
-  xs_program *p = NULL;
-  xs_result *best_r = NULL;
+  /* Each distinct program is built and evaluated once: candidate 0 is the
+   * fused baseline, the best candidate is the interleaved schedule. One
+   * result is kept for the best, one recycled for the rest. */
+  xs_program *base = NULL, *best_p = NULL, *p = NULL;
+  xs_result *best_r = NULL, *r = NULL;
   xs_eval_options o = {0, 1, NULL, NULL};
-  double best = INFINITY;
-  /* the search: burstgap makespan of each candidate pattern */
   for (size_t k = 0; k < NPATTERNS && !st; k++) {
-    xs_result *r = NULL;
     xs_moe_pattern cand = candidate(&wl, k);
-    if (!(st = build_program(&wl, XS_MOE_INTERLEAVED, &cand, c->name, NULL,
-                             &p, err)) &&
-        !(st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err))) {
-      out->searched++;
-      if (r->makespan_s < best) {
-        best = r->makespan_s;
-        out->chosen = cand;
-      }
+    o.reuse = r;
+    if ((st = build_program(&wl, XS_MOE_INTERLEAVED, &cand, c->name, 0, NULL, &p, err)) ||
+        (st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err)))
+      break;
+    out->searched++;
+    if (k == 0) {
+      base = p;
+      out->time_s[XS_MOE_BASELINE][0] = r->makespan_s;
     }
-    xs_result_free(r);
-    xs_program_free(p);
+    if (!best_r || r->makespan_s < best_r->makespan_s) {
+      xs_result *t = best_r;
+      best_r = r;
+      r = t;
+      if (best_p != base)
+        xs_program_free(best_p);
+      best_p = p;
+      out->chosen = cand;
+    } else if (p != base) {
+      xs_program_free(p);
+    }
     p = NULL;
   }
-  for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
-    const xs_moe_pattern *pat = s == XS_MOE_INTERLEAVED ? &out->chosen : NULL;
-    if (!(st = build_program(&wl, (xs_moe_schedule)s, pat, c->name, NULL, &p,
-                             err)))
-      st = eval3(p, prof, out->time_s[s],
-                 s == XS_MOE_INTERLEAVED ? &best_r : NULL, err);
-    xs_program_free(p);
-    p = NULL;
-  }
-  if (!st && best_r) {
+  xs_program_free(p);
+  if (!st) {
+    out->time_s[XS_MOE_INTERLEAVED][0] = best_r->makespan_s;
     const xs_worker_result *w = &best_r->workers[1]; /* "sms" */
     out->compute_s = w->compute_s;
     out->dispatch_wait_s = w->blocked_s;
     out->stall_s = w->stall_s - w->blocked_s;
     out->xstage_tail_s = best_r->makespan_s - w->finish_s;
+    st = eval_others(base, prof, out->time_s[XS_MOE_BASELINE], &r, err);
   }
+  if (!st)
+    st = eval_others(best_p, prof, out->time_s[XS_MOE_INTERLEAVED], &r, err);
+  if (!st && !(st = build_program(&wl, XS_MOE_SEQUENTIAL, NULL, c->name, 0, NULL, &p, err))) {
+    o.reuse = r;
+    if (!(st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err))) {
+      out->time_s[XS_MOE_SEQUENTIAL][0] = r->makespan_s;
+      st = eval_others(p, prof, out->time_s[XS_MOE_SEQUENTIAL], &r, err);
+    }
+    xs_program_free(p);
+  }
+  if (best_p != base)
+    xs_program_free(best_p);
+  xs_program_free(base);
   xs_result_free(best_r);
+  xs_result_free(r);
   free(wl.blocks);
   return st;
 }
@@ -563,7 +580,7 @@ xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
   if (st)
     return st;
   audit->config_flops = wl.w.flops;
-  st = build_program(&wl, sched, pat, c->name, audit, out, err);
+  st = build_program(&wl, sched, pat, c->name, 1, audit, out, err);
   free(wl.blocks);
   return st;
 }

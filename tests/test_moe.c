@@ -76,6 +76,36 @@ static void test_conservation_and_dependencies(void **st) {
   xs_profile_free(prof);
 }
 
+/* The plan's makespans are those of the programs xs_moe_program builds,
+ * each evaluated on its own: the plan shares programs between schedules
+ * (the baseline is candidate 0 of the search) and recycles results. */
+static void check_plan_matches_programs(const xs_moe_config *c, const xs_profile *prof,
+                                        const xs_moe_result *r) {
+  static const xs_model models[3] = {XS_MODEL_BURSTGAP, XS_MODEL_BLOCKING, XS_MODEL_IDEAL};
+  xs_error e;
+  for (int s = 0; s < XS_MOE_SCHEDULES; s++) {
+    xs_program *p;
+    assert_int_equal(xs_moe_program(c, prof, (xs_moe_schedule)s, &r->chosen, &p, &e), XS_OK);
+    for (int m = 0; m < 3; m++) {
+      xs_result *res;
+      assert_int_equal(xs_evaluate(p, prof, models[m], NULL, &res, &e), XS_OK);
+      if (res->makespan_s != r->time_s[s][m]) {
+        fprintf(stderr, "%s %s T=%g schedule %d model %d: plan %.17g, program %.17g\n",
+                xs_profile_name(prof), c->name, c->tokens, s, m, r->time_s[s][m],
+                res->makespan_s);
+        fail();
+      }
+      if (s == XS_MOE_INTERLEAVED && m == 0) {
+        const xs_worker_result *w = &res->workers[1];
+        assert_true(w->compute_s == r->compute_s);
+        assert_true(res->makespan_s - w->finish_s == r->xstage_tail_s);
+      }
+      xs_result_free(res);
+    }
+    xs_program_free(p);
+  }
+}
+
 static void test_never_slower(void **st) {
   (void)st;
   const char *profiles[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h100-pcie5-host"};
@@ -98,6 +128,7 @@ static void test_never_slower(void **st) {
         for (int s = 0; s < 3; s++)
           assert_true(r.time_s[s][2] <= r.time_s[s][0] * (1 + 1e-9)); /* ideal */
         assert_true(r.searched >= 10);
+        check_plan_matches_programs(&c, prof, &r);
       }
     xs_profile_free(prof);
   }
