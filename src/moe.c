@@ -264,9 +264,8 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
  * at most l2_sms slots to ready L2 tiles and the rest to L1. A full wave
  * takes the sum of its tiles' times / S, since the SMs of a persistent
  * kernel pick up the next tile when they finish one; a partial (last) wave
- * takes at least its longest tile. */
-/* ids: name the dispatch sends ("dispatch0", ...) for programs that leave
- * the library; the plan's own search skips the names */
+ * takes at least its longest tile. ids: name the sends ("dispatch0", ...)
+ * in programs that leave the library; the plan's own search skips them. */
 static xs_status build_program(const workload *wl, xs_moe_schedule sched,
                                const xs_moe_pattern *pat, const char *name,
                                int ids, xs__moe_audit *audit, xs_program **out,
