@@ -128,7 +128,9 @@ extern "C" int xs__cuda_device_count(char *why, size_t size) {
   return n;
 }
 
-/* Half the median of 15 host<->device flag round trips, seconds. */
+/* Half the median of 15 host<->device flag round trips, seconds; -1 when
+ * the device did not answer within 2 s (the kernel is then let run to its
+ * end, so nothing is left spinning). */
 static double one_way(volatile unsigned *ping, volatile unsigned *pong,
                       unsigned *dping, unsigned *dpong) {
   const int n = 15;
@@ -136,20 +138,21 @@ static double one_way(volatile unsigned *ping, volatile unsigned *pong,
   *ping = 0;
   *pong = 0;
   echo_kernel<<<1, 1>>>(dping, dpong, n);
+  double deadline = host_now() + 2;
   for (int k = 1; k <= n; k++) {
     double t = host_now();
     *ping = (unsigned)k;
-    while (*pong < (unsigned)k)
+    while (*pong < (unsigned)k && host_now() < deadline)
       ;
+    if (*pong < (unsigned)k) {
+      *ping = (unsigned)n;
+      cudaDeviceSynchronize();
+      return -1;
+    }
     rtt[k - 1] = host_now() - t;
   }
   cudaDeviceSynchronize();
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && rtt[j - 1] > rtt[j]; j--) {
-      double t = rtt[j];
-      rtt[j] = rtt[j - 1];
-      rtt[j - 1] = t;
-    }
+  std::sort(rtt, rtt + n);
   return rtt[n / 2] / 2;
 }
 
@@ -235,6 +238,10 @@ extern "C" int xs__cuda_probe_run(const char *mode, const xs__cuda_plan *plan,
     goto done;
   }
   out->one_way_s = one_way(&flags_h[2], &flags_h[3], &flags_d[2], &flags_d[3]);
+  if (out->one_way_s < 0) {
+    snprintf(why, size, "%s: the GPU did not answer a host flag within 2 s", mode);
+    goto done;
+  }
   for (size_t k = 0; k < plan->n; k++) {
     size_t b = (size_t)plan->bytes[k] & ~(size_t)15;
     if (b < 16)
@@ -661,6 +668,10 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
     out->tick_s = tick == ~0ull ? 0 : 1e-9 * (double)tick;
   }
   out->one_way_s = one_way(&c.flags_h[2], &c.flags_h[3], &c.flags_d[2], &c.flags_d[3]);
+  if (out->one_way_s < 0) {
+    snprintf(why, size, "%s: the GPU did not answer a host flag within 2 s", channel);
+    goto done;
+  }
   if ((rc = calibrate(&c, g, &out->fma_per_ns, why, size)))
     goto done;
   rc = XS__CUDA_FAILED;
