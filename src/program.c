@@ -27,8 +27,10 @@ void xs_program_free(xs_program *p) {
     return;
   for (size_t w = 0; w < p->nworkers; w++) {
     free(p->workers[w].name);
-    free(p->workers[w].ops);
+    if (p->workers[w].cap)
+      free(p->workers[w].ops);
   }
+  free(p->opblock);
   free(p->workers);
   free(p->send_worker);
   free(p->send_op);
@@ -108,6 +110,16 @@ static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
   if (wk->nops >= XS__NONE - 1)
     return xs__fail(err, XS_INVALID, "worker \"%s\" has too many ops",
                     wk->name);
+  if (wk->cap == 0 && wk->nops) { /* in the opblock: take a copy to grow */
+    xs__op *own = malloc(2 * wk->nops * sizeof *own);
+    if (!own)
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    memcpy(own, wk->ops, wk->nops * sizeof *own);
+    wk->ops = own;
+    wk->cap = 2 * wk->nops;
+  } else if (wk->cap == 0) {
+    wk->ops = NULL;
+  }
   if (xs__grow(&wk->ops, &wk->cap, wk->nops + 1, sizeof *wk->ops))
     return xs__fail(err, XS_NOMEM, "out of memory");
   xs__op *op = &wk->ops[wk->nops++];
@@ -474,6 +486,23 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   xs_status st = check_cycles(p, err);
   if (st)
     return st;
+  /* one block for all ops; when out of memory the arrays stay as they are */
+  xs__op *blk = p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
+  if (blk) {
+    size_t at = 0;
+    for (size_t w = 0; w < p->nworkers; w++) {
+      xs__worker *wk = &p->workers[w];
+      if (wk->nops)
+        memcpy(blk + at, wk->ops, wk->nops * sizeof *blk);
+      if (wk->cap)
+        free(wk->ops);
+      wk->ops = blk + at;
+      wk->cap = 0;
+      at += wk->nops;
+    }
+    free(p->opblock);
+    p->opblock = blk;
+  }
   p->finished = 1;
   return XS_OK;
 }

@@ -533,6 +533,59 @@ static void test_summary_only(void **state) {
   xs_profile_free(prof);
 }
 
+/* Ops added after xs_program_finish (which moves every worker's ops into
+ * one block) land where they belong: finished twice with more ops in
+ * between, a program evaluates exactly like one built in one go. */
+static void add_ops(xs_program *p, size_t w, int k) {
+  xs_error e;
+  assert_int_equal(xs_program_compute(p, w, 1e-6 * (double)(k + 1), &e), XS_OK);
+  assert_int_equal(xs_program_send(p, w, 65536.0 * (double)(k + 1), NULL, NULL, NULL, &e), XS_OK);
+}
+
+static void test_ops_after_finish(void **state) {
+  (void)state;
+  rng g = {91};
+  xs_profile *prof = random_profile(&g, 1, 0);
+  xs_program *a = xs_program_new("a"), *b = xs_program_new("b");
+  xs_error e;
+  for (int w = 0; w < 3; w++) {
+    char name[8];
+    snprintf(name, sizeof name, "w%d", w);
+    assert_int_equal(xs_program_add_worker(a, name, NULL, &e), XS_OK);
+    assert_int_equal(xs_program_add_worker(b, name, NULL, &e), XS_OK);
+  }
+  /* a: w0 and w1 get ops, finish; then w2 (none yet), w1, w0; finish;
+   * then w1 again; b: the same ops worker by worker */
+  add_ops(a, 0, 0);
+  add_ops(a, 1, 1);
+  assert_int_equal(xs_program_finish(a, &e), XS_OK);
+  xs_result *r = eval(a, prof, XS_MODEL_BURSTGAP, 1);
+  xs_result_free(r);
+  add_ops(a, 2, 2);
+  add_ops(a, 1, 3);
+  add_ops(a, 0, 4);
+  assert_int_equal(xs_program_finish(a, &e), XS_OK);
+  add_ops(a, 1, 5);
+  assert_int_equal(xs_program_finish(a, &e), XS_OK);
+  add_ops(b, 0, 0);
+  add_ops(b, 0, 4);
+  add_ops(b, 1, 1);
+  add_ops(b, 1, 3);
+  add_ops(b, 1, 5);
+  add_ops(b, 2, 2);
+  assert_int_equal(xs_program_finish(b, &e), XS_OK);
+  assert_int_equal(xs_program_op_count(a, 1), 6);
+  xs_result *ra = eval(a, prof, XS_MODEL_BURSTGAP, 1), *rb = eval(b, prof, XS_MODEL_BURSTGAP, 1);
+  assert_true(ra->makespan_s == rb->makespan_s);
+  for (size_t w = 0; w < 3; w++)
+    assert_true(ra->workers[w].finish_s == rb->workers[w].finish_s);
+  xs_result_free(ra);
+  xs_result_free(rb);
+  xs_program_free(a);
+  xs_program_free(b);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_below_knee),
@@ -546,6 +599,7 @@ int main(void) {
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_head_of_line),
       cmocka_unit_test(test_summary_only),
+      cmocka_unit_test(test_ops_after_finish),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
