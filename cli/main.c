@@ -16,7 +16,7 @@ static const struct {
     {"fit", cmd_fit, "fit a channel's parameters to probe samples"},
     {"plan", cmd_plan, "plan a fused kernel's schedule: megamoe, flashattn"},
     {"predict", cmd_predict, "evaluate a program on a profile under each model"},
-    {"probe", cmd_probe, "measure a real channel (pipe, tcp) burst by burst"},
+    {"probe", cmd_probe, "measure a real channel (pipe, tcp, mpi, cuda-*) burst by burst"},
     {"profiles", cmd_profiles, "list the built-in profiles, or show one"},
     {"replay", cmd_replay, "run a program on a real channel beside the models"},
     {"simulate", cmd_simulate, "simulate a program at packet level"},

@@ -19,10 +19,11 @@ static void help(FILE *f) {
 }
 
 int cmd_profiles(int argc, char **argv) {
-  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    help(stdout);
-    return EXIT_OK;
-  }
+  for (int i = 1; i < argc; i++) /* also after list or show */
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      help(stdout);
+      return EXIT_OK;
+    }
   if (argc < 2 || strcmp(argv[1], "list") == 0) {
     if (argc > 2)
       return cli_usage_error("profiles", "list takes no arguments");

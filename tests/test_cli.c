@@ -56,7 +56,9 @@ static void test_help(void **s) {
   const char *cmds[] = {"--help", "predict --help", "profiles --help",
                         "demo --help", "help predict", "simulate --help",
                         "plan --help", "sweep --help", "plan megamoe --help",
-                        "probe --help", "fit --help", "calibrate --help", "replay --help"};
+                        "probe --help", "fit --help", "calibrate --help", "replay --help",
+                        "profiles show --help", "plan flashattn --help", "sweep megamoe --help",
+                        "sweep flashattn --help"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     expect_rc(cmds[i], 0, NULL);
     assert_non_null(strstr(out_buf, "usage:"));
