@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -44,6 +45,20 @@ int cli_bad_flag(const char *cmd, int argc, char **argv) {
   extern int optind;
   const char *arg = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
   return cli_usage_error(cmd, "flag %s is unknown or needs a value", arg);
+}
+
+json_t *cli_load_json(const char *cmd, const char *path) {
+  json_error_t je;
+  errno = 0;
+  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  if (root)
+    return root;
+  if (je.line < 1) /* not read at all */
+    fprintf(stderr, "xstage %s: %s: cannot open: %s\n", cmd, path,
+            errno ? strerror(errno) : je.text);
+  else
+    fprintf(stderr, "xstage %s: %s:%d:%d: %s\n", cmd, path, je.line, je.column, je.text);
+  return NULL;
 }
 
 int cli_write_output(const char *cmd, const char *path, const char *text) {

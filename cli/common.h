@@ -7,6 +7,7 @@
 
 #include "xstage.h"
 
+#include <jansson.h>
 #include <stdio.h>
 
 /* Exit codes: 0 success, 1 a failure of the machine (I/O, memory),
@@ -20,6 +21,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Unknown flag or missing argument, from getopt's optopt/argv. */
 int cli_bad_flag(const char *cmd, int argc, char **argv);
+/* A JSON file (a sweep's grid), or NULL after saying what was wrong:
+ * "PATH: cannot open: why" or "PATH:LINE:COL: what". */
+json_t *cli_load_json(const char *cmd, const char *path);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 

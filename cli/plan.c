@@ -331,12 +331,8 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
   double tok[64], eps[16];
   json_t *root = NULL;
   if (path) {
-    json_error_t je;
-    root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-      fprintf(stderr, "xstage sweep: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+    if (!(root = cli_load_json("sweep", path)))
       return EXIT_INPUT;
-    }
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {

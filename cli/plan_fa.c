@@ -201,11 +201,8 @@ static int grid(const char *path, row **rows, size_t *n) {
   size_t np = 0, ns = 0, nc = 0, nz = 0;
   json_t *root = NULL;
   if (path) {
-    json_error_t je;
-    if (!(root = json_load_file(path, JSON_REJECT_DUPLICATES, &je))) {
-      fprintf(stderr, "xstage sweep: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+    if (!(root = cli_load_json("sweep", path)))
       return EXIT_INPUT;
-    }
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {

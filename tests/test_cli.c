@@ -218,6 +218,10 @@ static void test_plan_sweep(void **s) {
   expect_rc("plan gemm", 2, "megamoe");
   expect_rc("sweep megamoe", 2, "--profile is required");
   expect_rc("sweep megamoe --profile h200-nvlink --json --csv", 2, "exclude");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid /no/such-grid.json", 2,
+            "/no/such-grid.json: cannot open: No such file");
+  expect_rc("sweep flashattn --profile h200-nvlink --grid /no/such-grid.json", 2,
+            "/no/such-grid.json: cannot open: No such file");
   expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/bad-grid.json", 2,
             "presets[1]");
   expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/bad-ep-grid.json", 2,
