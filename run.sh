@@ -52,6 +52,13 @@ demo)
     ;;
 test)
     install_missing $PACKAGES $TEST_PACKAGES
+    # a cuobjdump that reads CUDA 13 cubins, for sass_check (which skips
+    # without one): Debian 13's, unpacked under .cache, not installed
+    if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+        mkdir -p .cache
+        sh scripts/fetch-cuobjdump.sh >/dev/null 2>.cache/fetch-cuobjdump.log ||
+            say "no cuobjdump fetched, sass_check will skip: $(tail -1 .cache/fetch-cuobjdump.log)"
+    fi
     build build
     say "tests"
     (cd build && ctest --output-on-failure -j "$JOBS")

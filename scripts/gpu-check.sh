@@ -13,7 +13,7 @@ cat "$out/gpu.txt"
 cmake -S . -B build-gpu -DXSTAGE_WITH_CUDA=ON -DXSTAGE_WITH_MPI=OFF -DBUILD_TESTING=ON \
   > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
 cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-(cd build-gpu && ctest -R "test_cuda|ptx_check" --output-on-failure) > "$out/tests.log" 2>&1
+(cd build-gpu && ctest -R "test_cuda|ptx_check|sass_check" --output-on-failure) > "$out/tests.log" 2>&1
 tail -5 "$out/tests.log"
 printf '%-10s %12s %12s %12s %12s %s\n' probe inject drain capacity latency warning
 for p in cuda-host cuda-tma cuda-ce cuda-p2p; do
