@@ -36,5 +36,14 @@ has replay_kernel "ATOMS" "issuer warps' add to the tracker's counter"
 has replay_kernel "STG.E.STRONG.SYS" "host flag, released at system scope"
 has replay_kernel "LDG.E.STRONG.GPU" "acquire of device flags in waits"
 has replay_kernel "BAR.SYNC.DEFER_BLOCKING 0x1" "the issuers' named barrier"
+# bulk ops are not in program order, and timer reads float around them
+# (GPU-NOTES.md 5): in the TMA kernel the issue stamp must come after the
+# copies' commit (UTMACMDFLUSH) and before the first wait (DEPBAR)
+order=$(kernel tma_store_kernel | awk '
+  /UBLKCP/ { c = NR } /UTMACMDFLUSH/ && c && !f { f = NR }
+  /DEPBAR/ && f && !d { d = NR } /SR_GLOBALTIMER/ && f && !d { t = NR }
+  END { print (c && f && t && d && c < f) ? "ok" : "bad" }')
+if [ "$order" = ok ]; then pass=$((pass + 1))
+else echo "FAIL: tma_store_kernel: no timer read between the commit and the first wait"; failed=$((failed + 1)); fi
 echo "$pass passed, $failed failed"
 [ "$failed" = 0 ]

@@ -156,6 +156,27 @@ static double one_way(volatile unsigned *ping, volatile unsigned *pong,
   return rtt[n / 2] / 2;
 }
 
+/* Mapped host memory: the flag before the context exists (a later call
+ * finds it set), and a device that can map at all (GPU-NOTES.md 5). */
+static cudaError_t map_host(char *why, size_t size) {
+  cudaError_t e = cudaSetDeviceFlags(cudaDeviceMapHost);
+  if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess) {
+    fail(why, size, "cudaSetDeviceFlags", e);
+    return e;
+  }
+  cudaGetLastError();
+  int can = 0;
+  if ((e = cudaDeviceGetAttribute(&can, cudaDevAttrCanMapHostMemory, 0))) {
+    fail(why, size, "cudaDeviceGetAttribute", e);
+    return e;
+  }
+  if (!can) {
+    snprintf(why, size, "this GPU cannot map host memory, which the CUDA probes need");
+    return cudaErrorNotSupported;
+  }
+  return cudaSuccess;
+}
+
 /* cuda-p2p: device 0 stores into device 1's memory over NVLink (or
  * whatever joins them); peer access enabled both ways (GPU-NOTES.md 5).
  * Leaves device 0 current. */
@@ -212,9 +233,9 @@ extern "C" int xs__cuda_probe_run(const char *mode, const xs__cuda_plan *plan,
              "cuda-p2p-tma)", mode);
     return -1;
   }
-  cudaError_t e = cudaSetDeviceFlags(cudaDeviceMapHost);
-  if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
-    return fail(why, size, "cudaSetDeviceFlags", e);
+  cudaError_t e = map_host(why, size);
+  if (e)
+    return -1;
   size_t maxb = (size_t)plan->max_bytes;
   char *peer_buf = NULL;
   int peer_rc = p2p || p2p_tma ? open_peer(&peer_buf, maxb, why, size) : 0;
@@ -601,9 +622,9 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
   replay_ctx c;
   memset(&c, 0, sizeof c);
   c.p2p = strcmp(channel, "cuda-p2p") == 0;
-  cudaError_t e = cudaSetDeviceFlags(cudaDeviceMapHost);
-  if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess)
-    return fail(why, size, "cudaSetDeviceFlags", e);
+  cudaError_t e = map_host(why, size);
+  if (e)
+    return -1;
   cudaGetLastError();
   int per_sm = 0, sms = 0, coop = 0, rc = XS__CUDA_FAILED;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
