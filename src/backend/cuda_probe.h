@@ -77,6 +77,11 @@ xs_status xs__gplan_build(const xs_program *p, const char *widths,
                           unsigned threads, double timeout_s, xs__gplan *out,
                           xs_error *err);
 void xs__gplan_free(xs__gplan *plan);
+/* xs_replay_check's rules for a CUDA channel (it replays: cuda-host or
+ * cuda-p2p), and the plan they pass with, to launch or free. */
+xs_status xs__cuda_replay_plan(const xs_program *p, const char *channel,
+                               const xs_probe_options *o, xs__gplan *out,
+                               xs_error *err);
 /* The measured result of a run's stamps, and what else it measured. */
 xs_status xs__gplan_result(const xs_program *p, const xs__gplan *plan,
                            const xs__gstamps *stamps, xs_result **out,

@@ -278,15 +278,21 @@ void xs__gplan_info(const xs__gplan *g, const xs__gstamps *t, xs_replay_info *in
   free(d);
 }
 
+xs_status xs__cuda_replay_plan(const xs_program *p, const char *channel,
+                               const xs_probe_options *o, xs__gplan *g, xs_error *err) {
+  memset(g, 0, sizeof *g);
+  if (strcmp(channel, "cuda-host") && strcmp(channel, "cuda-p2p"))
+    return xs__fail(err, XS_INVALID,
+                    "replay runs on cuda-host and cuda-p2p (\"%s\" is a probe only)", channel);
+  return xs__gplan_build(p, o->cuda_widths, o->cuda_threads, o->timeout_s, g, err);
+}
+
 xs_status xs__cuda_replay(const xs_program *p, const char *channel,
                           const xs_probe_options *o, xs_result **out, xs_error *err) {
   *out = NULL;
-  xs_status st = xs_replay_check(p, channel, o, err);
-  if (st)
-    return st;
   char why[512];
   xs__gplan g;
-  st = xs__gplan_build(p, o->cuda_widths, o->cuda_threads, o->timeout_s, &g, err);
+  xs_status st = xs__cuda_replay_plan(p, channel, o, &g, err);
   if (st)
     return st;
   if (xs__cuda_device_count(why, sizeof why) <= 0) {

@@ -193,12 +193,8 @@ xs_status xs_replay_check(const xs_program *p, const char *backend,
   if (!p->finished)
     return xs__fail(err, XS_INVALID, "the program is not finished");
   if (strncmp(backend, "cuda-", 5) == 0) {
-    if (strcmp(backend, "cuda-host") && strcmp(backend, "cuda-p2p"))
-      return xs__fail(err, XS_INVALID,
-                      "replay runs on cuda-host and cuda-p2p (\"%s\" is a probe only)",
-                      backend);
     xs__gplan g; /* everything the launch needs but a device */
-    xs_status st = xs__gplan_build(p, opt->cuda_widths, opt->cuda_threads, opt->timeout_s, &g, err);
+    xs_status st = xs__cuda_replay_plan(p, backend, opt, &g, err);
     if (!st)
       xs__gplan_free(&g);
     return st;
