@@ -625,7 +625,6 @@ extern "C" int xs__cuda_replay_run(const char *channel, const xs__gplan *g,
   cudaError_t e = map_host(why, size);
   if (e)
     return -1;
-  cudaGetLastError();
   int per_sm = 0, sms = 0, coop = 0, rc = XS__CUDA_FAILED;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0);
