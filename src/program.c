@@ -110,18 +110,17 @@ static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
   if (wk->nops >= XS__NONE - 1)
     return xs__fail(err, XS_INVALID, "worker \"%s\" has too many ops",
                     wk->name);
-  if (wk->cap == 0 && wk->nops) { /* in the opblock: take a copy to grow */
-    xs__op *own = malloc(2 * wk->nops * sizeof *own);
-    if (!own)
-      return xs__fail(err, XS_NOMEM, "out of memory");
-    memcpy(own, wk->ops, wk->nops * sizeof *own);
-    wk->ops = own;
-    wk->cap = 2 * wk->nops;
-  } else if (wk->cap == 0) {
+  /* cap 0: no array yet, or a stretch of the opblock, grown as a copy */
+  xs__op *borrowed = wk->cap ? NULL : wk->ops;
+  if (borrowed)
     wk->ops = NULL;
-  }
-  if (xs__grow(&wk->ops, &wk->cap, wk->nops + 1, sizeof *wk->ops))
+  if (xs__grow(&wk->ops, &wk->cap, wk->nops + 1, sizeof *wk->ops)) {
+    if (borrowed)
+      wk->ops = borrowed;
     return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  if (borrowed && wk->nops)
+    memcpy(wk->ops, borrowed, wk->nops * sizeof *wk->ops);
   xs__op *op = &wk->ops[wk->nops++];
   memset(op, 0, sizeof *op);
   op->kind = (uint8_t)kind;
