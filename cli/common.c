@@ -235,3 +235,48 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
     return cli_error("sweep", &err);
   return -1;
 }
+
+int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
+                  size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "xstage %s: %s: cannot open\n", cmd, path);
+    return EXIT_INPUT;
+  }
+  char *t = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n + 4096 + 1 > cap) {
+      if (cap > limit) {
+        free(t);
+        fclose(f);
+        fprintf(stderr, "xstage %s: %s: larger than %zu MiB\n", cmd, path, limit >> 20);
+        return EXIT_INPUT;
+      }
+      cap = cap ? 2 * cap : 65536;
+      char *m = realloc(t, cap);
+      if (!m) {
+        free(t);
+        fclose(f);
+        fprintf(stderr, "xstage %s: out of memory\n", cmd);
+        return EXIT_MACHINE;
+      }
+      t = m;
+    }
+    size_t got = fread(t + n, 1, cap - n - 1, f);
+    n += got;
+    if (!got)
+      break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(t);
+    fprintf(stderr, "xstage %s: %s: cannot read\n", cmd, path);
+    return EXIT_INPUT;
+  }
+  t[n] = '\0';
+  *text = t;
+  *len = n;
+  return 0;
+}

@@ -24,6 +24,10 @@ int cli_bad_flag(const char *cmd, int argc, char **argv);
 /* A JSON file (a sweep's grid), or NULL after saying what was wrong:
  * "PATH: cannot open: why" or "PATH:LINE:COL: what". */
 json_t *cli_load_json(const char *cmd, const char *path);
+/* Read a whole input file (at most limit bytes) into *text (NUL-terminated,
+ * free() it): 0, or the exit code after saying what was wrong. */
+int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
+                  size_t *len);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 
@@ -39,6 +43,7 @@ int cmd_fit(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_sweep_flashattn(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 /* "sweep PLANNER --profile P [--grid FILE] [--json | --csv]": -1 to go on
  * (o->profile loaded, to free), else the exit code (help shown, or a bad

@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const sched_names[] = {"sequential", "baseline",
-                                          "interleaved"};
 
 /* "2:1" (L1 waves : L2 waves), "split 33" (SMs on L2 in every wave) or
  * "none" (all L1 first) */
@@ -28,6 +26,44 @@ static const char *pattern_label(const xs_moe_pattern *p, char *buf, size_t n) {
   return buf;
 }
 
+/* a schedule's knobs in words: "experts/wave 8", "lag 16, group 4" */
+static const char *knob_label(xs_moe_schedule s, const xs_moe_pattern *k,
+                              char *buf, size_t n) {
+  switch (s) {
+  case XS_MOE_INTERLEAVED: return pattern_label(k, buf, n);
+  case XS_MOE_FUSED_WAVE: snprintf(buf, n, "experts/wave %u", k->experts_per_wave); break;
+  case XS_MOE_FUSED_DYNAMIC: snprintf(buf, n, "warm-up %u", k->warmup); break;
+  case XS_MOE_FUSED_LAG: snprintf(buf, n, "lag %u, group %u", k->lag, k->group); break;
+  default: snprintf(buf, n, "-");
+  }
+  return buf;
+}
+
+static json_t *knobs_json(const xs_moe_pattern *k) {
+  return json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "l1_waves", (int)k->l1_waves,
+                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
+                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
+                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
+}
+
+static json_t *breakdown_json(const xs_moe_breakdown *b) {
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "hbm_s", b->hbm_s,
+                   "compute_s", b->compute_s, "fixed_s", b->fixed_s, "dispatch_s",
+                   b->dispatch_s, "link_s", b->link_s, "stall_s", b->stall_s,
+                   "xstage_tail_s", b->xstage_tail_s, "bound", b->bound ? b->bound : "");
+}
+
+static json_t *schedules_json(const xs_moe_result *r) {
+  json_t *s = json_object();
+  for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+    json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
+        json_pack("{s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+                  "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2],
+                  "knobs", knobs_json(&r->knobs[k]), "breakdown",
+                  breakdown_json(&r->breakdown[k])));
+  return s;
+}
+
 static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
@@ -35,10 +71,13 @@ static void plan_help(FILE *f) {
           "                           [--compute P2] [--schedule S]\n"
           "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
           "\n"
-          "Plans one rank of a fused expert-parallel MoE kernel (dispatch, Linear-1,\n"
-          "SwiGLU, Linear-2 with combine stores in its epilogue): the sequential,\n"
-          "fused-baseline and interleaved schedules under burstgap, blocking and\n"
-          "ideal, with the interleave pattern searched under burstgap.\n"
+          "Plans one rank of an expert-parallel MoE layer (dispatch, Linear-1,\n"
+          "SwiGLU, Linear-2, combine) with the kernel model of docs/plan-megamoe.md:\n"
+          "the unfused sequential schedule, the fused schedules real kernels use\n"
+          "(fused-split, fused-wave, fused-interleaved, fused-lag), the fused\n"
+          "baseline and xstage's searched interleavings; each one's knobs searched\n"
+          "under burstgap, its time under burstgap, blocking and ideal, and where\n"
+          "the time goes (HBM, GEMM compute, fixed costs, link).\n"
           "\n"
           "  --preset NAME      deepseek-v3, deepseek-v4-flash, deepseek-v4-pro,\n"
           "                     qwen3.5, glm, qwen3-235b, mixtral-8x7b\n"
@@ -50,7 +89,8 @@ static void plan_help(FILE *f) {
           "                     channel, e.g. from xstage calibrate, with a published GPU)\n"
           "  --json             machine-readable output\n"
           "  --schedule S       the schedule the three outputs below show: sequential,\n"
-          "                     baseline or interleaved (default)\n"
+          "                     baseline, searched (default; also \"interleaved\"),\n"
+          "                     fused-split, fused-wave, fused-interleaved, fused-lag\n"
           "  --emit-program F   write that schedule's program (- = stdout)\n"
           "  --trace F, --svg F its timeline under burstgap\n");
 }
@@ -85,30 +125,11 @@ static int load_config(const char *cmd, const char *preset, const char *file,
     return cli_usage_error(cmd, "--preset: unknown \"%s\" (%s)", preset, list);
   }
   if (file) {
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-      fprintf(stderr, "xstage %s: %s: cannot open\n", cmd, file);
-      return EXIT_INPUT;
-    }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-      if (len + 4096 > cap) {
-        cap = cap ? 2 * cap : 8192;
-        char *n = realloc(text, cap);
-        if (!n) {
-          free(text);
-          fclose(f);
-          return EXIT_MACHINE;
-        }
-        text = n;
-      }
-      size_t got = fread(text + len, 1, cap - len, f);
-      len += got;
-      if (!got)
-        break;
-    }
-    fclose(f);
+    char *text;
+    size_t len;
+    int rrc = cli_read_file(cmd, file, (size_t)64 << 20, &text, &len);
+    if (rrc)
+      return rrc;
     xs_status st = xs_moe_config_parse(text, len, file, c, &err);
     free(text);
     if (st)
@@ -146,11 +167,13 @@ static json_t *plan_json(const xs_moe_config *c, const xs_profile *prof,
       "l2_tiles", w->l2_tiles, "waves", w->waves, "l1_tile_s", w->l1_tile_s,
       "l2_tile_s", w->l2_tile_s, "flops", w->flops, "dispatch_B", w->dispatch_B,
       "combine_B", w->combine_B));
-  json_t *s = json_object();
-  for (int k = 0; k < XS_MOE_SCHEDULES; k++)
-    json_object_set_new(s, sched_names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
-        r->time_s[k][0], "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2]));
-  json_object_set_new(o, "schedules", s);
+  json_object_set_new(json_object_get(o, "workload"), "experts_touched",
+                      json_real(w->experts_touched));
+  json_object_set_new(json_object_get(o, "workload"), "weights_B",
+                      json_real(w->weights_B));
+  json_object_set_new(o, "schedules", schedules_json(r));
+  json_object_set_new(o, "best_fused",
+                      json_string(xs_moe_schedule_name(r->best_fused)));
   json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i,s:i}", "l1_waves",
       (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "l2_sms",
       (int)r->chosen.l2_sms, "searched", (int)r->searched));
@@ -188,17 +211,15 @@ int cmd_plan(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:h", opts, NULL)) != -1) {
     switch (c) {
     case 'C': compute = optarg; break;
-    case 's':
-      if (!strcmp(optarg, "sequential"))
-        sched = XS_MOE_SEQUENTIAL;
-      else if (!strcmp(optarg, "baseline"))
-        sched = XS_MOE_BASELINE;
-      else if (!strcmp(optarg, "interleaved"))
-        sched = XS_MOE_INTERLEAVED;
-      else
-        return cli_usage_error("plan", "--schedule: expected sequential, baseline or "
-                                       "interleaved, got \"%s\"", optarg);
+    case 's': {
+      int k = xs_moe_schedule_from_name(optarg);
+      if (k < 0)
+        return cli_usage_error("plan", "--schedule: expected sequential, baseline, "
+                                       "searched, fused-split, fused-wave, "
+                                       "fused-interleaved or fused-lag, got \"%s\"", optarg);
+      sched = (xs_moe_schedule)k;
       break;
+    }
     case 'r': preset = optarg; break;
     case 'c': file = optarg; break;
     case 't': tokens = optarg; break;
@@ -267,40 +288,40 @@ int cmd_plan(int argc, char **argv) {
            xs_format_time(w->l2_tile_s, b, sizeof b), w->flops / 1e12,
            xs_format_size(w->dispatch_B, d, sizeof d),
            xs_format_size(w->combine_B, e, sizeof e));
-    printf("  %-16s %12s %12s %12s\n", "schedule", "burstgap", "blocking", "ideal");
-    const char *label[] = {"sequential", "fused baseline", "interleaved"};
-    for (int k = 0; k < XS_MOE_SCHEDULES; k++)
-      printf("  %-16s %12s %12s %12s\n", label[k],
+    char g[32], h[32], kb[48];
+    printf("  HBM %s for weights (%.1f of %g experts touched), GEMM %.0f TFLOP/s, HBM "
+           "%.2f TB/s\n\n", xs_format_size(w->weights_B, g, sizeof g),
+           w->experts_touched, cfg.experts / cfg.ep, w->gemm_flops_per_s / 1e12,
+           w->hbm_Bps / 1e12);
+    printf("  %-18s %10s %10s %10s  %-17s %-8s %9s %9s %9s %9s %9s\n", "schedule",
+           "burstgap", "blocking", "ideal", "knobs", "bound", "hbm", "compute",
+           "fixed", "dispatch", "link");
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
+      const xs_moe_breakdown *bd = &r.breakdown[k];
+      char t1[16], t2[16], t3[16], t4[16], t5[16];
+      printf("  %-18s %10s %10s %10s  %-17s %-8s %9s %9s %9s %9s %9s\n",
+             xs_moe_schedule_name((xs_moe_schedule)k),
              xs_format_time(r.time_s[k][0], a, sizeof a),
              xs_format_time(r.time_s[k][1], b, sizeof b),
-             xs_format_time(r.time_s[k][2], d, sizeof d));
-    if (r.chosen.l2_sms)
-      printf("\n  interleave pattern: every wave split, up to %u of %g SMs on ready L2 "
-             "tiles, the rest on L1\n  (best of %u searched under burstgap)\n",
-             r.chosen.l2_sms, w->sms, r.searched);
-    else if (r.chosen.l1_waves)
-      printf("\n  interleave pattern: %u L1 wave%s, then %u wave%s of ready L2 tiles "
-             "(best of %u searched under burstgap)\n",
-             r.chosen.l1_waves, r.chosen.l1_waves == 1 ? "" : "s", r.chosen.l2_waves,
-             r.chosen.l2_waves == 1 ? "" : "s", r.searched);
-    else
-      printf("\n  interleave pattern: none beats all L1 first (%u searched)\n",
-             r.searched);
-    printf("  interleaved over fused baseline: %.3fx under burstgap, %.3fx as "
-           "blocking predicts it\n",
-           r.time_s[1][0] / r.time_s[2][0], r.time_s[1][1] / r.time_s[2][1]);
-    printf("  interleaved over sequential: %.3fx; interleaved / ideal: %.3f\n",
-           r.time_s[0][0] / r.time_s[2][0], r.time_s[2][0] / r.time_s[2][2]);
-    double m = r.time_s[2][0];
-    printf("\n  where the interleaved schedule's time goes (burstgap):\n");
-    printf("    %-28s %10s %5.1f%%\n", "compute", xs_format_time(r.compute_s, a, sizeof a), 100 * r.compute_s / m);
-    printf("    %-28s %10s %5.1f%%\n", "waiting for dispatched tokens", xs_format_time(r.dispatch_wait_s, a, sizeof a), 100 * r.dispatch_wait_s / m);
-    printf("    %-28s %10s %5.1f%%\n", "issue and backpressure stall",
-           xs_format_time(m - r.compute_s - r.dispatch_wait_s - r.xstage_tail_s, a, sizeof a),
-           100 * (m - r.compute_s - r.dispatch_wait_s - r.xstage_tail_s) / m);
-    printf("      %-26s %10s\n", "of which stall", xs_format_time(r.stall_s, a, sizeof a));
-    printf("    %-28s %10s %5.1f%%   (exposed communication)\n", "X-stage tail",
-           xs_format_time(r.xstage_tail_s, a, sizeof a), 100 * r.xstage_tail_s / m);
+             xs_format_time(r.time_s[k][2], d, sizeof d),
+             knob_label((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb), bd->bound,
+             xs_format_time(bd->hbm_s, t1, sizeof t1),
+             xs_format_time(bd->compute_s, t2, sizeof t2),
+             xs_format_time(bd->fixed_s, t3, sizeof t3),
+             xs_format_time(bd->dispatch_s, t4, sizeof t4),
+             xs_format_time(bd->link_s, t5, sizeof t5));
+    }
+    printf("\n  fastest fused schedule: %s, %.3fx over sequential\n",
+           xs_moe_schedule_name(r.best_fused),
+           r.time_s[0][0] / r.time_s[r.best_fused][0]);
+    printf("  searched over fused baseline: %.3fx under burstgap, %.3fx as blocking "
+           "predicts it (%u programs evaluated)\n",
+           r.time_s[1][0] / r.time_s[2][0], r.time_s[1][1] / r.time_s[2][1], r.searched);
+    printf("  (bound: what dominates; hbm and compute: waves bound by HBM or by GEMM\n"
+           "  throughput; fixed: launches, barriers, all-to-all fixed costs and the\n"
+           "  combine reduction; dispatch: waiting for tokens; link: other exposed\n"
+           "  link time, stall and the X-stage tail, %s)\n",
+           xs_format_time(r.breakdown[2].xstage_tail_s, h, sizeof h));
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
            xs_profile_name(prof), xs_profile_name(prof));
   }
@@ -487,11 +508,13 @@ int cmd_sweep(int argc, char **argv) {
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
         json_array_append_new(cs, json_pack(
-            "{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "preset", rows[i].preset,
+            "{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:s}", "preset", rows[i].preset,
             "tokens", rows[i].tokens, "ep", rows[i].ep, "sequential_s", r->time_s[0][0],
             "baseline_s", r->time_s[1][0], "interleaved_s", r->time_s[2][0],
             "ideal_s", r->time_s[2][2], "speedup", r->time_s[1][0] / r->time_s[2][0],
-            "blocking_speedup", r->time_s[1][1] / r->time_s[2][1]));
+            "blocking_speedup", r->time_s[1][1] / r->time_s[2][1],
+            "schedules", schedules_json(r), "best_fused",
+            xs_moe_schedule_name(r->best_fused)));
       }
       json_object_set_new(root, "configs", cs);
       json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}",

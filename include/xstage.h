@@ -116,9 +116,46 @@ xs_status xs_profile_set_compute(xs_profile *profile, unsigned sms,
 xs_status xs_profile_set_flops(xs_profile *profile, const char *dtype,
                                double flops_per_s, xs_error *err);
 
-/* Give `to` the compute section of `from` (sms, efficiency, hbm_Bps and
- * every dtype's flops), replacing its own: a measured channel with a
- * published machine's compute, for the planners. */
+/* The kernel model's costs (docs/plan-megamoe.md "Kernel model"), part of
+ * the compute section; every field 0 when the profile does not give it. */
+typedef struct xs_kernel_costs {
+  double hbm_efficiency; /* fraction of hbm_Bps a GEMM streaming its
+                            operands reaches (0: 1)                        */
+  double launch_s;       /* one kernel launch, back to back in a stream    */
+  double barrier_s;      /* one barrier across the EP ranks over the link  */
+  double a2a_fixed_s;    /* fixed cost of one dispatch or one combine
+                            kernel of an all-to-all library, beyond its
+                            launch and its bytes                          */
+  double tile_overhead_s;/* per GEMM tile of 128 rows: prologue and
+                            epilogue time not spent in the MMA loop       */
+  double roofline_p;     /* a wave's time is the p-norm of its compute and
+                            memory times, (c^p + m^p)^(1/p); 0: max(c, m) */
+} xs_kernel_costs;
+
+xs_status xs_profile_set_kernel_costs(xs_profile *profile,
+                                      const xs_kernel_costs *costs,
+                                      xs_error *err);
+void xs_profile_kernel_costs(const xs_profile *profile, xs_kernel_costs *out);
+/* Achievable grouped-GEMM throughput for a dtype ("fp8", "fp8xfp4") at
+ * large M, as published microbenchmarks measure it. */
+xs_status xs_profile_set_gemm_flops(xs_profile *profile, const char *dtype,
+                                    double flops_per_s, xs_error *err);
+/* The GEMM throughput the planners use for a dtype: the gemm_flops_per_s
+ * entry when there is one, else flops_per_s x efficiency; 0 when neither. */
+double xs_profile_gemm_flops_per_s(const xs_profile *profile,
+                                   const char *dtype);
+/* Where a number of the profile comes from: "sources" maps a key path
+ * ("compute.hbm_Bps", "channels.nvlink.drain_Bps") to a text that starts
+ * with its kind (measurement, derived, datasheet or lead). NULL if none. */
+const char *xs_profile_number_source(const xs_profile *profile,
+                                     const char *key);
+size_t xs_profile_source_count(const xs_profile *profile);
+const char *xs_profile_source_key(const xs_profile *profile, size_t i);
+
+/* Give `to` the compute section of `from` (sms, efficiency, hbm_Bps,
+ * every dtype's flops and GEMM throughput, the kernel costs), replacing its
+ * own: a measured channel with a published machine's compute, for the
+ * planners. */
 xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
                                   xs_error *err);
 
@@ -369,11 +406,15 @@ typedef struct xs_moe_config {
   double tokens;       /* T: tokens per rank                               */
   double hidden;       /* H                                                */
   double intermediate; /* I: per expert                                    */
-  double experts;      /* E                                                */
+  double experts;      /* E: routed experts                                */
   double topk;         /* K                                                */
   double ep;           /* P: expert-parallel ranks; E % P == 0             */
   double act_bytes;    /* dispatch dtype, bytes per element (FP8: 1)       */
   double combine_bytes;/* combine dtype (BF16: 2)                          */
+  double weight_bytes; /* weights, bytes per element with their scales
+                          (FP8: 1; FP4 with one scale byte per 32: 0.53125) */
+  double shared_experts; /* experts every token also takes, on its own rank
+                          (same I); 0: none                               */
   double block_m;      /* tile rows; 0: by tokens per expert, 16 to 128    */
   double block_n;      /* tile columns (128)                               */
   double sms;          /* 0: the profile's                                 */
@@ -381,12 +422,13 @@ typedef struct xs_moe_config {
   double stagger;      /* a wave's combine stores go out in this many steps
                           over the wave, as its tiles finish at different
                           times (1: all at the wave's end, lockstep; 4)   */
-  char dtype[16];      /* GEMM compute dtype in the profile ("fp8")        */
+  char dtype[16];      /* GEMM dtype in the profile: "fp8" (FP8 x FP8),
+                          "fp8xfp4" (FP8 activations x FP4 weights)       */
 } xs_moe_config;
 
 /* Presets: deepseek-v3, deepseek-v4-flash, deepseek-v4-pro, qwen3.5, glm,
  * qwen3-235b, mixtral-8x7b; EP 8, 4096 tokens, FP8 dispatch, BF16
- * combine. Returns 0, or -1 for an unknown name. */
+ * combine, FP8 weights. Returns 0, or -1 for an unknown name. */
 int xs_moe_preset(const char *name, xs_moe_config *out);
 size_t xs_moe_preset_count(void);
 const char *xs_moe_preset_name(size_t i);
@@ -397,59 +439,147 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
                               xs_error *err);
 xs_status xs_moe_config_check(const xs_moe_config *config, xs_error *err);
 
+/* The schedules (docs/plan-megamoe.md "Schedules"). */
 typedef enum {
-  XS_MOE_SEQUENTIAL = 0,  /* dispatch, L1, L2, combine as separate kernels */
-  XS_MOE_BASELINE = 1,    /* fused: all L1 waves, then the L2 waves        */
-  XS_MOE_INTERLEAVED = 2, /* fused, L1 and L2 waves interleaved            */
-  XS_MOE_SCHEDULES = 3
+  XS_MOE_SEQUENTIAL = 0,  /* dispatch kernel, GEMM L1, SwiGLU, GEMM L2,
+                             combine kernel: an all-to-all library and
+                             grouped GEMMs, each its own launch           */
+  XS_MOE_BASELINE = 1,    /* fused, one launch: all L1 tiles, then all L2 */
+  XS_MOE_INTERLEAVED = 2, /* fused, xstage's own: searched L1:L2 wave
+                             patterns and SM splits ("searched")          */
+  XS_MOE_FUSED_SPLIT = 3, /* two launches: L1 with dispatch, L2 with
+                             combine, each wave-scheduled                 */
+  XS_MOE_FUSED_WAVE = 4,  /* one launch, experts in waves: a wave's L1
+                             tiles, then its L2 tiles                     */
+  XS_MOE_FUSED_DYNAMIC = 5, /* "fused-interleaved": warm-up L1 waves, then
+                             L2 and L1 tasks alternate                    */
+  XS_MOE_FUSED_LAG = 6,   /* a token unit's L2 trails its L1 by `lag`
+                             units, issued `group` units at a time         */
+  XS_MOE_SCHEDULES = 7
 } xs_moe_schedule;
 
-/* The interleave pattern. With l2_sms > 0 every wave is split: up to
- * l2_sms SMs take ready L2 tiles, the rest L1 tiles (an SM split, so that
- * each wave's combine burst is small). Otherwise l1_waves L1 waves, then
- * l2_waves waves of ready L2 tiles, repeated; all zero means all L1 first
- * (the baseline). */
+/* "sequential", "baseline", "searched", "fused-split", "fused-wave",
+ * "fused-interleaved", "fused-lag"; NULL past the last. */
+const char *xs_moe_schedule_name(xs_moe_schedule schedule);
+/* The schedule of a name (also "interleaved" for searched), or -1. */
+int xs_moe_schedule_from_name(const char *name);
+
+/* A schedule's knobs. searched: with l2_sms > 0 every wave is split: up
+ * to l2_sms SMs take ready L2 tiles, the rest L1 tiles; otherwise l1_waves
+ * L1 waves, then l2_waves waves of ready L2 tiles, repeated; all zero
+ * means all L1 first (the baseline). fused-wave and fused-split:
+ * experts_per_wave (0: all). fused-interleaved: warmup L1 waves, then the
+ * SMs alternate (l2_sms: the L2 share of a wave, S/2 when 0). fused-lag:
+ * lag and group in units of up to 8 token blocks of one expert. */
 typedef struct xs_moe_pattern {
   unsigned l1_waves, l2_waves, l2_sms;
+  unsigned experts_per_wave, warmup, lag, group;
 } xs_moe_pattern;
 
 /* Derived sizes of the workload. */
 typedef struct xs_moe_workload {
   double pairs;            /* token-expert pairs this rank computes      */
-  double tokens_per_expert;
+  double tokens_per_expert;/* rows per touched expert                    */
+  double experts_touched;  /* expected local experts with >= 1 token     */
   double block_m, block_n, sms;
   double blocks;           /* token blocks (block_m rows of one expert)  */
   double l1_tiles, l2_tiles, waves;
   double l1_tile_s, l2_tile_s; /* one full tile on one SM                */
-  double flops;            /* L1 + L2                                    */
+  double flops;            /* L1 + L2, useful rows                       */
+  double weights_B;        /* weights read from HBM (touched experts)    */
+  double gemm_flops_per_s; /* the GEMM throughput used                   */
+  double hbm_Bps;          /* HBM bandwidth used (with its efficiency)   */
   double dispatch_B, combine_B; /* bytes leaving the rank: (P-1)/P      */
   double offrank;          /* (P-1)/P                                    */
+  double a2a_dispatch_B, a2a_combine_B; /* the sequential arm's: one copy
+                              per destination rank, not per expert       */
 } xs_moe_workload;
+
+/* Where one schedule's time goes under burstgap, seconds. The first five
+ * add up to the makespan. */
+typedef struct xs_moe_breakdown {
+  double hbm_s;      /* waves and kernels bound by HBM (weights mostly)  */
+  double compute_s;  /* waves and kernels bound by GEMM throughput       */
+  double fixed_s;    /* launches, barriers, all-to-all fixed costs, the
+                        combine reduction                                */
+  double dispatch_s; /* waiting for dispatched tokens                    */
+  double link_s;     /* other exposed link time: issue stall, fences,
+                        the X-stage tail                                 */
+  double stall_s;    /* of which backpressure and issue stall            */
+  double xstage_tail_s; /* of which the tail after the last op           */
+  const char *bound; /* the largest: "hbm", "compute", "fixed" or "link"  */
+} xs_moe_breakdown;
 
 typedef struct xs_moe_result {
   xs_moe_workload work;
   /* [schedule][0: burstgap, 1: blocking, 2: ideal] makespans */
   double time_s[XS_MOE_SCHEDULES][3];
-  xs_moe_pattern chosen; /* for the interleaved schedule                  */
-  unsigned searched;     /* patterns evaluated                            */
-  /* where the interleaved schedule's time goes under burstgap, seconds:
+  xs_moe_pattern knobs[XS_MOE_SCHEDULES]; /* each schedule's chosen knobs */
+  xs_moe_breakdown breakdown[XS_MOE_SCHEDULES];
+  xs_moe_schedule best_fused; /* the fastest fused schedule (burstgap)    */
+  xs_moe_pattern chosen; /* = knobs[XS_MOE_INTERLEAVED]                   */
+  unsigned searched;     /* programs evaluated                            */
+  /* where the searched schedule's time goes under burstgap, seconds:
    * compute, waiting for dispatched tokens, backpressure stall, and the
    * X-stage tail after the last wave */
   double compute_s, dispatch_wait_s, stall_s, xstage_tail_s;
 } xs_moe_result;
 
-/* Plan: build the three schedules, search the interleave pattern that
- * minimises burstgap's makespan (the baseline is among the candidates, so
- * interleaved is never slower than it), evaluate each under burstgap,
- * blocking and ideal. The profile needs a compute section. */
+/* Plan: build every schedule, search each one's knobs for the smallest
+ * burstgap makespan (the baseline is among the searched schedule's
+ * candidates, so searched is never slower than it), evaluate each chosen
+ * program under burstgap, blocking and ideal. The profile needs a compute
+ * section. */
 xs_status xs_moe_plan(const xs_moe_config *config, const xs_profile *profile,
                       xs_moe_result *out, xs_error *err);
-/* The program of one schedule (pattern: for XS_MOE_INTERLEAVED; NULL =
- * the baseline's), finished; free it with xs_program_free. */
+/* One schedule only, its knobs searched: burstgap makespan, knobs and
+ * breakdown (any may be NULL). */
+xs_status xs_moe_predict(const xs_moe_config *config,
+                         const xs_profile *profile, xs_moe_schedule schedule,
+                         double *time_s, xs_moe_pattern *knobs,
+                         xs_moe_breakdown *breakdown, xs_error *err);
+/* The program of one schedule with the given knobs (NULL: the schedule's
+ * defaults), finished; free it with xs_program_free. */
 xs_status xs_moe_program(const xs_moe_config *config,
                          const xs_profile *profile, xs_moe_schedule schedule,
                          const xs_moe_pattern *pattern, xs_program **out,
                          xs_error *err);
+
+/* ---- Validation against published kernel timings (docs/validate.md) ----
+ * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
+ * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,
+ * tokens, arm, time_us, timing. Each row is predicted on the built-in
+ * profile named by gpu, for its arm, without reading time_us. */
+typedef struct xs_validate_row {
+  char source[96], gpu[48], arm[32];
+  double tokens;
+  double measured_us, predicted_us, error; /* error = predicted/measured-1 */
+  size_t line;                             /* in the CSV                   */
+  xs_moe_config config;
+  xs_moe_pattern knobs;
+  xs_moe_breakdown breakdown;
+} xs_validate_row;
+
+typedef struct xs_validate_set {
+  xs_validate_row *rows;
+  size_t nrows;
+} xs_validate_set;
+
+/* Parse and predict every row (progress: called after each row, may be
+ * NULL). Errors name file:line:column. */
+xs_status xs_validate_megamoe(const char *text, size_t length,
+                              const char *filename, xs_validate_set *out,
+                              void (*progress)(size_t done, void *ctx),
+                              void *ctx, xs_error *err);
+void xs_validate_free(xs_validate_set *set);
+/* The median of |error| over rows for which keep(row, ctx) is true (all
+ * when keep is NULL); *n receives their count; NAN when none. */
+double xs_validate_median(const xs_validate_set *set,
+                          int (*keep)(const xs_validate_row *, void *),
+                          void *ctx, size_t *n, double *max_abs);
+/* Predicted against measured on log axes, one colour per arm, y = x and a
+ * +-20% band; free() the result. */
+char *xs_validate_svg(const xs_validate_set *set, const char *title);
 
 /* ---- The context-parallel attention planner (docs/plan-flashattn.md) ----
  * Ring attention: each of P ranks holds S tokens of the sequence; at each

@@ -243,6 +243,17 @@ xs_status xs__wm_send_done(xs__wm *m, size_t w, double now, double deliver,
  * result's workers, makespan and issue_done_s. */
 xs_status xs__wm_finish(xs__wm *m, xs_error *err);
 
+/* A growable string; oom is set (and the text left short) when memory ran
+ * out. */
+typedef struct xs__sbuf {
+  char *s;
+  size_t n, cap;
+  int oom;
+} xs__sbuf;
+void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
+/* text with XML's special characters escaped and control bytes dropped */
+void xs__sb_escaped(xs__sbuf *b, const char *text);
+
 /* ---- MegaMoE planner internals, for its tests ---- */
 typedef struct xs__moe_audit {
   double flops;        /* of the tiles placed in waves                  */

@@ -26,8 +26,12 @@ struct xs_profile {
   size_t nchannels, channels_cap;
   unsigned sms;
   double efficiency, hbm_Bps;
-  flops_entry *flops;
-  size_t nflops, flops_cap;
+  flops_entry *flops, *gemm;
+  size_t nflops, flops_cap, ngemm, gemm_cap;
+  xs_kernel_costs costs;
+  flops_entry *sources; /* key path -> text (flops_entry's fields reused) */
+  size_t nsources, sources_cap;
+  char **source_texts;
 };
 
 /* generated from the JSON files in profiles/ by cmake/embed.cmake */
@@ -113,6 +117,15 @@ void xs_profile_free(xs_profile *p) {
     free(p->channels[i].name);
   for (size_t i = 0; i < p->nflops; i++)
     free(p->flops[i].dtype);
+  for (size_t i = 0; i < p->ngemm; i++)
+    free(p->gemm[i].dtype);
+  for (size_t i = 0; i < p->nsources; i++) {
+    free(p->sources[i].dtype);
+    free(p->source_texts[i]);
+  }
+  free(p->sources);
+  free(p->source_texts);
+  free(p->gemm);
   free(p->channels);
   free(p->flops);
   free(p->name);
@@ -168,32 +181,119 @@ xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
   for (size_t i = 0; i < to->nflops; i++)
     free(to->flops[i].dtype);
   to->nflops = 0;
+  for (size_t i = 0; i < to->ngemm; i++)
+    free(to->gemm[i].dtype);
+  to->ngemm = 0;
   xs_status st = xs_profile_set_compute(to, from->sms, from->efficiency, from->hbm_Bps, err);
   for (size_t i = 0; !st && i < from->nflops; i++)
     st = xs_profile_set_flops(to, from->flops[i].dtype, from->flops[i].flops_per_s, err);
+  for (size_t i = 0; !st && i < from->ngemm; i++)
+    st = xs_profile_set_gemm_flops(to, from->gemm[i].dtype, from->gemm[i].flops_per_s, err);
+  if (!st)
+    st = xs_profile_set_kernel_costs(to, &from->costs, err);
   return st;
 }
 
-xs_status xs_profile_set_flops(xs_profile *p, const char *dtype,
-                               double flops_per_s, xs_error *err) {
+/* set dtype's entry of a FLOP/s table (flops_per_s or gemm_flops_per_s) */
+static xs_status set_rate(flops_entry **tab, size_t *n, size_t *cap,
+                          const char *key, const char *dtype,
+                          double flops_per_s, xs_error *err) {
   if (!pos_finite(flops_per_s))
     return xs__fail(err, XS_INVALID,
-                    "flops_per_s.%s must be positive and finite, got %g",
+                    "%s.%s must be positive and finite, got %g", key,
                     dtype, flops_per_s);
-  for (size_t i = 0; i < p->nflops; i++)
-    if (strcmp(p->flops[i].dtype, dtype) == 0) {
-      p->flops[i].flops_per_s = flops_per_s;
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp((*tab)[i].dtype, dtype) == 0) {
+      (*tab)[i].flops_per_s = flops_per_s;
       return XS_OK;
     }
-  if (xs__grow(&p->flops, &p->flops_cap, p->nflops + 1, sizeof *p->flops))
+  if (xs__grow(tab, cap, *n + 1, sizeof **tab))
     return xs__fail(err, XS_NOMEM, "out of memory");
   char *copy = xs__strdup(dtype);
   if (!copy)
     return xs__fail(err, XS_NOMEM, "out of memory");
-  p->flops[p->nflops].dtype = copy;
-  p->flops[p->nflops].flops_per_s = flops_per_s;
-  p->nflops++;
+  (*tab)[*n].dtype = copy;
+  (*tab)[*n].flops_per_s = flops_per_s;
+  (*n)++;
   return XS_OK;
+}
+
+xs_status xs_profile_set_flops(xs_profile *p, const char *dtype,
+                               double flops_per_s, xs_error *err) {
+  return set_rate(&p->flops, &p->nflops, &p->flops_cap, "flops_per_s", dtype,
+                  flops_per_s, err);
+}
+
+xs_status xs_profile_set_gemm_flops(xs_profile *p, const char *dtype,
+                                    double flops_per_s, xs_error *err) {
+  return set_rate(&p->gemm, &p->ngemm, &p->gemm_cap, "gemm_flops_per_s",
+                  dtype, flops_per_s, err);
+}
+
+xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
+                                      xs_error *err) {
+  const struct {
+    const char *key;
+    double v, hi;
+  } f[] = {{"hbm_efficiency", k->hbm_efficiency, 1},
+           {"launch_s", k->launch_s, 1},
+           {"barrier_s", k->barrier_s, 1},
+           {"a2a_fixed_s", k->a2a_fixed_s, 1},
+           {"tile_overhead_s", k->tile_overhead_s, 1},
+           {"roofline_p", k->roofline_p, 64}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (!(f[i].v >= 0 && f[i].v <= f[i].hi))
+      return xs__fail(err, XS_INVALID, "%s must be in [0, %g], got %g",
+                      f[i].key, f[i].hi, f[i].v);
+  if (k->roofline_p > 0 && k->roofline_p < 1)
+    return xs__fail(err, XS_INVALID,
+                    "roofline_p must be 0 (max) or at least 1, got %g",
+                    k->roofline_p);
+  p->costs = *k;
+  return XS_OK;
+}
+
+void xs_profile_kernel_costs(const xs_profile *p, xs_kernel_costs *out) {
+  *out = p->costs;
+}
+
+double xs_profile_gemm_flops_per_s(const xs_profile *p, const char *dtype) {
+  for (size_t i = 0; i < p->ngemm; i++)
+    if (strcmp(p->gemm[i].dtype, dtype) == 0)
+      return p->gemm[i].flops_per_s;
+  return xs_profile_flops_per_s(p, dtype) * p->efficiency;
+}
+
+static xs_status set_source(xs_profile *p, const char *key, const char *text,
+                            xs_error *err) {
+  if (xs__grow(&p->sources, &p->sources_cap, p->nsources + 1,
+               sizeof *p->sources))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  char **t = realloc(p->source_texts, p->sources_cap * sizeof *t);
+  if (!t)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  p->source_texts = t;
+  char *k = xs__strdup(key), *v = xs__strdup(text);
+  if (!k || !v) {
+    free(k);
+    free(v);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  p->sources[p->nsources].dtype = k;
+  p->source_texts[p->nsources] = v;
+  p->nsources++;
+  return XS_OK;
+}
+
+const char *xs_profile_number_source(const xs_profile *p, const char *key) {
+  for (size_t i = 0; i < p->nsources; i++)
+    if (strcmp(p->sources[i].dtype, key) == 0)
+      return p->source_texts[i];
+  return NULL;
+}
+size_t xs_profile_source_count(const xs_profile *p) { return p->nsources; }
+const char *xs_profile_source_key(const xs_profile *p, size_t i) {
+  return i < p->nsources ? p->sources[i].dtype : NULL;
 }
 
 const char *xs_profile_name(const xs_profile *p) { return p->name; }
@@ -276,8 +376,10 @@ static xs_status parse_channel(xs__jdoc *d, xs_profile *p, const char *name,
 }
 
 static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
-  static const char *const keys[] = {"sms", "flops_per_s", "efficiency",
-                                     "hbm_Bps", NULL};
+  static const char *const keys[] = {
+      "sms",         "flops_per_s", "efficiency",      "hbm_Bps",
+      "gemm_flops_per_s", "hbm_efficiency", "launch_s", "barrier_s",
+      "a2a_fixed_s", "tile_overhead_s", "roofline_p", NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);
@@ -301,20 +403,35 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   p->sms = (unsigned)sms;
   p->efficiency = eff;
   p->hbm_Bps = hbm;
-  json_t *fl = json_object_get(obj, "flops_per_s");
-  if (fl) {
-    xs__jpath_key(&d->path, "flops_per_s");
+  xs_kernel_costs k = {0};
+  const xs__jfield costs[] = {{"hbm_efficiency", &k.hbm_efficiency},
+                              {"launch_s", &k.launch_s},
+                              {"barrier_s", &k.barrier_s},
+                              {"a2a_fixed_s", &k.a2a_fixed_s},
+                              {"tile_overhead_s", &k.tile_overhead_s},
+                              {"roofline_p", &k.roofline_p}};
+  if ((st = xs__jnumbers(d, obj, costs, sizeof costs / sizeof costs[0])))
+    return st;
+  xs_error e2;
+  if (xs_profile_set_kernel_costs(p, &k, &e2))
+    return xs__jfail_checked(d, obj, &e2);
+  static const char *const tables[] = {"flops_per_s", "gemm_flops_per_s"};
+  for (int t = 0; t < 2; t++) {
+    json_t *fl = json_object_get(obj, tables[t]);
+    if (!fl)
+      continue;
+    xs__jpath_key(&d->path, tables[t]);
     if (!json_is_object(fl))
       return xs__jfail(d, "expected an object of dtype: FLOP/s, got %s",
                        xs__jtype(fl));
-    const char *k;
+    const char *key;
     json_t *v;
-    json_object_foreach(fl, k, v) {
+    json_object_foreach(fl, key, v) {
       double x;
-      if ((st = xs__jnumber(d, fl, k, XS__J_POSITIVE, "FLOP/s", &x, NULL)))
+      if ((st = xs__jnumber(d, fl, key, XS__J_POSITIVE, "FLOP/s", &x, NULL)))
         return st;
-      xs_error e2;
-      if (xs_profile_set_flops(p, k, x, &e2))
+      if ((t ? xs_profile_set_gemm_flops(p, key, x, &e2)
+             : xs_profile_set_flops(p, key, x, &e2)))
         return xs__jfail(d, "%s", e2.message);
     }
     xs__jpath_pop(&d->path);
@@ -322,11 +439,30 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   return XS_OK;
 }
 
+static xs_status parse_sources(xs__jdoc *d, xs_profile *p, json_t *obj) {
+  if (!json_is_object(obj))
+    return xs__jfail(d, "expected an object of \"key path\": \"where the "
+                        "number comes from\", got %s",
+                     xs__jtype(obj));
+  const char *k;
+  json_t *v;
+  json_object_foreach(obj, k, v) {
+    const char *text;
+    xs_status st = xs__jstring(d, obj, k, &text, NULL);
+    if (st)
+      return st;
+    xs_error e2;
+    if (set_source(p, k, text, &e2))
+      return xs__jfail(d, "%s", e2.message);
+  }
+  return XS_OK;
+}
+
 xs_status xs_profile_parse(const char *text, size_t length,
                            const char *filename, xs_profile **out,
                            xs_error *err) {
-  static const char *const keys[] = {"name", "source", "channels", "compute",
-                                     "notes", NULL};
+  static const char *const keys[] = {"name",  "source",  "channels", "compute",
+                                     "notes", "sources", NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   *out = NULL;
@@ -380,6 +516,13 @@ xs_status xs_profile_parse(const char *text, size_t length,
   if (comp) {
     xs__jpath_key(&d.path, "compute");
     if ((st = parse_compute(&d, p, comp)))
+      goto done;
+    xs__jpath_pop(&d.path);
+  }
+  json_t *srcs = json_object_get(root, "sources");
+  if (srcs) {
+    xs__jpath_key(&d.path, "sources");
+    if ((st = parse_sources(&d, p, srcs)))
       goto done;
     xs__jpath_pop(&d.path);
   }
@@ -470,7 +613,29 @@ char *xs_profile_to_json(const xs_profile *p) {
     set_num(c, "efficiency", p->efficiency);
     if (p->hbm_Bps)
       set_num(c, "hbm_Bps", p->hbm_Bps);
+    if (p->ngemm) {
+      json_t *g = json_object();
+      for (size_t i = 0; i < p->ngemm; i++)
+        set_num(g, p->gemm[i].dtype, p->gemm[i].flops_per_s);
+      json_object_set_new(c, "gemm_flops_per_s", g);
+    }
+    const xs_kernel_costs *k = &p->costs;
+    const struct {
+      const char *key;
+      double v;
+    } kf[] = {{"hbm_efficiency", k->hbm_efficiency}, {"launch_s", k->launch_s},
+              {"barrier_s", k->barrier_s},           {"a2a_fixed_s", k->a2a_fixed_s},
+              {"tile_overhead_s", k->tile_overhead_s}, {"roofline_p", k->roofline_p}};
+    for (size_t i = 0; i < sizeof kf / sizeof kf[0]; i++)
+      if (kf[i].v)
+        set_num(c, kf[i].key, kf[i].v);
     json_object_set_new(root, "compute", c);
+  }
+  if (p->nsources) {
+    json_t *so = json_object();
+    for (size_t i = 0; i < p->nsources; i++)
+      json_object_set_new(so, p->sources[i].dtype, json_string(p->source_texts[i]));
+    json_object_set_new(root, "sources", so);
   }
   char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(root);

@@ -177,51 +177,6 @@ char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
 
 /* ---- SVG ---- */
 
-typedef struct {
-  char *s;
-  size_t n, cap;
-  int oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->oom)
-    return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->cap - b->n;
-    int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
-    va_end(ap);
-    if (w < 0) {
-      b->oom = 1;
-      return;
-    }
-    if (b->s && (size_t)w < room) {
-      b->n += (size_t)w;
-      return;
-    }
-    if (xs__grow(&b->s, &b->cap, b->n + (size_t)w + 1, 1)) {
-      b->oom = 1;
-      return;
-    }
-  }
-}
-
-static void sb_escaped(sbuf *b, const char *text) {
-  for (; *text; text++) {
-    switch (*text) {
-    case '<': sb_printf(b, "&lt;"); break;
-    case '>': sb_printf(b, "&gt;"); break;
-    case '&': sb_printf(b, "&amp;"); break;
-    case '"': sb_printf(b, "&quot;"); break;
-    default:
-      if ((unsigned char)*text >= 0x20)
-        sb_printf(b, "%c", *text);
-    }
-  }
-}
-
 #define SVG_W 1200.0
 #define SVG_LEFT 130.0
 #define SVG_RIGHT 20.0
@@ -238,7 +193,7 @@ static double tick_step(double span) {
 
 char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
                       const xs_result *r, const xs_timeline *tl) {
-  sbuf b = {0};
+  xs__sbuf b = {0};
   double T = r->makespan_s > 0 ? r->makespan_s : 1e-9;
   double plot_w = SVG_W - SVG_LEFT - SVG_RIGHT;
   size_t nw = p->nworkers;
@@ -251,7 +206,7 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
   double top = 46, lanes_h = (double)nlanes * LANE_H;
   double chan_h = 110, chan_gap = 52, strip_h = 12; /* title, X-stage strip */
   double height = top + lanes_h + 30 + (double)nch * (chan_h + chan_gap) + 40;
-  sb_printf(&b,
+  xs__sb_printf(&b,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
             "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
@@ -259,24 +214,24 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
             "fill=\"white\"/>\n",
             SVG_W, height, SVG_W, height);
   char t1[32], t2[32];
-  sb_printf(&b, "<text x=\"%.0f\" y=\"18\" font-size=\"14\" font-weight=\"bold\">",
+  xs__sb_printf(&b, "<text x=\"%.0f\" y=\"18\" font-size=\"14\" font-weight=\"bold\">",
             SVG_LEFT);
-  sb_escaped(&b, p->name);
-  sb_printf(&b, " on ");
-  sb_escaped(&b, xs_profile_name(prof));
-  sb_printf(&b, " (%s): makespan %s, last worker done %s</text>\n",
+  xs__sb_escaped(&b, p->name);
+  xs__sb_printf(&b, " on ");
+  xs__sb_escaped(&b, xs_profile_name(prof));
+  xs__sb_printf(&b, " (%s): makespan %s, last worker done %s</text>\n",
             xs_model_name(r->model), xs_format_time(r->makespan_s, t1, sizeof t1),
             xs_format_time(r->issue_done_s, t2, sizeof t2));
   /* legend */
   double lx = SVG_LEFT;
   for (int k = 0; k < 5; k++) {
-    sb_printf(&b,
+    xs__sb_printf(&b,
               "<rect x=\"%.1f\" y=\"26\" width=\"10\" height=\"10\" fill=\"%s\"/>"
               "<text x=\"%.1f\" y=\"35\">%s</text>\n",
               lx, seg_colors[k], lx + 14, seg_names[k]);
     lx += 90;
   }
-  sb_printf(&b,
+  xs__sb_printf(&b,
             "<rect x=\"%.1f\" y=\"26\" width=\"10\" height=\"10\" fill=\"#9c755f\" "
             "fill-opacity=\"0.35\"/><text x=\"%.1f\" y=\"35\">X-stage (issued, "
             "not delivered)</text>\n",
@@ -286,16 +241,16 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
   if (per == 1) {
     for (size_t w = 0; w < nw; w++) {
       double y = top + (double)w * LANE_H;
-      sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">",
+      xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">",
                 SVG_LEFT - 6, y + LANE_H - 3);
-      sb_escaped(&b, p->workers[w].name);
-      sb_printf(&b, "</text>\n");
+      xs__sb_escaped(&b, p->workers[w].name);
+      xs__sb_printf(&b, "</text>\n");
     }
     for (size_t i = 0; i < tl->nsegments; i++) {
       const xs_segment *s = &tl->segments[i];
       double y = top + (double)s->worker * LANE_H;
       double w = (s->end_s - s->start_s) / T * plot_w;
-      sb_printf(&b,
+      xs__sb_printf(&b,
                 "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
                 "fill=\"%s\"/>\n",
                 X(s->start_s), y + 1, w < 0.3 ? 0.3 : w, LANE_H - 2,
@@ -326,12 +281,12 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
       if (last >= nw)
         last = nw - 1;
       double y = top + (double)lane * LANE_H;
-      sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">",
+      xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">",
                 SVG_LEFT - 6, y + LANE_H - 3);
-      sb_escaped(&b, p->workers[first].name);
-      sb_printf(&b, "..");
-      sb_escaped(&b, p->workers[last].name);
-      sb_printf(&b, "</text>\n");
+      xs__sb_escaped(&b, p->workers[first].name);
+      xs__sb_printf(&b, "..");
+      xs__sb_escaped(&b, p->workers[last].name);
+      xs__sb_printf(&b, "</text>\n");
       double cap = bin_t * (double)(last - first + 1);
       for (size_t k = 0; k < BINS; k++) {
         double yy = y + LANE_H - 1;
@@ -340,7 +295,7 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
           if (h < 0.05)
             continue;
           yy -= h;
-          sb_printf(&b,
+          xs__sb_printf(&b,
                     "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                     "fill=\"%s\"/>\n",
                     X((double)k * bin_t), yy, plot_w / BINS + 0.6, h,
@@ -349,7 +304,7 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
       }
     }
     free(occ);
-    sb_printf(&b,
+    xs__sb_printf(&b,
               "<text x=\"%.0f\" y=\"%.1f\" fill=\"#555\">%zu workers in %zu lanes "
               "of %zu: each lane stacks the share of its workers in each "
               "state</text>\n",
@@ -359,11 +314,11 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
   double axis_y = top + lanes_h + 2;
   double step = tick_step(T);
   for (double t = 0; t <= T * 1.0001; t += step) {
-    sb_printf(&b,
+    xs__sb_printf(&b,
               "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" y2=\"%.1f\" "
               "stroke=\"#ddd\"/>\n",
               X(t), X(t), top, height - 40);
-    sb_printf(&b,
+    xs__sb_printf(&b,
               "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" "
               "fill=\"#555\">%s</text>\n",
               X(t), height - 26, xs_format_time(t, t1, sizeof t1));
@@ -383,24 +338,24 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
       ymax = 1;
     ymax *= 1.1;
     double base = y0 + chan_h;
-    sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" font-weight=\"bold\">", SVG_LEFT,
+    xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" font-weight=\"bold\">", SVG_LEFT,
               y0 - strip_h - 10);
-    sb_escaped(&b, chan_name(prof, c));
+    xs__sb_escaped(&b, chan_name(prof, c));
     char a1[32], a2[32];
-    sb_printf(&b, ": backlog (peak %s), capacity %s</text>\n",
+    xs__sb_printf(&b, ": backlog (peak %s), capacity %s</text>\n",
               xs_format_size(peak, a1, sizeof a1),
               xs_format_size(ch->capacity_B, a2, sizeof a2));
-    sb_printf(&b,
+    xs__sb_printf(&b,
               "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" "
               "fill=\"none\" stroke=\"#999\"/>\n",
               SVG_LEFT, y0, plot_w, chan_h);
-    sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+    xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
               SVG_LEFT - 6, y0 + 10, xs_format_size(ymax, a1, sizeof a1));
-    sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">0 B</text>\n",
+    xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">0 B</text>\n",
               SVG_LEFT - 6, base);
     /* X-stages in a strip above the panel: overlapping spans darken */
     double sy = y0 - strip_h - 4;
-    sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">X-stage</text>\n",
+    xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">X-stage</text>\n",
               SVG_LEFT - 6, sy + strip_h - 2);
     size_t drawn = 0;
     for (size_t s = 0; r->sends && s < r->nsends && drawn < 5000; s++) {
@@ -410,14 +365,14 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
         continue;
       const xs_send_result *sr = &r->sends[s];
       double w = (sr->deliver_s - sr->issue_end_s) / T * plot_w;
-      sb_printf(&b,
+      xs__sb_printf(&b,
                 "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
                 "fill=\"#9c755f\" fill-opacity=\"0.15\"/>\n",
                 X(sr->issue_end_s), sy, w < 0.3 ? 0.3 : w, strip_h);
       drawn++;
     }
     /* the backlog: at most two points per pixel column (min and max) */
-    sb_printf(&b, "<polyline fill=\"none\" stroke=\"#2f5d8a\" "
+    xs__sb_printf(&b, "<polyline fill=\"none\" stroke=\"#2f5d8a\" "
                   "stroke-width=\"1.2\" points=\"%.2f,%.2f",
               SVG_LEFT, base);
     int col = -1;
@@ -431,7 +386,7 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
         if (col >= 0) {
           double ya = base - (lo_t < hi_t ? lo : hi) / ymax * chan_h;
           double yb = base - (lo_t < hi_t ? hi : lo) / ymax * chan_h;
-          sb_printf(&b, " %.2f,%.2f %.2f,%.2f", X(fmin(lo_t, hi_t)), ya,
+          xs__sb_printf(&b, " %.2f,%.2f %.2f,%.2f", X(fmin(lo_t, hi_t)), ya,
                     X(fmax(lo_t, hi_t)), yb);
         }
         col = k;
@@ -451,13 +406,13 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
     if (col >= 0) {
       double ya = base - (lo_t < hi_t ? lo : hi) / ymax * chan_h;
       double yb = base - (lo_t < hi_t ? hi : lo) / ymax * chan_h;
-      sb_printf(&b, " %.2f,%.2f %.2f,%.2f", X(fmin(lo_t, hi_t)), ya,
+      xs__sb_printf(&b, " %.2f,%.2f %.2f,%.2f", X(fmin(lo_t, hi_t)), ya,
                 X(fmax(lo_t, hi_t)), yb);
     }
-    sb_printf(&b, "\"/>\n");
+    xs__sb_printf(&b, "\"/>\n");
     if (isfinite(ch->capacity_B) && ch->capacity_B > 0) {
       double yc = base - ch->capacity_B / ymax * chan_h;
-      sb_printf(&b,
+      xs__sb_printf(&b,
                 "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" "
                 "stroke=\"#e15759\" stroke-dasharray=\"6,4\"/>\n"
                 "<text x=\"%.0f\" y=\"%.2f\" text-anchor=\"end\" "
@@ -468,7 +423,7 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
     y0 += chan_h + chan_gap;
   }
 #undef X
-  sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">time</text>\n</svg>\n",
+  xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">time</text>\n</svg>\n",
             SVG_LEFT + plot_w / 2, height - 10);
   if (b.oom) {
     free(b.s);

@@ -3,6 +3,7 @@
  * and whole-file I/O, shared by every part of libxstage.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
 #include "internal.h"
 
 #include <errno.h>
@@ -240,3 +241,44 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
   free(tmp);
   return XS_OK;
 }
+
+/* ---- growable strings, for the SVG writers ---- */
+
+void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) {
+  if (b->oom)
+    return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->n;
+    int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (w < 0) {
+      b->oom = 1;
+      return;
+    }
+    if (b->s && (size_t)w < room) {
+      b->n += (size_t)w;
+      return;
+    }
+    if (xs__grow(&b->s, &b->cap, b->n + (size_t)w + 1, 1)) {
+      b->oom = 1;
+      return;
+    }
+  }
+}
+
+void xs__sb_escaped(xs__sbuf *b, const char *text) {
+  for (; *text; text++) {
+    switch (*text) {
+    case '<': xs__sb_printf(b, "&lt;"); break;
+    case '>': xs__sb_printf(b, "&gt;"); break;
+    case '&': xs__sb_printf(b, "&amp;"); break;
+    case '"': xs__sb_printf(b, "&quot;"); break;
+    default:
+      if ((unsigned char)*text >= 0x20)
+        xs__sb_printf(b, "%c", *text);
+    }
+  }
+}
+

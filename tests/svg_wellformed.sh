@@ -12,5 +12,6 @@ trap 'rm -rf "$dir"' EXIT
 "$xstage" predict --profile h200-nvlink --program "$dir/demo.json" --svg "$dir/b.svg" >/dev/null
 "$xstage" simulate --profile h200-nvlink --program "$dir/demo.json" --svg "$dir/c.svg" --trace "$dir/c.json" >/dev/null
 "$xstage" simulate --profile h100-pcie5-host --program "$src/examples/hol.json" --svg "$dir/d.svg" >/dev/null
+"$xstage" validate megamoe --data "$src/data/published/megamoe.csv" --svg "$dir/e.svg" >/dev/null
 for f in "$dir"/*.svg; do xmllint --noout "$f"; done
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"

@@ -57,7 +57,7 @@ static void test_help(void **s) {
                         "demo --help", "help predict", "simulate --help",
                         "plan --help", "sweep --help", "plan megamoe --help",
                         "probe --help", "fit --help", "calibrate --help", "replay --help",
-                        "profiles show --help", "plan flashattn --help", "sweep megamoe --help",
+                        "profiles show --help", "plan flashattn --help", "sweep megamoe --help", "validate --help", "validate megamoe --help",
                         "sweep flashattn --help"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     expect_rc(cmds[i], 0, NULL);
@@ -207,8 +207,12 @@ static void test_simulate(void **s) {
 static void test_plan_sweep(void **s) {
   (void)s;
   expect_rc("plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens 256", 0, NULL);
-  assert_non_null(strstr(out_buf, "interleaved"));
-  assert_non_null(strstr(out_buf, "where the interleaved schedule's time goes"));
+  for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+    assert_non_null(strstr(out_buf, xs_moe_schedule_name((xs_moe_schedule)k)));
+  assert_non_null(strstr(out_buf, "fastest fused schedule"));
+  expect_rc("plan megamoe --preset deepseek-v4-flash --profile h200-nvlink --tokens 8 "
+            "--schedule fused-lag --emit-program -", 0, NULL);
+  assert_non_null(strstr(out_buf, "fused-lag"));
   expect_rc("plan megamoe --preset nope --profile h800-nvlink", 2, "unknown \"nope\"");
   expect_rc("plan megamoe --profile h800-nvlink", 2, "--preset NAME or --config FILE");
   expect_rc("plan megamoe --preset glm", 2, "--profile is required");
@@ -230,7 +234,13 @@ static void test_plan_sweep(void **s) {
   json_error_t je;
   json_t *root = json_loads(out_buf, 0, &je);
   assert_non_null(root);
-  assert_non_null(json_object_get(json_object_get(root, "schedules"), "interleaved"));
+  for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
+    json_t *o = json_object_get(json_object_get(root, "schedules"),
+                                xs_moe_schedule_name((xs_moe_schedule)k));
+    assert_non_null(o);
+    assert_non_null(json_object_get(json_object_get(o, "breakdown"), "bound"));
+    assert_true(num(o, "burstgap_s") > 0);
+  }
   assert_true(num(root, "speedup") >= 1);
   json_decref(root);
   expect_rc("sweep megamoe --profile h800-nvlink --json", 0, NULL);
@@ -241,9 +251,11 @@ static void test_plan_sweep(void **s) {
   const char *keys[] = {"preset", "tokens", "ep", "sequential_s", "baseline_s",
                         "interleaved_s", "ideal_s", "speedup", "blocking_speedup"};
   json_t *c0 = json_array_get(cs, 0);
-  assert_int_equal(json_object_size(c0), 9);
+  /* the old keys, and one object per named schedule */
+  assert_int_equal(json_object_size(c0), 11);
   for (int i = 0; i < 9; i++)
     assert_non_null(json_object_get(c0, keys[i]));
+  assert_int_equal(json_object_size(json_object_get(c0, "schedules")), XS_MOE_SCHEDULES);
   json_t *sum = json_object_get(root, "summary");
   assert_int_equal(json_object_size(sum), 5);
   assert_true(num(sum, "configs") == 84);
@@ -256,6 +268,38 @@ static void test_plan_sweep(void **s) {
   for (const char *q = out_buf; *q; q++)
     lines += *q == '\n';
   assert_int_equal(lines, 1 + 2 * 3);
+}
+
+static void test_validate(void **s) {
+  (void)s;
+  expect_rc("validate megamoe --data data/published/megamoe.csv --json", 0, NULL);
+  json_error_t je;
+  json_t *root = json_loads(out_buf, 0, &je);
+  assert_non_null(root);
+  json_t *rows = json_object_get(root, "rows"), *sum = json_object_get(root, "summary");
+  assert_true(json_array_size(rows) >= 60);
+  assert_int_equal(json_object_size(root), 2);
+  assert_int_equal(json_object_size(json_array_get(rows, 0)), 7);
+  const char *rk[] = {"source", "gpu", "tokens", "arm", "measured_us", "predicted_us", "error"};
+  for (int i = 0; i < 7; i++)
+    assert_non_null(json_object_get(json_array_get(rows, 0), rk[i]));
+  assert_int_equal(json_object_size(sum), 4);
+  assert_true(num(sum, "max_abs_error") >= num(sum, "median_abs_error"));
+  json_t *seq = json_object_get(json_object_get(sum, "by_arm"), "sequential");
+  assert_non_null(seq);
+  assert_int_equal(json_object_size(seq), 2);
+  json_decref(root);
+  expect_rc("validate megamoe --data data/published/megamoe.csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "faster of two arms"));
+  expect_rc("validate megamoe", 2, "--data FILE is required");
+  expect_rc("validate megamoe --data /no/such.csv", 2, "/no/such.csv: cannot open");
+  expect_rc("validate megamoe --data tests/data/bad-validate.csv", 2,
+            "tests/data/bad-validate.csv:3:3: gpu: \"h300\"");
+  expect_rc("validate megamoe --data data/published/megamoe.csv --fail-above x", 2,
+            "--fail-above");
+  expect_rc("validate megamoe --data data/published/megamoe.csv --fail-above 0.01", 1,
+            "median |error|");
+  expect_rc("validate gemm", 2, "megamoe");
 }
 
 static void test_flashattn(void **s) {
@@ -383,7 +427,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
-      cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep),
+      cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep), cmocka_unit_test(test_validate),
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
       cmocka_unit_test(test_demo)};
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,243 @@
+/*
+ * validate.c: `xstage validate megamoe` puts the MegaMoE planner's
+ * predictions beside published timings of the kernels it plans, row by row,
+ * with the summary that says how far the model is from real kernels.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void help(FILE *f) {
+  fprintf(f,
+          "usage: xstage validate megamoe --data FILE [--json] [--svg FILE]\n"
+          "                               [--fail-above FRACTION]\n"
+          "\n"
+          "Predicts every row of a CSV of published MoE kernel timings (columns\n"
+          "source, gpu, ep, hidden, intermediate, experts, topk, shared_experts,\n"
+          "act_dtype, weight_dtype, tokens, arm, time_us; others are ignored) on\n"
+          "the built-in profile its gpu column names, for its arm (sequential,\n"
+          "fused-split, fused-wave, fused-interleaved, fused-lag), and prints\n"
+          "predicted beside measured with error = predicted / measured - 1, then\n"
+          "the median and largest |error| overall, per arm and per source, and how\n"
+          "often the faster of two arms measured on one config is predicted faster.\n"
+          "A prediction never reads time_us.\n"
+          "\n"
+          "  --data FILE          the CSV (data/published/megamoe.csv in the source tree)\n"
+          "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
+          "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
+          "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
+          "                       (a fraction, e.g. 0.25), after printing\n");
+}
+
+static int same_arm(const xs_validate_row *r, void *arm) {
+  return strcmp(r->arm, arm) == 0;
+}
+static int same_source(const xs_validate_row *r, void *src) {
+  return strcmp(r->source, src) == 0;
+}
+
+/* rows a and b measure the same config (different arms) */
+static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
+  const xs_moe_config *x = &a->config, *y = &b->config;
+  return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
+         x->tokens == y->tokens && x->hidden == y->hidden &&
+         x->intermediate == y->intermediate && x->experts == y->experts &&
+         x->topk == y->topk && x->ep == y->ep &&
+         x->weight_bytes == y->weight_bytes && x->act_bytes == y->act_bytes &&
+         x->shared_experts == y->shared_experts && strcmp(a->arm, b->arm) != 0;
+}
+
+static void progress(size_t done, void *ctx) {
+  (void)ctx;
+  fprintf(stderr, "\r  predicting row %zu", done);
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int cmd_validate(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    help(stdout);
+    return EXIT_OK;
+  }
+  if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
+    return cli_usage_error("validate", "expected a planner: megamoe");
+  static const struct option opts[] = {
+      {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
+      {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
+      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+  const char *data = NULL, *svg = NULL;
+  double fail_above = INFINITY;
+  int json = 0, c;
+  opterr = 0;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, ":d:jS:f:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'd': data = optarg; break;
+    case 'j': json = 1; break;
+    case 'S': svg = optarg; break;
+    case 'f': {
+      char *end;
+      fail_above = strtod(optarg, &end);
+      if (*end || !(fail_above >= 0) || !isfinite(fail_above))
+        return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
+                                           "got \"%s\"", optarg);
+      break;
+    }
+    case 'h': help(stdout); return EXIT_OK;
+    default: return cli_bad_flag("validate", argc, argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
+  if (!data)
+    return cli_usage_error("validate", "--data FILE is required");
+  if (svg && !strcmp(svg, data))
+    return cli_usage_error("validate", "--svg %s would overwrite the data", svg);
+  char *text;
+  size_t len;
+  int rrc = cli_read_file("validate", data, (size_t)64 << 20, &text, &len);
+  if (rrc)
+    return rrc;
+  xs_validate_set set;
+  xs_error err;
+  int tty = isatty(2);
+  xs_status st = xs_validate_megamoe(text, len, data, &set, tty ? progress : NULL,
+                                     NULL, &err);
+  free(text);
+  if (tty)
+    fprintf(stderr, "\r%40s\r", "");
+  if (st)
+    return cli_error("validate", &err);
+  /* arms and sources in order of first appearance */
+  const char *arms[16], *sources[32];
+  size_t narms = 0, nsources = 0;
+  for (size_t i = 0; i < set.nrows; i++) {
+    size_t k;
+    for (k = 0; k < narms && strcmp(arms[k], set.rows[i].arm); k++)
+      ;
+    if (k == narms && narms < 16)
+      arms[narms++] = set.rows[i].arm;
+    for (k = 0; k < nsources && strcmp(sources[k], set.rows[i].source); k++)
+      ;
+    if (k == nsources && nsources < 32)
+      sources[nsources++] = set.rows[i].source;
+  }
+  double mx, med = xs_validate_median(&set, NULL, NULL, NULL, &mx);
+  int rc = EXIT_OK;
+  if (json) {
+    json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
+    for (size_t i = 0; i < set.nrows; i++) {
+      const xs_validate_row *r = &set.rows[i];
+      json_array_append_new(rows, json_pack("{s:s,s:s,s:f,s:s,s:f,s:f,s:f}",
+          "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
+          "measured_us", r->measured_us, "predicted_us", r->predicted_us,
+          "error", r->error));
+    }
+    for (size_t k = 0; k < narms; k++) {
+      size_t n;
+      double m = xs_validate_median(&set, same_arm, (void *)arms[k], &n, NULL);
+      json_object_set_new(byarm, arms[k], json_pack("{s:I,s:f}", "rows",
+                                                    (json_int_t)n, "median_abs_error", m));
+    }
+    json_object_set_new(root, "rows", rows);
+    json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
+        (json_int_t)set.nrows, "median_abs_error", med, "max_abs_error", mx,
+        "by_arm", byarm));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    rc = cli_write_document("validate", "-", s);
+  } else {
+    printf("MegaMoE validation: %zu rows of %s, predicted under burstgap on each "
+           "row's built-in profile\n\n", set.nrows, data);
+    printf("  %-22s %-12s %6s %-17s %11s %11s %8s  %-8s %s\n", "source", "gpu",
+           "tokens", "arm", "measured", "predicted", "error", "bound", "knobs");
+    for (size_t i = 0; i < set.nrows; i++) {
+      const xs_validate_row *r = &set.rows[i];
+      const xs_moe_pattern *k = &r->knobs;
+      char knobs[64] = "";
+      if (k->experts_per_wave)
+        snprintf(knobs, sizeof knobs, "experts/wave %u", k->experts_per_wave);
+      else if (k->lag)
+        snprintf(knobs, sizeof knobs, "lag %u, group %u", k->lag, k->group);
+      else if (k->warmup)
+        snprintf(knobs, sizeof knobs, "warm-up %u", k->warmup);
+      printf("  %-22.22s %-12s %6g %-17s %8.1f us %8.1f us %+7.1f%%  %-8s %s\n",
+             r->source, r->gpu, r->tokens, r->arm, r->measured_us, r->predicted_us,
+             100 * r->error, r->breakdown.bound ? r->breakdown.bound : "", knobs);
+    }
+    printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows\n", 100 * med,
+           100 * mx, set.nrows);
+    for (size_t k = 0; k < narms; k++) {
+      size_t n;
+      double m2, m = xs_validate_median(&set, same_arm, (void *)arms[k], &n, &m2);
+      printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k],
+             100 * m, 100 * m2, n);
+    }
+    for (size_t k = 0; k < nsources; k++) {
+      size_t n;
+      double m2, m = xs_validate_median(&set, same_source, (void *)sources[k], &n, &m2);
+      printf("    source %-15s median %5.1f%%, largest %5.1f%% (%zu rows)\n",
+             sources[k], 100 * m, 100 * m2, n);
+    }
+    /* pairs of arms on one config: which is faster, and the ratio */
+    size_t pairs = 0, agree = 0, nr = 0;
+    double *ratio_err = malloc((set.nrows * set.nrows / 2 + 1) * sizeof *ratio_err);
+    for (size_t i = 0; i < set.nrows; i++)
+      for (size_t j = i + 1; j < set.nrows; j++) {
+        const xs_validate_row *a = &set.rows[i], *b = &set.rows[j];
+        if (!same_config(a, b))
+          continue;
+        pairs++;
+        agree += (a->measured_us < b->measured_us) == (a->predicted_us < b->predicted_us);
+        if (ratio_err) {
+          double mr = a->measured_us / b->measured_us, pr = a->predicted_us / b->predicted_us;
+          ratio_err[nr++] = fabs(pr / mr - 1);
+        }
+      }
+    if (pairs) {
+      qsort(ratio_err, nr, sizeof *ratio_err, by_value);
+      double rm = nr % 2 ? ratio_err[nr / 2] : (ratio_err[nr / 2 - 1] + ratio_err[nr / 2]) / 2;
+      printf("\n  faster of two arms on one config predicted faster: %zu of %zu\n",
+             agree, pairs);
+      printf("  ratio of two arms on one config (predicted / measured - 1): median "
+             "|error| %.1f%%, largest %.1f%%\n", 100 * rm, 100 * ratio_err[nr - 1]);
+    }
+    free(ratio_err);
+    printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
+           "link; knobs: the kernel's searched setting)\n");
+    fflush(stdout);
+  }
+  if (!rc && svg) {
+    char title[200];
+    snprintf(title, sizeof title, "xstage validate megamoe: %zu rows, median |error| "
+             "%.1f%%", set.nrows, 100 * med);
+    char *s = xs_validate_svg(&set, title);
+    if (!s) {
+      fprintf(stderr, "xstage validate: out of memory\n");
+      rc = EXIT_MACHINE;
+    } else {
+      rc = cli_write_output("validate", svg, s);
+      free(s);
+    }
+  }
+  if (!rc && isfinite(fail_above))
+    for (size_t k = 0; k < narms; k++) {
+      size_t n;
+      double m = xs_validate_median(&set, same_arm, (void *)arms[k], &n, NULL);
+      if (m > fail_above) {
+        fprintf(stderr, "xstage validate: arm %s: median |error| %.1f%% is above "
+                        "--fail-above %.1f%%\n", arms[k], 100 * m, 100 * fail_above);
+        rc = EXIT_MACHINE;
+      }
+    }
+  xs_validate_free(&set);
+  return rc;
+}

@@ -1,0 +1,446 @@
+/*
+ * validate.c: `xstage validate megamoe`. Reads published timings of MoE
+ * kernels (a CSV with megamoe.csv's columns), predicts each row's arm on
+ * its GPU's built-in profile with the MegaMoE planner, and puts predicted
+ * beside measured. A prediction is made from the row's config only: the
+ * measured column is parsed after the config is taken and never reaches
+ * the planner (docs/validate.md).
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_COLS 32
+
+typedef struct {
+  const char *s; /* into a copy of the line */
+  size_t col;    /* 1-based column of its first character */
+} field;
+
+/* Splits one CSV line (fields may be double-quoted, "" inside quotes is a
+ * quote); line is modified in place. Returns the field count, or -1 for
+ * an unterminated quote. */
+static int split(char *line, field *f, int max) {
+  int n = 0;
+  char *r = line, *w;
+  while (n < max) {
+    f[n].col = (size_t)(r - line) + 1;
+    w = r;
+    f[n].s = w;
+    if (*r == '"') {
+      r++;
+      for (;;) {
+        if (!*r)
+          return -1;
+        if (*r == '"' && r[1] == '"') {
+          *w++ = '"';
+          r += 2;
+        } else if (*r == '"') {
+          r++;
+          break;
+        } else {
+          *w++ = *r++;
+        }
+      }
+      while (*r && *r != ',')
+        r++;
+    } else {
+      while (*r && *r != ',')
+        *w++ = *r++;
+    }
+    int last = *r != ',';
+    *w = '\0';
+    n++;
+    if (last)
+      break;
+    r++;
+  }
+  return n;
+}
+
+static const char *const need[] = {
+    "source", "gpu",          "ep",        "hidden", "intermediate",
+    "experts", "topk",        "shared_experts", "act_dtype", "weight_dtype",
+    "tokens",  "arm",         "time_us",   NULL};
+enum { C_SOURCE, C_GPU, C_EP, C_HIDDEN, C_INTER, C_EXPERTS, C_TOPK, C_SHARED,
+       C_ACT, C_WEIGHT, C_TOKENS, C_ARM, C_TIME, C_N };
+
+typedef struct {
+  char name[48];
+  xs_profile *prof;
+} cached_profile;
+
+static xs_status row_fail(xs_error *err, const char *file, size_t line,
+                          size_t col, const char *fmt, const char *a,
+                          const char *b) {
+  char msg[1400];
+  int w = snprintf(msg, sizeof msg, fmt, a, b);
+  (void)w; /* a message cut short is still a message */
+  return xs__fail(err, XS_INVALID, "%s:%zu:%zu: %s", file, line, col, msg);
+}
+
+static int number(const char *s, double *out) {
+  char *end;
+  if (!*s)
+    return -1;
+  *out = strtod(s, &end);
+  while (*end == ' ')
+    end++;
+  return *end || !isfinite(*out) ? -1 : 0;
+}
+
+/* bytes per element of a dtype name, with the scales it carries */
+static double dtype_bytes(const char *d) {
+  if (!strcmp(d, "fp8"))
+    return 1;
+  if (!strcmp(d, "bf16") || !strcmp(d, "fp16"))
+    return 2;
+  if (!strcmp(d, "fp4"))
+    return 0.5 + 1.0 / 32; /* one scale byte per 32 elements */
+  return 0;
+}
+
+xs_status xs_validate_megamoe(const char *text, size_t length,
+                              const char *filename, xs_validate_set *out,
+                              void (*progress)(size_t, void *), void *ctx,
+                              xs_error *err) {
+  const char *file = filename ? filename : "<data>";
+  memset(out, 0, sizeof *out);
+  size_t cap = 0;
+  cached_profile profs[16];
+  size_t nprofs = 0;
+  int colmap[C_N];
+  int have_header = 0;
+  xs_status st = XS_OK;
+  size_t lineno = 0;
+  const char *p = text, *end = text + length;
+  char *buf = NULL;
+  size_t bufcap = 0;
+  while (p < end && !st) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    lineno++;
+    const char *lp = p;
+    p = nl ? nl + 1 : end;
+    if (len && lp[len - 1] == '\r')
+      len--;
+    if (memchr(lp, '\0', len)) {
+      st = row_fail(err, file, lineno, 1, "a NUL byte in the line%s%s", "", "");
+      break;
+    }
+    size_t skip = 0;
+    while (skip < len && (lp[skip] == ' ' || lp[skip] == '\t'))
+      skip++;
+    if (skip == len || lp[skip] == '#')
+      continue;
+    if (len + 1 > bufcap) {
+      bufcap = len + 1;
+      char *nb = realloc(buf, bufcap);
+      if (!nb) {
+        st = xs__fail(err, XS_NOMEM, "out of memory");
+        break;
+      }
+      buf = nb;
+    }
+    memcpy(buf, lp, len);
+    buf[len] = '\0';
+    field f[MAX_COLS];
+    int nf = split(buf, f, MAX_COLS);
+    if (nf < 0) {
+      st = row_fail(err, file, lineno, 1, "a quoted field is not closed%s%s", "", "");
+      break;
+    }
+    if (!have_header) {
+      for (int c = 0; c < C_N; c++) {
+        colmap[c] = -1;
+        for (int i = 0; i < nf; i++)
+          if (!strcmp(f[i].s, need[c]))
+            colmap[c] = i;
+        if (colmap[c] < 0) {
+          st = row_fail(err, file, lineno, 1,
+                        "the header has no column \"%s\"%s (it needs source, "
+                        "gpu, ep, hidden, intermediate, experts, topk, "
+                        "shared_experts, act_dtype, weight_dtype, tokens, arm, "
+                        "time_us)", need[c], "");
+          break;
+        }
+      }
+      have_header = 1;
+      continue;
+    }
+    int maxcol = 0;
+    for (int c = 0; c < C_N; c++)
+      maxcol = colmap[c] > maxcol ? colmap[c] : maxcol;
+    if (nf <= maxcol) {
+      char got[16];
+      snprintf(got, sizeof got, "%d", nf);
+      st = row_fail(err, file, lineno, 1, "only %s fields%s; the header names more",
+                    got, "");
+      break;
+    }
+    if (out->nrows == cap &&
+        xs__grow(&out->rows, &cap, out->nrows + 1, sizeof *out->rows)) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+      break;
+    }
+    xs_validate_row *row = &out->rows[out->nrows];
+    memset(row, 0, sizeof *row);
+    row->line = lineno;
+    const field *F[C_N];
+    for (int c = 0; c < C_N; c++)
+      F[c] = &f[colmap[c]];
+    snprintf(row->source, sizeof row->source, "%s", F[C_SOURCE]->s);
+    snprintf(row->gpu, sizeof row->gpu, "%s", F[C_GPU]->s);
+    snprintf(row->arm, sizeof row->arm, "%s", F[C_ARM]->s);
+    /* the config: from the row's shape, never from time_us */
+    xs_moe_config *c = &row->config;
+    xs_moe_preset("deepseek-v3", c);
+    snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+    const struct {
+      int col;
+      double *dst;
+    } nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
+                {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
+                {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
+                {C_TOKENS, &c->tokens}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0] && !st; i++)
+      if (number(F[nums[i].col]->s, nums[i].dst))
+        st = row_fail(err, file, lineno, F[nums[i].col]->col,
+                      "%s: expected a number, got \"%s\"", need[nums[i].col],
+                      F[nums[i].col]->s);
+    if (st)
+      break;
+    c->act_bytes = dtype_bytes(F[C_ACT]->s);
+    c->weight_bytes = dtype_bytes(F[C_WEIGHT]->s);
+    if (!c->act_bytes || !strcmp(F[C_ACT]->s, "fp4")) {
+      st = row_fail(err, file, lineno, F[C_ACT]->col,
+                    "act_dtype: expected fp8, bf16 or fp16, got \"%s\"%s",
+                    F[C_ACT]->s, "");
+      break;
+    }
+    if (!c->weight_bytes) {
+      st = row_fail(err, file, lineno, F[C_WEIGHT]->col,
+                    "weight_dtype: expected fp8, fp4, bf16 or fp16, got \"%s\"%s",
+                    F[C_WEIGHT]->s, "");
+      break;
+    }
+    /* the GEMM runs in the activations' type; FP4 weights with FP8
+     * activations take the mixed dtype */
+    snprintf(c->dtype, sizeof c->dtype, "%s%s",
+             !strcmp(F[C_ACT]->s, "fp8") ? "fp8" : "bf16",
+             !strcmp(F[C_WEIGHT]->s, "fp4") ? "xfp4" : "");
+    row->tokens = c->tokens;
+    xs_error e2;
+    if (xs_moe_config_check(c, &e2)) {
+      st = row_fail(err, file, lineno, 1, "%s%s", e2.message, "");
+      break;
+    }
+    int sched = xs_moe_schedule_from_name(row->arm);
+    if (sched < 0) {
+      st = row_fail(err, file, lineno, F[C_ARM]->col,
+                    "arm: unknown \"%s\"%s (sequential, fused-split, fused-wave, "
+                    "fused-interleaved, fused-lag, baseline, searched)",
+                    row->arm, "");
+      break;
+    }
+    xs_profile *prof = NULL;
+    for (size_t i = 0; i < nprofs; i++)
+      if (!strcmp(profs[i].name, row->gpu))
+        prof = profs[i].prof;
+    if (!prof) {
+      int builtin = 0;
+      for (size_t i = 0; i < xs_builtin_profile_count(); i++)
+        builtin |= !strcmp(xs_builtin_profile_name(i), row->gpu);
+      if (!builtin || nprofs == sizeof profs / sizeof profs[0] ||
+          xs_profile_load(row->gpu, &prof, &e2)) {
+        st = row_fail(err, file, lineno, F[C_GPU]->col,
+                      "gpu: \"%s\" is not a built-in profile%s (xstage profiles "
+                      "list)", row->gpu, "");
+        break;
+      }
+      snprintf(profs[nprofs].name, sizeof profs[nprofs].name, "%s", row->gpu);
+      profs[nprofs++].prof = prof;
+    }
+    double t;
+    if (xs_moe_predict(c, prof, (xs_moe_schedule)sched, &t, &row->knobs,
+                       &row->breakdown, &e2)) {
+      st = row_fail(err, file, lineno, 1, "%s%s", e2.message, "");
+      break;
+    }
+    row->predicted_us = t * 1e6;
+    /* only now the measured number */
+    if (number(F[C_TIME]->s, &row->measured_us) || !(row->measured_us > 0)) {
+      st = row_fail(err, file, lineno, F[C_TIME]->col,
+                    "time_us: expected a positive number, got \"%s\"%s",
+                    F[C_TIME]->s, "");
+      break;
+    }
+    row->error = row->predicted_us / row->measured_us - 1;
+    out->nrows++;
+    if (progress)
+      progress(out->nrows, ctx);
+  }
+  if (!st && !have_header)
+    st = xs__fail(err, XS_INVALID, "%s: no header line (source,gpu,...)", file);
+  if (!st && !out->nrows)
+    st = xs__fail(err, XS_INVALID, "%s: no data rows", file);
+  for (size_t i = 0; i < nprofs; i++)
+    xs_profile_free(profs[i].prof);
+  free(buf);
+  if (st)
+    xs_validate_free(out);
+  return st;
+}
+
+void xs_validate_free(xs_validate_set *set) {
+  free(set->rows);
+  set->rows = NULL;
+  set->nrows = 0;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double xs_validate_median(const xs_validate_set *set,
+                          int (*keep)(const xs_validate_row *, void *),
+                          void *ctx, size_t *n, double *max_abs) {
+  double *v = malloc((set->nrows + 1) * sizeof *v);
+  size_t k = 0;
+  double mx = 0;
+  for (size_t i = 0; v && i < set->nrows; i++)
+    if (!keep || keep(&set->rows[i], ctx)) {
+      v[k++] = fabs(set->rows[i].error);
+      mx = fmax(mx, fabs(set->rows[i].error));
+    }
+  if (n)
+    *n = k;
+  if (max_abs)
+    *max_abs = k ? mx : NAN;
+  double med = NAN;
+  if (k) {
+    qsort(v, k, sizeof *v, by_value);
+    med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+  }
+  free(v);
+  return med;
+}
+
+/* ---- the plot ---- */
+
+#define VW 720.0
+#define VH 560.0
+#define PL 90.0
+#define PR 170.0
+#define PT 50.0
+#define PB 60.0
+
+char *xs_validate_svg(const xs_validate_set *set, const char *title) {
+  static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c",
+                                        "#9467bd", "#ff7f0e", "#8c564b",
+                                        "#e377c2"};
+  double lo = INFINITY, hi = 0;
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    lo = fmin(lo, fmin(r->measured_us, r->predicted_us));
+    hi = fmax(hi, fmax(r->measured_us, r->predicted_us));
+  }
+  if (!(lo > 0) || !(hi >= lo))
+    lo = 1, hi = 10;
+  double l0 = floor(log10(lo)), l1 = ceil(log10(hi));
+  if (l1 <= l0)
+    l1 = l0 + 1;
+  double pw = VW - PL - PR, ph = VH - PT - PB;
+#define X(v) (PL + (log10(v) - l0) / (l1 - l0) * pw)
+#define Y(v) (PT + ph - (log10(v) - l0) / (l1 - l0) * ph)
+  xs__sbuf b = {0};
+  xs__sb_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+                    "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+                VW, VH);
+  xs__sb_printf(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  xs__sb_printf(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"14\">", PL);
+  xs__sb_escaped(&b, title ? title : "predicted against measured");
+  xs__sb_printf(&b, "</text>\n");
+  /* the +-20% band and y = x */
+  double a = pow(10, l0), z = pow(10, l1);
+  xs__sb_printf(&b,
+                "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" "
+                "fill=\"#eeeeee\"/>\n",
+                X(a), Y(fmin(a * 1.2, z)), X(fmin(z / 1.2, z)), Y(z), X(z),
+                Y(z * 0.8), X(a / 0.8 > z ? z : a / 0.8), Y(a));
+  xs__sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "fill=\"none\" stroke=\"black\"/>\n",
+                PL, PT, pw, ph);
+  xs__sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                    "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
+                X(a), Y(a), X(z), Y(z));
+  for (double d = l0; d <= l1; d++) {
+    double v = pow(10, d);
+    xs__sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                      "stroke=\"#cccccc\"/>\n",
+                  X(v), PT, X(v), PT + ph);
+    xs__sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                      "stroke=\"#cccccc\"/>\n",
+                  PL, Y(v), PL + pw, Y(v));
+    xs__sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                  X(v), PT + ph + 16, v);
+    xs__sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                  PL - 6, Y(v) + 4, v);
+  }
+  xs__sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">measured "
+                    "(us, log scale)</text>\n",
+                PL + pw / 2, VH - 18);
+  xs__sb_printf(&b, "<text x=\"20\" y=\"%.1f\" text-anchor=\"middle\" "
+                    "transform=\"rotate(-90 20 %.1f)\">predicted (us, log scale)"
+                    "</text>\n",
+                PT + ph / 2, PT + ph / 2);
+  const char *arms[8];
+  size_t narms = 0;
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    size_t k = 0;
+    while (k < narms && strcmp(arms[k], r->arm))
+      k++;
+    if (k == narms && narms < 7)
+      arms[narms++] = r->arm;
+    const char *col = k < 7 ? colours[k] : "#7f7f7f";
+    xs__sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
+                      "fill-opacity=\"0.8\"><title>",
+                  X(r->measured_us), Y(r->predicted_us), col);
+    xs__sb_escaped(&b, r->source);
+    xs__sb_printf(&b, ", %s, %g tokens, ", r->gpu, r->tokens);
+    xs__sb_escaped(&b, r->arm);
+    xs__sb_printf(&b, ": measured %.1f us, predicted %.1f us (%+.0f%%)</title>"
+                      "</circle>\n",
+                  r->measured_us, r->predicted_us, 100 * r->error);
+  }
+  for (size_t k = 0; k < narms; k++) {
+    double y = PT + 10 + 20 * (double)k;
+    xs__sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\">",
+                  PL + pw + 20, y, colours[k], PL + pw + 30, y + 4);
+    xs__sb_escaped(&b, arms[k]);
+    xs__sb_printf(&b, "</text>\n");
+  }
+  double y = PT + 10 + 20 * (double)narms;
+  xs__sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" "
+                    "fill=\"#eeeeee\" stroke=\"#999999\"/><text x=\"%.1f\" "
+                    "y=\"%.1f\">within 20%%</text>\n",
+                PL + pw + 15, y - 5, PL + pw + 30, y + 4);
+  xs__sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                    "stroke=\"black\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" "
+                    "y=\"%.1f\">y = x</text>\n",
+                PL + pw + 12, y + 20, PL + pw + 26, y + 20, PL + pw + 30, y + 24);
+  xs__sb_printf(&b, "</svg>\n");
+#undef X
+#undef Y
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
+}
