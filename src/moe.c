@@ -181,14 +181,13 @@ done:
 
 /* ---- the workload ---- */
 
+/* A token block. Its tiles' times are the workload's l1_tile_s and
+ * l2_tile_s: a tile computes its padded rows, whatever the block holds. */
 typedef struct {
-  double rows;
-  double c1, c2;   /* seconds of one L1 / L2 tile on one SM (padded rows) */
   double h1, h2;   /* HBM bytes of one L1 / L2 tile                        */
   double f1, f2;   /* useful flops of one L1 / L2 tile                     */
   double comb_B;   /* combine bytes of one L2 tile leaving the rank        */
   double disp_B;   /* dispatch bytes of the block arriving from others     */
-  size_t expert;   /* index among the experts that have blocks             */
   int local;       /* a shared expert's block: its tokens are local        */
 } block;
 
@@ -201,7 +200,9 @@ typedef struct {
   size_t n1, n2;          /* tiles per block in L1 and L2                 */
   size_t *expert_first;   /* nexperts + 1 block offsets                   */
   size_t nexperts;
-  double reduce_s;        /* fused: the home rank sums the top-k copies   */
+  double finish_s;        /* fused, after the last combine store: a barrier,
+                             the home rank's sum of the top-k copies, the
+                             barrier after the workspace clean           */
   double swiglu_s;        /* sequential: the SwiGLU and quantisation kernel */
 } workload;
 
@@ -286,14 +287,10 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
       double r = fmin(bm, rows_e - r0);
       block *b = &wl->blocks[wl->nblocks++];
       int first = r0 == 0;
-      b->rows = r;
-      b->expert = wl->nexperts - 1;
       b->local = local;
       b->f1 = 2 * r * 2 * c->intermediate * c->hidden / n1;
       b->f2 = 2 * r * c->intermediate * c->hidden / n2;
       flops += b->f1 * n1 + b->f2 * n2;
-      b->c1 = 2 * bm * bn * c->hidden / wl->Fsm + over;
-      b->c2 = 2 * bm * bn * c->intermediate / wl->Fsm + over;
       /* the weight slice comes from HBM for the expert's first block (its
        * other blocks find it in L2); activations are read once per block;
        * L1 writes the SwiGLU output in FP8 */
@@ -311,7 +308,8 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
   wl->expert_first[wl->nexperts] = wl->nblocks;
   /* fused combine: the home rank reads its tokens' K copies and writes the
    * sum (DeepGEMM's MegaMoE reduces after a barrier) */
-  wl->reduce_s = c->tokens * c->hidden * c->combine_bytes * (c->topk + 1) / wl->B;
+  wl->finish_s = 2 * wl->k.barrier_s +
+                 c->tokens * c->hidden * c->combine_bytes * (c->topk + 1) / wl->B;
   /* sequential: SwiGLU reads L1's BF16 output and writes FP8 */
   wl->swiglu_s = (pairs + ns * c->tokens) * c->intermediate * (2 * 2 + 1) / wl->B;
   xs_moe_workload *w = &wl->w;
@@ -351,7 +349,7 @@ typedef struct {
   xs_program *p;
   const workload *wl;
   size_t sms, dw;
-  int sends_combine, ids;
+  int sends_combine;
   size_t *chunk_send, per_chunk;
   long waited;
   size_t last_send;
@@ -436,9 +434,9 @@ static void add_tiles(emitter *e, int layer, size_t b, size_t n) {
   const block *bl = &e->wl->blocks[b];
   double dn = (double)n;
   if (layer == 1) {
-    e->sum_c += dn * bl->c1;
+    e->sum_c += dn * e->wl->w.l1_tile_s;
     e->sum_h += dn * bl->h1;
-    e->longest = fmax(e->longest, bl->c1);
+    e->longest = fmax(e->longest, e->wl->w.l1_tile_s);
     e->open[b] += n;
     if (!e->mark[b]) {
       e->mark[b] = 1;
@@ -449,9 +447,9 @@ static void add_tiles(emitter *e, int layer, size_t b, size_t n) {
     if (e->audit)
       e->audit->flops += dn * bl->f1;
   } else {
-    e->sum_c += dn * bl->c2;
+    e->sum_c += dn * e->wl->w.l2_tile_s;
     e->sum_h += dn * bl->h2;
-    e->longest = fmax(e->longest, bl->c2);
+    e->longest = fmax(e->longest, e->wl->w.l2_tile_s);
     e->bytes += dn * bl->comb_B;
     if (e->audit) {
       e->audit->flops += dn * bl->f2;
@@ -626,7 +624,6 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
   emitter e = {0};
   e.p = p;
   e.wl = wl;
-  e.ids = ids;
   e.audit = audit;
   e.bd = bd;
   e.S = e.slots = (size_t)wl->w.sms;
@@ -746,12 +743,9 @@ static xs_status build_program(const workload *wl, xs_moe_schedule sched,
    * reduction of the top-k copies, the barrier after the workspace clean */
   if (e.have_send && (st = xs_program_wait_send(p, fw, e.last_send, err)))
     goto fail;
-  {
-    double tail = 2 * k->barrier_s + wl->reduce_s;
-    bd->fixed_s += tail;
-    if ((st = xs_program_compute(p, fw, tail > 0 ? tail : 0, err)))
-      goto fail;
-  }
+  bd->fixed_s += wl->finish_s;
+  if ((st = xs_program_compute(p, fw, wl->finish_s, err)))
+    goto fail;
 finish:
   if ((st = xs_program_finish(p, err)))
     goto fail;
@@ -878,8 +872,7 @@ static void finish_breakdown(const workload *wl, xs_moe_schedule s,
     bd->stall_s = w->stall_s - w->blocked_s;
     /* the last delivery after the last wave: the finish worker ends the
      * barriers and the reduction after it */
-    double tail = 2 * wl->k.barrier_s + wl->reduce_s;
-    bd->xstage_tail_s = fmax(0, r->workers[2].finish_s - tail - w->finish_s);
+    bd->xstage_tail_s = fmax(0, r->workers[2].finish_s - wl->finish_s - w->finish_s);
   }
   bd->link_s = fmax(0, r->makespan_s - ops - bd->dispatch_s);
   const char *names[4] = {"hbm", "compute", "fixed", "link"};
@@ -1023,7 +1016,7 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
   if (!st) {
     const xs_moe_breakdown *b = &out->breakdown[XS_MOE_INTERLEAVED];
     out->chosen = out->knobs[XS_MOE_INTERLEAVED];
-    out->compute_s = b->hbm_s + b->compute_s + b->fixed_s - 2 * wl.k.barrier_s - wl.reduce_s;
+    out->compute_s = b->hbm_s + b->compute_s + b->fixed_s - wl.finish_s;
     out->dispatch_wait_s = b->dispatch_s;
     out->stall_s = b->stall_s;
     out->xstage_tail_s = b->xstage_tail_s;
