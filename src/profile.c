@@ -6,6 +6,7 @@
 #include "jsonutil.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,26 @@ typedef struct {
   double flops_per_s;
 } flops_entry;
 
+typedef struct {
+  char *key, *text; /* "compute.hbm_Bps": "datasheet: ..." */
+} source_entry;
+
+/* The kernel costs' JSON keys, checks and fields: one table serves
+ * xs_profile_set_kernel_costs, parsing and serialising. */
+static const struct {
+  const char *key;
+  size_t offset;
+  double hi;
+} cost_keys[] = {
+    {"hbm_efficiency", offsetof(xs_kernel_costs, hbm_efficiency), 1},
+    {"launch_s", offsetof(xs_kernel_costs, launch_s), 1},
+    {"barrier_s", offsetof(xs_kernel_costs, barrier_s), 1},
+    {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s), 1},
+    {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s), 1},
+    {"roofline_p", offsetof(xs_kernel_costs, roofline_p), 64}};
+#define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
+#define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
+
 struct xs_profile {
   char *name, *source;
   named_channel *channels;
@@ -29,9 +50,8 @@ struct xs_profile {
   flops_entry *flops, *gemm;
   size_t nflops, flops_cap, ngemm, gemm_cap;
   xs_kernel_costs costs;
-  flops_entry *sources; /* key path -> text (flops_entry's fields reused) */
+  source_entry *sources;
   size_t nsources, sources_cap;
-  char **source_texts;
 };
 
 /* generated from the JSON files in profiles/ by cmake/embed.cmake */
@@ -120,11 +140,10 @@ void xs_profile_free(xs_profile *p) {
   for (size_t i = 0; i < p->ngemm; i++)
     free(p->gemm[i].dtype);
   for (size_t i = 0; i < p->nsources; i++) {
-    free(p->sources[i].dtype);
-    free(p->source_texts[i]);
+    free(p->sources[i].key);
+    free(p->sources[i].text);
   }
   free(p->sources);
-  free(p->source_texts);
   free(p->gemm);
   free(p->channels);
   free(p->flops);
@@ -232,19 +251,12 @@ xs_status xs_profile_set_gemm_flops(xs_profile *p, const char *dtype,
 
 xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
                                       xs_error *err) {
-  const struct {
-    const char *key;
-    double v, hi;
-  } f[] = {{"hbm_efficiency", k->hbm_efficiency, 1},
-           {"launch_s", k->launch_s, 1},
-           {"barrier_s", k->barrier_s, 1},
-           {"a2a_fixed_s", k->a2a_fixed_s, 1},
-           {"tile_overhead_s", k->tile_overhead_s, 1},
-           {"roofline_p", k->roofline_p, 64}};
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-    if (!(f[i].v >= 0 && f[i].v <= f[i].hi))
+  for (size_t i = 0; i < NCOSTS; i++) {
+    double v = COST(k, i);
+    if (!(v >= 0 && v <= cost_keys[i].hi))
       return xs__fail(err, XS_INVALID, "%s must be in [0, %g], got %g",
-                      f[i].key, f[i].hi, f[i].v);
+                      cost_keys[i].key, cost_keys[i].hi, v);
+  }
   if (k->roofline_p > 0 && k->roofline_p < 1)
     return xs__fail(err, XS_INVALID,
                     "roofline_p must be 0 (max) or at least 1, got %g",
@@ -269,31 +281,25 @@ static xs_status set_source(xs_profile *p, const char *key, const char *text,
   if (xs__grow(&p->sources, &p->sources_cap, p->nsources + 1,
                sizeof *p->sources))
     return xs__fail(err, XS_NOMEM, "out of memory");
-  char **t = realloc(p->source_texts, p->sources_cap * sizeof *t);
-  if (!t)
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  p->source_texts = t;
   char *k = xs__strdup(key), *v = xs__strdup(text);
   if (!k || !v) {
     free(k);
     free(v);
     return xs__fail(err, XS_NOMEM, "out of memory");
   }
-  p->sources[p->nsources].dtype = k;
-  p->source_texts[p->nsources] = v;
-  p->nsources++;
+  p->sources[p->nsources++] = (source_entry){k, v};
   return XS_OK;
 }
 
 const char *xs_profile_number_source(const xs_profile *p, const char *key) {
   for (size_t i = 0; i < p->nsources; i++)
-    if (strcmp(p->sources[i].dtype, key) == 0)
-      return p->source_texts[i];
+    if (strcmp(p->sources[i].key, key) == 0)
+      return p->sources[i].text;
   return NULL;
 }
 size_t xs_profile_source_count(const xs_profile *p) { return p->nsources; }
 const char *xs_profile_source_key(const xs_profile *p, size_t i) {
-  return i < p->nsources ? p->sources[i].dtype : NULL;
+  return i < p->nsources ? p->sources[i].key : NULL;
 }
 
 const char *xs_profile_name(const xs_profile *p) { return p->name; }
@@ -404,13 +410,10 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   p->efficiency = eff;
   p->hbm_Bps = hbm;
   xs_kernel_costs k = {0};
-  const xs__jfield costs[] = {{"hbm_efficiency", &k.hbm_efficiency},
-                              {"launch_s", &k.launch_s},
-                              {"barrier_s", &k.barrier_s},
-                              {"a2a_fixed_s", &k.a2a_fixed_s},
-                              {"tile_overhead_s", &k.tile_overhead_s},
-                              {"roofline_p", &k.roofline_p}};
-  if ((st = xs__jnumbers(d, obj, costs, sizeof costs / sizeof costs[0])))
+  xs__jfield costs[NCOSTS];
+  for (size_t i = 0; i < NCOSTS; i++)
+    costs[i] = (xs__jfield){cost_keys[i].key, &COST(&k, i)};
+  if ((st = xs__jnumbers(d, obj, costs, NCOSTS)))
     return st;
   xs_error e2;
   if (xs_profile_set_kernel_costs(p, &k, &e2))
@@ -619,22 +622,15 @@ char *xs_profile_to_json(const xs_profile *p) {
         set_num(g, p->gemm[i].dtype, p->gemm[i].flops_per_s);
       json_object_set_new(c, "gemm_flops_per_s", g);
     }
-    const xs_kernel_costs *k = &p->costs;
-    const struct {
-      const char *key;
-      double v;
-    } kf[] = {{"hbm_efficiency", k->hbm_efficiency}, {"launch_s", k->launch_s},
-              {"barrier_s", k->barrier_s},           {"a2a_fixed_s", k->a2a_fixed_s},
-              {"tile_overhead_s", k->tile_overhead_s}, {"roofline_p", k->roofline_p}};
-    for (size_t i = 0; i < sizeof kf / sizeof kf[0]; i++)
-      if (kf[i].v)
-        set_num(c, kf[i].key, kf[i].v);
+    for (size_t i = 0; i < NCOSTS; i++)
+      if (COST(&p->costs, i))
+        set_num(c, cost_keys[i].key, COST(&p->costs, i));
     json_object_set_new(root, "compute", c);
   }
   if (p->nsources) {
     json_t *so = json_object();
     for (size_t i = 0; i < p->nsources; i++)
-      json_object_set_new(so, p->sources[i].dtype, json_string(p->source_texts[i]));
+      json_object_set_new(so, p->sources[i].key, json_string(p->sources[i].text));
     json_object_set_new(root, "sources", so);
   }
   char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
