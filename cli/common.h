@@ -31,6 +31,11 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 
+/* A MegaMoE schedule's knobs in words: "experts/wave 8", "lag 16, group
+ * 4", "warm-up 2", "2:1" or "split 33" (searched), "-" for none. */
+const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
+                          size_t n);
+
 int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

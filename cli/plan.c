@@ -14,31 +14,6 @@
 #include <unistd.h>
 
 
-/* "2:1" (L1 waves : L2 waves), "split 33" (SMs on L2 in every wave) or
- * "none" (all L1 first) */
-static const char *pattern_label(const xs_moe_pattern *p, char *buf, size_t n) {
-  if (p->l2_sms)
-    snprintf(buf, n, "split %u", p->l2_sms);
-  else if (p->l1_waves)
-    snprintf(buf, n, "%u:%u", p->l1_waves, p->l2_waves);
-  else
-    snprintf(buf, n, "none");
-  return buf;
-}
-
-/* a schedule's knobs in words: "experts/wave 8", "lag 16, group 4" */
-static const char *knob_label(xs_moe_schedule s, const xs_moe_pattern *k,
-                              char *buf, size_t n) {
-  switch (s) {
-  case XS_MOE_INTERLEAVED: return pattern_label(k, buf, n);
-  case XS_MOE_FUSED_WAVE: snprintf(buf, n, "experts/wave %u", k->experts_per_wave); break;
-  case XS_MOE_FUSED_DYNAMIC: snprintf(buf, n, "warm-up %u", k->warmup); break;
-  case XS_MOE_FUSED_LAG: snprintf(buf, n, "lag %u, group %u", k->lag, k->group); break;
-  default: snprintf(buf, n, "-");
-  }
-  return buf;
-}
-
 static json_t *knobs_json(const xs_moe_pattern *k) {
   return json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "l1_waves", (int)k->l1_waves,
                    "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
@@ -161,16 +136,13 @@ static json_t *plan_json(const xs_moe_config *c, const xs_profile *prof,
       "tokens", c->tokens, "hidden", c->hidden, "intermediate", c->intermediate,
       "experts", c->experts, "topk", c->topk, "ep", c->ep, "act_bytes", c->act_bytes,
       "combine_bytes", c->combine_bytes, "imbalance", c->imbalance, "dtype", c->dtype));
-  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
       "pairs", w->pairs, "tokens_per_expert", w->tokens_per_expert, "block_m", w->block_m,
       "block_n", w->block_n, "sms", w->sms, "blocks", w->blocks, "l1_tiles", w->l1_tiles,
       "l2_tiles", w->l2_tiles, "waves", w->waves, "l1_tile_s", w->l1_tile_s,
       "l2_tile_s", w->l2_tile_s, "flops", w->flops, "dispatch_B", w->dispatch_B,
-      "combine_B", w->combine_B));
-  json_object_set_new(json_object_get(o, "workload"), "experts_touched",
-                      json_real(w->experts_touched));
-  json_object_set_new(json_object_get(o, "workload"), "weights_B",
-                      json_real(w->weights_B));
+      "combine_B", w->combine_B, "experts_touched", w->experts_touched,
+      "weights_B", w->weights_B));
   json_object_set_new(o, "schedules", schedules_json(r));
   json_object_set_new(o, "best_fused",
                       json_string(xs_moe_schedule_name(r->best_fused)));
@@ -304,7 +276,7 @@ int cmd_plan(int argc, char **argv) {
              xs_format_time(r.time_s[k][0], a, sizeof a),
              xs_format_time(r.time_s[k][1], b, sizeof b),
              xs_format_time(r.time_s[k][2], d, sizeof d),
-             knob_label((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb), bd->bound,
+             cli_moe_knobs((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb), bd->bound,
              xs_format_time(bd->hbm_s, t1, sizeof t1),
              xs_format_time(bd->compute_s, t2, sizeof t2),
              xs_format_time(bd->fixed_s, t3, sizeof t3),
@@ -548,7 +520,7 @@ int cmd_sweep(int argc, char **argv) {
                xs_format_time(r->time_s[1][0], b, sizeof b),
                xs_format_time(r->time_s[2][0], d, sizeof d),
                xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[1][0] / r->time_s[2][0],
-               r->time_s[1][1] / r->time_s[2][1], pattern_label(&r->chosen, pat, sizeof pat));
+               r->time_s[1][1] / r->time_s[2][1], cli_moe_knobs(XS_MOE_INTERLEAVED, &r->chosen, pat, sizeof pat));
       }
       printf("\n  interleaved over fused baseline: geometric mean %.3fx, largest %.3fx\n",
              exp(lg / dn), mx);

@@ -41,25 +41,9 @@ static int same_source(const xs_validate_row *r, void *src) {
   return strcmp(r->source, src) == 0;
 }
 
-/* rows a and b measure the same config (different arms) */
-static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
-  const xs_moe_config *x = &a->config, *y = &b->config;
-  return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
-         x->tokens == y->tokens && x->hidden == y->hidden &&
-         x->intermediate == y->intermediate && x->experts == y->experts &&
-         x->topk == y->topk && x->ep == y->ep &&
-         x->weight_bytes == y->weight_bytes && x->act_bytes == y->act_bytes &&
-         x->shared_experts == y->shared_experts && strcmp(a->arm, b->arm) != 0;
-}
-
 static void progress(size_t done, void *ctx) {
   (void)ctx;
   fprintf(stderr, "\r  predicting row %zu", done);
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 int cmd_validate(int argc, char **argv) {
@@ -161,14 +145,9 @@ int cmd_validate(int argc, char **argv) {
            "tokens", "arm", "measured", "predicted", "error", "bound", "knobs");
     for (size_t i = 0; i < set.nrows; i++) {
       const xs_validate_row *r = &set.rows[i];
-      const xs_moe_pattern *k = &r->knobs;
-      char knobs[64] = "";
-      if (k->experts_per_wave)
-        snprintf(knobs, sizeof knobs, "experts/wave %u", k->experts_per_wave);
-      else if (k->lag)
-        snprintf(knobs, sizeof knobs, "lag %u, group %u", k->lag, k->group);
-      else if (k->warmup)
-        snprintf(knobs, sizeof knobs, "warm-up %u", k->warmup);
+      char knobs[64];
+      xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
+      cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
       printf("  %-22.22s %-12s %6g %-17s %8.1f us %8.1f us %+7.1f%%  %-8s %s\n",
              r->source, r->gpu, r->tokens, r->arm, r->measured_us, r->predicted_us,
              100 * r->error, r->breakdown.bound ? r->breakdown.bound : "", knobs);
@@ -188,29 +167,18 @@ int cmd_validate(int argc, char **argv) {
              sources[k], 100 * m, 100 * m2, n);
     }
     /* pairs of arms on one config: which is faster, and the ratio */
-    size_t pairs = 0, agree = 0, nr = 0;
-    double *ratio_err = malloc((set.nrows * set.nrows / 2 + 1) * sizeof *ratio_err);
-    for (size_t i = 0; i < set.nrows; i++)
-      for (size_t j = i + 1; j < set.nrows; j++) {
-        const xs_validate_row *a = &set.rows[i], *b = &set.rows[j];
-        if (!same_config(a, b))
-          continue;
-        pairs++;
-        agree += (a->measured_us < b->measured_us) == (a->predicted_us < b->predicted_us);
-        if (ratio_err) {
-          double mr = a->measured_us / b->measured_us, pr = a->predicted_us / b->predicted_us;
-          ratio_err[nr++] = fabs(pr / mr - 1);
-        }
-      }
-    if (pairs) {
-      qsort(ratio_err, nr, sizeof *ratio_err, by_value);
-      double rm = nr % 2 ? ratio_err[nr / 2] : (ratio_err[nr / 2 - 1] + ratio_err[nr / 2]) / 2;
-      printf("\n  faster of two arms on one config predicted faster: %zu of %zu\n",
-             agree, pairs);
-      printf("  ratio of two arms on one config (predicted / measured - 1): median "
-             "|error| %.1f%%, largest %.1f%%\n", 100 * rm, 100 * ratio_err[nr - 1]);
+    xs_validate_pairs pr;
+    if (xs_validate_compare_arms(&set, &pr, &err)) {
+      xs_validate_free(&set);
+      return cli_error("validate", &err);
     }
-    free(ratio_err);
+    if (pr.pairs) {
+      printf("\n  faster of two arms on one config predicted faster: %zu of %zu\n",
+             pr.agree, pr.pairs);
+      printf("  ratio of two arms on one config (predicted / measured - 1): median "
+             "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
+             100 * pr.max_ratio_error);
+    }
     printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
            "link; knobs: the kernel's searched setting)\n");
     fflush(stdout);

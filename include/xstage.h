@@ -577,6 +577,15 @@ void xs_validate_free(xs_validate_set *set);
 double xs_validate_median(const xs_validate_set *set,
                           int (*keep)(const xs_validate_row *, void *),
                           void *ctx, size_t *n, double *max_abs);
+/* Over pairs of rows that measure two arms of one config (same source,
+ * GPU, shape, dtypes and tokens): how often the faster is predicted
+ * faster, and |predicted ratio / measured ratio - 1| of the two. */
+typedef struct xs_validate_pairs {
+  size_t pairs, agree;
+  double median_ratio_error, max_ratio_error; /* NAN when no pairs */
+} xs_validate_pairs;
+xs_status xs_validate_compare_arms(const xs_validate_set *set,
+                                   xs_validate_pairs *out, xs_error *err);
 /* Predicted against measured on log axes, one colour per arm, y = x and a
  * +-20% band; free() the result. */
 char *xs_validate_svg(const xs_validate_set *set, const char *title);

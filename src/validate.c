@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +74,16 @@ typedef struct {
   xs_profile *prof;
 } cached_profile;
 
+/* "FILE:LINE:COLUMN: what was wrong" */
 static xs_status row_fail(xs_error *err, const char *file, size_t line,
-                          size_t col, const char *fmt, const char *a,
-                          const char *b) {
+                          size_t col, const char *fmt, ...) XS__PRINTF(5, 6);
+static xs_status row_fail(xs_error *err, const char *file, size_t line,
+                          size_t col, const char *fmt, ...) {
   char msg[1400];
-  int w = snprintf(msg, sizeof msg, fmt, a, b);
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
   (void)w; /* a message cut short is still a message */
   return xs__fail(err, XS_INVALID, "%s:%zu:%zu: %s", file, line, col, msg);
 }
@@ -128,7 +134,7 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     if (len && lp[len - 1] == '\r')
       len--;
     if (memchr(lp, '\0', len)) {
-      st = row_fail(err, file, lineno, 1, "a NUL byte in the line%s%s", "", "");
+      st = row_fail(err, file, lineno, 1, "a NUL byte in the line");
       break;
     }
     size_t skip = 0;
@@ -150,7 +156,7 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     field f[MAX_COLS];
     int nf = split(buf, f, MAX_COLS);
     if (nf < 0) {
-      st = row_fail(err, file, lineno, 1, "a quoted field is not closed%s%s", "", "");
+      st = row_fail(err, file, lineno, 1, "a quoted field is not closed");
       break;
     }
     if (!have_header) {
@@ -161,10 +167,10 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
             colmap[c] = i;
         if (colmap[c] < 0) {
           st = row_fail(err, file, lineno, 1,
-                        "the header has no column \"%s\"%s (it needs source, "
+                        "the header has no column \"%s\" (it needs source, "
                         "gpu, ep, hidden, intermediate, experts, topk, "
                         "shared_experts, act_dtype, weight_dtype, tokens, arm, "
-                        "time_us)", need[c], "");
+                        "time_us)", need[c]);
           break;
         }
       }
@@ -175,10 +181,7 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     for (int c = 0; c < C_N; c++)
       maxcol = colmap[c] > maxcol ? colmap[c] : maxcol;
     if (nf <= maxcol) {
-      char got[16];
-      snprintf(got, sizeof got, "%d", nf);
-      st = row_fail(err, file, lineno, 1, "only %s fields%s; the header names more",
-                    got, "");
+      st = row_fail(err, file, lineno, 1, "only %d fields; the header names more", nf);
       break;
     }
     if (out->nrows == cap &&
@@ -217,14 +220,14 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     c->weight_bytes = dtype_bytes(F[C_WEIGHT]->s);
     if (!c->act_bytes || !strcmp(F[C_ACT]->s, "fp4")) {
       st = row_fail(err, file, lineno, F[C_ACT]->col,
-                    "act_dtype: expected fp8, bf16 or fp16, got \"%s\"%s",
-                    F[C_ACT]->s, "");
+                    "act_dtype: expected fp8, bf16 or fp16, got \"%s\"",
+                    F[C_ACT]->s);
       break;
     }
     if (!c->weight_bytes) {
       st = row_fail(err, file, lineno, F[C_WEIGHT]->col,
-                    "weight_dtype: expected fp8, fp4, bf16 or fp16, got \"%s\"%s",
-                    F[C_WEIGHT]->s, "");
+                    "weight_dtype: expected fp8, fp4, bf16 or fp16, got \"%s\"",
+                    F[C_WEIGHT]->s);
       break;
     }
     /* the GEMM runs in the activations' type; FP4 weights with FP8
@@ -235,15 +238,15 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     row->tokens = c->tokens;
     xs_error e2;
     if (xs_moe_config_check(c, &e2)) {
-      st = row_fail(err, file, lineno, 1, "%s%s", e2.message, "");
+      st = row_fail(err, file, lineno, 1, "%s", e2.message);
       break;
     }
     int sched = xs_moe_schedule_from_name(row->arm);
     if (sched < 0) {
       st = row_fail(err, file, lineno, F[C_ARM]->col,
-                    "arm: unknown \"%s\"%s (sequential, fused-split, fused-wave, "
+                    "arm: unknown \"%s\" (sequential, fused-split, fused-wave, "
                     "fused-interleaved, fused-lag, baseline, searched)",
-                    row->arm, "");
+                    row->arm);
       break;
     }
     xs_profile *prof = NULL;
@@ -257,8 +260,8 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
       if (!builtin || nprofs == sizeof profs / sizeof profs[0] ||
           xs_profile_load(row->gpu, &prof, &e2)) {
         st = row_fail(err, file, lineno, F[C_GPU]->col,
-                      "gpu: \"%s\" is not a built-in profile%s (xstage profiles "
-                      "list)", row->gpu, "");
+                      "gpu: \"%s\" is not a built-in profile (xstage profiles "
+                      "list)", row->gpu);
         break;
       }
       snprintf(profs[nprofs].name, sizeof profs[nprofs].name, "%s", row->gpu);
@@ -267,15 +270,15 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     double t;
     if (xs_moe_predict(c, prof, (xs_moe_schedule)sched, &t, &row->knobs,
                        &row->breakdown, &e2)) {
-      st = row_fail(err, file, lineno, 1, "%s%s", e2.message, "");
+      st = row_fail(err, file, lineno, 1, "%s", e2.message);
       break;
     }
     row->predicted_us = t * 1e6;
     /* only now the measured number */
     if (number(F[C_TIME]->s, &row->measured_us) || !(row->measured_us > 0)) {
       st = row_fail(err, file, lineno, F[C_TIME]->col,
-                    "time_us: expected a positive number, got \"%s\"%s",
-                    F[C_TIME]->s, "");
+                    "time_us: expected a positive number, got \"%s\"",
+                    F[C_TIME]->s);
       break;
     }
     row->error = row->predicted_us / row->measured_us - 1;
@@ -306,6 +309,14 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* the median of v[0..k), which it sorts; NAN when k is 0 */
+static double median_of(double *v, size_t k) {
+  if (!k)
+    return NAN;
+  qsort(v, k, sizeof *v, by_value);
+  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
 double xs_validate_median(const xs_validate_set *set,
                           int (*keep)(const xs_validate_row *, void *),
                           void *ctx, size_t *n, double *max_abs) {
@@ -321,13 +332,48 @@ double xs_validate_median(const xs_validate_set *set,
     *n = k;
   if (max_abs)
     *max_abs = k ? mx : NAN;
-  double med = NAN;
-  if (k) {
-    qsort(v, k, sizeof *v, by_value);
-    med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-  }
+  double med = median_of(v, k);
   free(v);
   return med;
+}
+
+/* rows a and b measure two arms of one config */
+static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
+  const xs_moe_config *x = &a->config, *y = &b->config;
+  return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
+         x->tokens == y->tokens && x->hidden == y->hidden &&
+         x->intermediate == y->intermediate && x->experts == y->experts &&
+         x->topk == y->topk && x->ep == y->ep &&
+         x->weight_bytes == y->weight_bytes && x->act_bytes == y->act_bytes &&
+         x->shared_experts == y->shared_experts && strcmp(a->arm, b->arm) != 0;
+}
+
+xs_status xs_validate_compare_arms(const xs_validate_set *set,
+                                   xs_validate_pairs *out, xs_error *err) {
+  memset(out, 0, sizeof *out);
+  size_t cap = 0, n = 0;
+  double *v = NULL, mx = 0;
+  for (size_t i = 0; i < set->nrows; i++)
+    for (size_t j = i + 1; j < set->nrows; j++) {
+      const xs_validate_row *a = &set->rows[i], *b = &set->rows[j];
+      if (!same_config(a, b))
+        continue;
+      if (xs__grow(&v, &cap, n + 1, sizeof *v)) {
+        free(v);
+        return xs__fail(err, XS_NOMEM, "out of memory");
+      }
+      out->agree += (a->measured_us < b->measured_us) ==
+                    (a->predicted_us < b->predicted_us);
+      double e = fabs((a->predicted_us / b->predicted_us) /
+                      (a->measured_us / b->measured_us) - 1);
+      v[n++] = e;
+      mx = fmax(mx, e);
+    }
+  out->pairs = n;
+  out->median_ratio_error = median_of(v, n);
+  out->max_ratio_error = n ? mx : NAN;
+  free(v);
+  return XS_OK;
 }
 
 /* ---- the plot ---- */

@@ -394,6 +394,26 @@ static void test_validate(void **st) {
   size_t n;
   double mx, med = xs_validate_median(&a, NULL, NULL, &n, &mx);
   assert_true(n == a.nrows && med <= mx && med > 0);
+  xs_validate_pairs pr;
+  assert_int_equal(xs_validate_compare_arms(&a, &pr, &e), XS_OK);
+  assert_true(pr.pairs >= 30 && pr.agree <= pr.pairs &&
+              pr.median_ratio_error <= pr.max_ratio_error);
+  /* by hand: measured 100 and 200 us, predicted 110 and 180: the first is
+   * faster both ways; predicted ratio 0.6111 against 0.5, +22.2% */
+  xs_validate_row two[3];
+  memset(two, 0, sizeof two);
+  for (int i = 0; i < 3; i++) {
+    two[i] = a.rows[0];
+    snprintf(two[i].arm, sizeof two[i].arm, "%s", i == 1 ? "other" : "one");
+  }
+  two[0].measured_us = 100, two[0].predicted_us = 110;
+  two[1].measured_us = 200, two[1].predicted_us = 180;
+  two[2].config.tokens += 1; /* another config: no pair */
+  xs_validate_set hand = {two, 3};
+  assert_int_equal(xs_validate_compare_arms(&hand, &pr, &e), XS_OK);
+  assert_true(pr.pairs == 1 && pr.agree == 1);
+  assert_true(close(pr.median_ratio_error, (110.0 / 180) / 0.5 - 1, 1e-12) &&
+              pr.max_ratio_error == pr.median_ratio_error);
   xs_validate_free(&a);
   xs_validate_free(&b);
   free(changed);
