@@ -292,7 +292,7 @@ int cmd_plan(int argc, char **argv) {
     printf("  (bound: what dominates; hbm and compute: waves bound by HBM or by GEMM\n"
            "  throughput; fixed: launches, barriers, all-to-all fixed costs and the\n"
            "  combine reduction; dispatch: waiting for tokens; link: other exposed\n"
-           "  link time, stall and the X-stage tail, %s)\n",
+           "  link time, stall and the X-stage tail: %s for searched)\n",
            xs_format_time(r.breakdown[2].xstage_tail_s, h, sizeof h));
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
            xs_profile_name(prof), xs_profile_name(prof));
