@@ -545,6 +545,127 @@ xs_status xs_moe_program(const xs_moe_config *config,
                          const xs_moe_pattern *pattern, xs_program **out,
                          xs_error *err);
 
+/* ---- Knob tables: plans a kernel can follow batch by batch
+ * (docs/plan-megamoe.md "Knob tables") ----
+ * An option is a schedule with one rule for its knobs: rule 0 is the
+ * kernel's default (DeepGEMM's own choice where it has one), the others
+ * fixed variations of it ("half", "lag*2", "split-2/8"; xs_moe_rule_name).
+ * A rule keeps its index at every token count; its knob values may follow
+ * the token count, as the kernel's own default does. */
+#define XS_MOE_MAX_OPTIONS 32
+typedef struct xs_moe_option {
+  xs_moe_schedule schedule;
+  unsigned rule;        /* the schedule's knob rule; 0: the default       */
+  unsigned away;        /* knobs whose value differs from the default's   */
+  xs_moe_pattern knobs; /* the rule's values at this token count          */
+  double time_s;        /* burstgap makespan                              */
+} xs_moe_option;
+
+/* The rule's name ("default", "half", ...), or NULL for no such rule. */
+const char *xs_moe_rule_name(xs_moe_schedule schedule, unsigned rule);
+/* Every option of the schedules in the mask (bit 1u << schedule; 0: all)
+ * evaluated under burstgap, in schedule and rule order; out has room for
+ * XS_MOE_MAX_OPTIONS. work (may be NULL) receives the workload. */
+xs_status xs_moe_options(const xs_moe_config *config,
+                         const xs_profile *profile, unsigned schedules,
+                         xs_moe_option *out, size_t *n, xs_moe_workload *work,
+                         xs_error *err);
+
+/* The stable choice at one token count. Of the options within tolerance
+ * of the fastest (time <= best x (1 + tolerance)), keep the previous
+ * choice (prev; NULL at the first point) when it is among them; otherwise
+ * take the fewest knobs away from their default, then the previous
+ * choice's schedule, then the fastest. So a table's choice changes only
+ * where staying would cost more than the tolerance. */
+typedef struct xs_moe_pick {
+  double tokens;         /* the grid point                                 */
+  double lo;             /* lookups from lo up to the next pick's lo get it */
+  double block_m, stagger;
+  xs_moe_option chosen;
+  xs_moe_option best;      /* the fastest                                  */
+  xs_moe_option runner_up; /* the fastest of another schedule than chosen's;
+                              time_s NAN when none                        */
+  size_t near;             /* options within the tolerance of the best   */
+  xs_moe_option near_set[XS_MOE_MAX_OPTIONS]; /* fastest first            */
+} xs_moe_pick;
+
+/* Pick among n options (from xs_moe_options) as above. */
+void xs_moe_pick_options(const xs_moe_option *options, size_t n,
+                         double tolerance, const xs_moe_option *prev,
+                         xs_moe_pick *out);
+/* The pick at the config's token count with no previous choice: the
+ * recommended option of `xstage plan megamoe`. */
+xs_status xs_moe_recommend(const xs_moe_config *config,
+                           const xs_profile *profile, double tolerance,
+                           unsigned schedules, xs_moe_pick *out,
+                           xs_error *err);
+/* Whether two options are the same choice: one schedule, and the same
+ * rule or the same knob values. */
+int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
+
+typedef struct xs_moe_table_options {
+  const double *tokens; /* grid points, whole and ascending; NULL: from
+                           min_tokens to max_tokens, 8 points per octave  */
+  size_t ntokens;       /* at most XS_MOE_TABLE_MAX                       */
+  double min_tokens, max_tokens;
+  double tolerance;     /* relative, 0 to 1 (xstage plan's default: 0.01) */
+  unsigned schedules;   /* as xs_moe_options' mask; 0: all               */
+} xs_moe_table_options;
+#define XS_MOE_TABLE_MAX 4096
+typedef struct xs_moe_table xs_moe_table;
+
+/* Plans every grid point with the stable choice (each point's previous is
+ * the point below it). Where two neighbours' choices differ, the token
+ * count where the lower one stops being within tolerance is found by
+ * bisection and becomes the upper one's lo, so a lookup between grid
+ * points takes the choice that is still good there. The config's tokens
+ * are replaced by each point's. */
+xs_status xs_moe_plan_table(const xs_moe_config *config,
+                            const xs_profile *profile,
+                            const xs_moe_table_options *options,
+                            xs_moe_table **out, xs_error *err);
+void xs_moe_table_free(xs_moe_table *table);
+size_t xs_moe_table_size(const xs_moe_table *table);
+const xs_moe_pick *xs_moe_table_pick(const xs_moe_table *table, size_t i);
+/* The pick for any token count: the last whose lo <= tokens (the first
+ * below the first lo). A binary search; no allocation. */
+const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
+                                      double tokens);
+/* A C header with the table as constant arrays and a lookup function,
+ * for host code with no dependency on xstage; names start with prefix
+ * (a C identifier). free() the result; NULL when out of memory. */
+char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
+                          const char *comment);
+
+/* Sensitivity of a plan to each number of the profile it uses: each
+ * channel's injection and drain rates, capacity, latency (and issue
+ * overhead and per-worker rate when set), the GEMM throughput, HBM
+ * bandwidth, roofline p and the kernel's fixed costs. Each is moved by
+ * the factors below and the plan redone: how the chosen option's time
+ * changes, and whether the choice does. */
+#define XS_MOE_SENS_FACTORS 4 /* x0.5, x0.9, x1.1, x1.5 */
+typedef struct xs_moe_sensitivity {
+  char param[96];        /* a profile key path: "channels.nvlink.drain_Bps",
+                            "compute.gemm_flops_per_s.fp8", ...           */
+  double value;          /* the profile's                                 */
+  double factor[XS_MOE_SENS_FACTORS];
+  double time_change[XS_MOE_SENS_FACTORS];  /* the chosen option's time,
+                                               relative to its base time */
+  double replan_change[XS_MOE_SENS_FACTORS];/* the new choice's time,
+                                               relative to the base time */
+  xs_moe_option choice[XS_MOE_SENS_FACTORS];/* the new choice            */
+  int changed[XS_MOE_SENS_FACTORS];         /* 1: another choice         */
+  double score;          /* the largest |time_change|: the sort key       */
+} xs_moe_sensitivity;
+#define XS_MOE_SENS_MAX 64
+/* Fills out (room for XS_MOE_SENS_MAX) sorted by score, largest first;
+ * *base receives the unmoved pick. */
+xs_status xs_moe_sensitivity_run(const xs_moe_config *config,
+                                 const xs_profile *profile, double tolerance,
+                                 unsigned schedules, xs_moe_pick *base,
+                                 xs_moe_sensitivity *out, size_t *n,
+                                 xs_error *err);
+
 /* ---- Validation against published kernel timings (docs/validate.md) ----
  * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
  * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,

@@ -254,6 +254,10 @@ void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
 /* text with XML's special characters escaped and control bytes dropped */
 void xs__sb_escaped(xs__sbuf *b, const char *text);
 
+/* A profile's channel to change in place (the planners' sensitivity
+ * works on a copy). */
+xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i);
+
 /* ---- MegaMoE planner internals, for its tests ---- */
 typedef struct xs__moe_audit {
   double flops;        /* of the tiles placed in waves                  */
@@ -266,6 +270,11 @@ xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
                                 const xs_moe_pattern *pat,
                                 xs__moe_audit *audit, xs_program **out,
                                 xs_error *err);
+
+/* The burstgap time of one schedule with the given knob values. */
+xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
+                       xs_moe_schedule s, const xs_moe_pattern *knobs,
+                       double *time_s, xs_error *err);
 
 typedef struct xs__fa_audit {
   double flops, config_flops; /* computed, and the config's (all steps) */

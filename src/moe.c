@@ -776,9 +776,12 @@ static const xs_moe_pattern searched_patterns[] = {
     {0, 0, 4, 0, 0, 0, 0}, {0, 0, 6, 0, 0, 0, 0}, {0, 0, BALANCED, 0, 0, 0, 0}};
 #define NSEARCHED (sizeof searched_patterns / sizeof searched_patterns[0])
 
-/* The k-th candidate of a schedule's knob search; 0 when k is past the
- * last. The first candidate is the schedule's default: DeepGEMM's own
- * choice where the model has it. */
+/* The k-th candidate of a schedule's knob search (its rule k, named by
+ * xs_moe_rule_name): 1, or -1 when the rule does not apply to this
+ * workload, or 0 when k is past the last. Rule 0 is the schedule's
+ * default: DeepGEMM's own choice where the model has it. A rule keeps its
+ * index at every token count, so a knob table can tell a kept choice from
+ * a changed one. */
 static int candidate(const workload *wl, xs_moe_schedule s, size_t k,
                      xs_moe_pattern *out) {
   memset(out, 0, sizeof *out);
@@ -801,27 +804,18 @@ static int candidate(const workload *wl, xs_moe_schedule s, size_t k,
     return 1;
   }
   case XS_MOE_FUSED_WAVE: {
-    /* DeepGEMM: the fewest experts whose L1 tiles fill two waves, then
-     * powers of two around it, and all experts */
+    /* DeepGEMM: the fewest experts whose L1 tiles fill two waves; then
+     * half, twice and four times that, all experts, one expert */
     double l1_per_expert = wl->w.l1_tiles / (double)ne;
     size_t dflt = (size_t)fmin((double)ne,
                                fmax(1, ceil(2 * wl->w.sms / l1_per_expert)));
-    size_t opts[8] = {dflt, dflt / 2, dflt * 2, dflt * 4, ne, 1, 0, 0};
-    for (size_t i = 0, n = 0; i < 6; i++) {
-      size_t v = opts[i];
-      if (!v || v > ne)
-        continue;
-      int dup = 0;
-      for (size_t j = 0; j < i; j++)
-        dup |= opts[j] == v && opts[j] && opts[j] <= ne;
-      if (dup)
-        continue;
-      if (n++ == k) {
-        out->experts_per_wave = (unsigned)v;
-        return 1;
-      }
-    }
-    return 0;
+    size_t opts[6] = {dflt, dflt / 2, dflt * 2, dflt * 4, ne, 1};
+    if (k >= 6)
+      return 0;
+    if (!opts[k] || opts[k] > ne)
+      return -1;
+    out->experts_per_wave = (unsigned)opts[k];
+    return 1;
   }
   case XS_MOE_FUSED_DYNAMIC: {
     static const unsigned warm[] = {0, 1, 2, 4};
@@ -899,7 +893,10 @@ static xs_status search(const workload *wl, const char *name,
   /* the sequential breakdown reads the dispatch send's times */
   xs_eval_options o = {0, s != XS_MOE_SEQUENTIAL, NULL, NULL};
   xs_status st = XS_OK;
-  for (size_t k = 0; candidate(wl, s, k, &cand); k++) {
+  int have;
+  for (size_t k = 0; (have = candidate(wl, s, k, &cand)) != 0; k++) {
+    if (have < 0)
+      continue;
     o.reuse = *spare;
     *spare = NULL;
     if ((st = build_program(wl, s, &cand, name, 0, NULL, &b, &p, err)) ||
@@ -930,6 +927,121 @@ static xs_status search(const workload *wl, const char *name,
     }
   }
   xs_program_free(best);
+  return st;
+}
+
+/* the rules' names, by schedule: rule k of candidate() */
+static const char *const searched_rule_names[NSEARCHED] = {
+    "all-l1-first", "1:1",       "2:1",       "4:1",
+    "8:1",          "1:2",       "2:2",       "split-1/8",
+    "split-2/8",    "split-4/8", "split-6/8", "split-balanced"};
+static const char *const wave_rule_names[] = {"default", "half", "double",
+                                              "quadruple", "all", "one"};
+static const char *const dynamic_rule_names[] = {"default", "warmup-1",
+                                                 "warmup-2", "warmup-4"};
+static const char *const lag_rule_names[] = {"default", "lag/4", "lag/2",
+                                             "lag*2"};
+
+const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
+  switch (s) {
+  case XS_MOE_SEQUENTIAL:
+  case XS_MOE_BASELINE:
+  case XS_MOE_FUSED_SPLIT:
+    return rule == 0 ? "default" : NULL;
+  case XS_MOE_INTERLEAVED:
+    return rule < NSEARCHED ? searched_rule_names[rule] : NULL;
+  case XS_MOE_FUSED_WAVE:
+    return rule < 6 ? wave_rule_names[rule] : NULL;
+  case XS_MOE_FUSED_DYNAMIC:
+    return rule < 4 ? dynamic_rule_names[rule] : NULL;
+  case XS_MOE_FUSED_LAG:
+    return rule < 4 ? lag_rule_names[rule] : NULL;
+  default:
+    return NULL;
+  }
+}
+
+static unsigned knobs_away(const xs_moe_pattern *a, const xs_moe_pattern *b) {
+  return (a->l1_waves != b->l1_waves) + (a->l2_waves != b->l2_waves) +
+         (a->l2_sms != b->l2_sms) + (a->experts_per_wave != b->experts_per_wave) +
+         (a->warmup != b->warmup) + (a->lag != b->lag) + (a->group != b->group);
+}
+
+static int same_knobs(const xs_moe_pattern *a, const xs_moe_pattern *b) {
+  return knobs_away(a, b) == 0;
+}
+
+xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
+                         unsigned schedules, xs_moe_option *out, size_t *n,
+                         xs_moe_workload *work, xs_error *err) {
+  *n = 0;
+  workload wl;
+  xs_status st = build_workload(c, prof, &wl, err);
+  if (st)
+    return st;
+  if (work)
+    *work = wl.w;
+  xs_result *r = NULL;
+  xs_program *p = NULL;
+  xs_eval_options o = {0, 1, NULL, NULL};
+  for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
+    if (schedules && !(schedules & (1u << s)))
+      continue;
+    xs_moe_pattern dflt, cand;
+    candidate(&wl, (xs_moe_schedule)s, 0, &dflt);
+    size_t first = *n;
+    int have;
+    for (size_t k = 0; (have = candidate(&wl, (xs_moe_schedule)s, k, &cand)) != 0;
+         k++) {
+      if (have < 0)
+        continue;
+      xs_moe_option *opt = &out[*n];
+      opt->schedule = (xs_moe_schedule)s;
+      opt->rule = (unsigned)k;
+      opt->away = knobs_away(&cand, &dflt);
+      opt->knobs = cand;
+      opt->time_s = NAN;
+      for (size_t j = first; j < *n; j++)
+        if (same_knobs(&out[j].knobs, &cand))
+          opt->time_s = out[j].time_s; /* a rule that repeats another's */
+      if (isnan(opt->time_s)) {
+        o.reuse = r;
+        r = NULL;
+        if ((st = build_program(&wl, (xs_moe_schedule)s, &cand, c->name, 0,
+                                NULL, NULL, &p, err)) ||
+            (st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err)))
+          break;
+        xs_program_free(p);
+        p = NULL;
+        opt->time_s = r->makespan_s;
+      }
+      (*n)++;
+    }
+  }
+  xs_program_free(p);
+  xs_result_free(r);
+  free_workload(&wl);
+  if (st)
+    *n = 0;
+  return st;
+}
+
+xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
+                       xs_moe_schedule s, const xs_moe_pattern *knobs,
+                       double *time_s, xs_error *err) {
+  workload wl;
+  xs_status st = build_workload(c, prof, &wl, err);
+  if (st)
+    return st;
+  xs_program *p = NULL;
+  xs_result *r = NULL;
+  xs_eval_options o = {0, 1, NULL, NULL};
+  if (!(st = build_program(&wl, s, knobs, c->name, 0, NULL, NULL, &p, err)) &&
+      !(st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err)))
+    *time_s = r->makespan_s;
+  xs_result_free(r);
+  xs_program_free(p);
+  free_workload(&wl);
   return st;
 }
 

@@ -637,3 +637,7 @@ char *xs_profile_to_json(const xs_profile *p) {
   json_decref(root);
   return s;
 }
+
+xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i) {
+  return i < p->nchannels ? &p->channels[i].ch : NULL;
+}

@@ -1,0 +1,315 @@
+/*
+ * test_moe_table.c: knob tables. The stable choice changes only where
+ * keeping the previous one would cost more than the tolerance (checked
+ * against options evaluated afresh at each point), lookups agree with a
+ * linear search over the buckets, the generated C header compiles with
+ * warnings as errors and its lookup agrees with `xstage plan --tokens-grid
+ * --json` at every grid point, and the sensitivity ranks every number of
+ * each GPU profile, one of them checked by moving it by hand.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static xs_profile *load(const char *name) {
+  xs_profile *p;
+  xs_error e;
+  if (xs_profile_load(name, &p, &e))
+    fail_msg("%s: %s", name, e.message);
+  return p;
+}
+
+/* the options at one token count, and the fastest time among them */
+static double options_at(const xs_moe_config *c, const xs_profile *prof,
+                         double tokens, xs_moe_option *o, size_t *n) {
+  xs_moe_config at = *c;
+  at.tokens = tokens;
+  xs_error e;
+  if (xs_moe_options(&at, prof, 0, o, n, NULL, &e))
+    fail_msg("options at %g: %s", tokens, e.message);
+  double best = INFINITY;
+  for (size_t i = 0; i < *n; i++)
+    best = fmin(best, o[i].time_s);
+  return best;
+}
+
+static void test_stable_over_tokens(void **st) {
+  (void)st;
+  xs_profile *prof = load("h800-nvlink");
+  xs_moe_config c;
+  xs_moe_preset("deepseek-v3", &c);
+  const double tol = 0.01;
+  double grid[64];
+  for (int i = 0; i < 64; i++)
+    grid[i] = 64.0 * (i + 1);
+  xs_moe_table_options to = {grid, 64, 0, 0, tol, 0};
+  xs_moe_table *t;
+  xs_error e;
+  if (xs_moe_plan_table(&c, prof, &to, &t, &e))
+    fail_msg("%s", e.message);
+  assert_int_equal(xs_moe_table_size(t), 64);
+  size_t changes = 0;
+  for (size_t i = 0; i < 64; i++) {
+    const xs_moe_pick *p = xs_moe_table_pick(t, i);
+    xs_moe_option o[XS_MOE_MAX_OPTIONS];
+    size_t n;
+    double best = options_at(&c, prof, grid[i], o, &n);
+    if (!(p->chosen.time_s <= best * (1 + tol)))
+      fail_msg("%g tokens: chosen %s/%s %.9g s, fastest %.9g s", grid[i],
+               xs_moe_schedule_name(p->chosen.schedule),
+               xs_moe_rule_name(p->chosen.schedule, p->chosen.rule),
+               p->chosen.time_s, best);
+    size_t near = 0;
+    for (size_t k = 0; k < n; k++)
+      near += o[k].time_s <= best * (1 + tol);
+    assert_int_equal(near, p->near);
+    if (i == 0)
+      continue;
+    const xs_moe_option *prev = &xs_moe_table_pick(t, i - 1)->chosen;
+    if (xs_moe_same_choice(prev, &p->chosen))
+      continue;
+    changes++;
+    /* a change: the previous choice, evaluated afresh here, is out */
+    for (size_t k = 0; k < n; k++)
+      if (o[k].schedule == prev->schedule && o[k].rule == prev->rule &&
+          o[k].time_s <= best * (1 + tol))
+        fail_msg("%g tokens: changed from %s/%s though it takes %.9g s, "
+                 "within %g of the fastest %.9g s", grid[i],
+                 xs_moe_schedule_name(prev->schedule),
+                 xs_moe_rule_name(prev->schedule, prev->rule), o[k].time_s, tol,
+                 best);
+    print_message("# %g tokens: %s/%s -> %s/%s\n", grid[i],
+                  xs_moe_schedule_name(prev->schedule),
+                  xs_moe_rule_name(prev->schedule, prev->rule),
+                  xs_moe_schedule_name(p->chosen.schedule),
+                  xs_moe_rule_name(p->chosen.schedule, p->chosen.rule));
+  }
+  print_message("# %zu changes over 64 grid points\n", changes);
+  /* the unstable choice changed 14 times over this range */
+  assert_true(changes < 10);
+  xs_moe_table_free(t);
+  xs_profile_free(prof);
+}
+
+static void test_lookup_buckets(void **st) {
+  (void)st;
+  xs_profile *prof = load("h100-nvlink");
+  xs_moe_config c;
+  xs_moe_preset("qwen3-235b", &c);
+  xs_moe_table_options to = {NULL, 0, 16, 2048, 0.01, 0};
+  xs_moe_table *t;
+  xs_error e;
+  if (xs_moe_plan_table(&c, prof, &to, &t, &e))
+    fail_msg("%s", e.message);
+  size_t n = xs_moe_table_size(t);
+  assert_true(n >= 2);
+  for (size_t i = 0; i < n; i++) {
+    const xs_moe_pick *p = xs_moe_table_pick(t, i);
+    assert_ptr_equal(xs_moe_plan_lookup(t, p->tokens), p);
+    assert_true(p->lo <= p->tokens);
+    if (i)
+      assert_true(p->lo > xs_moe_table_pick(t, i - 1)->tokens);
+  }
+  for (double tk = 1; tk <= 3000; tk += 7) {
+    size_t want = 0; /* a linear search: the last lo <= tk */
+    for (size_t i = 0; i < n; i++)
+      if (xs_moe_table_pick(t, i)->lo <= tk)
+        want = i;
+    if (xs_moe_plan_lookup(t, tk) != xs_moe_table_pick(t, want))
+      fail_msg("lookup(%g): row %td, a linear search says %zu", tk,
+               xs_moe_plan_lookup(t, tk) - xs_moe_table_pick(t, 0), want);
+  }
+  xs_moe_table_free(t);
+  xs_profile_free(prof);
+}
+
+static void test_bad_table_options(void **st) {
+  (void)st;
+  xs_profile *prof = load("h800-nvlink");
+  xs_moe_config c;
+  xs_moe_preset("deepseek-v3", &c);
+  xs_moe_table *t = NULL;
+  xs_error e;
+  double down[2] = {128, 64}, frac[1] = {1.5};
+  xs_moe_table_options bad[] = {{down, 2, 0, 0, 0.01, 0},
+                                {frac, 1, 0, 0, 0.01, 0},
+                                {NULL, 0, 64, 32, 0.01, 0},
+                                {NULL, 0, 64, 128, -1, 0},
+                                {NULL, 0, 64, 128, 0.01, 1u << 9}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(xs_moe_plan_table(&c, prof, &bad[i], &t, &e), XS_INVALID);
+    assert_null(t);
+    print_message("# refused: %s\n", e.message);
+  }
+  xs_profile_free(prof);
+}
+
+static char *slurp(FILE *f) {
+  size_t cap = 1 << 16, n = 0;
+  char *s = malloc(cap);
+  size_t k;
+  while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+    n += k;
+    if (n + 1 == cap)
+      s = realloc(s, cap *= 2);
+  }
+  s[n] = 0;
+  return s;
+}
+
+/* The header from `xstage plan --emit-header`, compiled with warnings as
+ * errors into a program that prints its lookups; they must equal the
+ * --json table of the same command at every grid point. */
+static void test_header_agrees_with_plan(void **st) {
+  (void)st;
+  char dir[] = "/tmp/xstage-header-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "%s plan megamoe --preset deepseek-v3 --profile h800-nvlink "
+           "--tokens-grid 64:1024:64,1536,2048,4096 --emit-header %s/knobs.h "
+           "--header-prefix moe_knobs --json",
+           XSTAGE_BIN, dir);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  char *text = slurp(f);
+  assert_int_equal(pclose(f), 0);
+  json_error_t je;
+  json_t *doc = json_loads(text, 0, &je);
+  free(text);
+  assert_non_null(doc);
+  json_t *grid = json_object_get(doc, "grid");
+  assert_int_equal(json_array_size(grid), 19);
+
+  snprintf(cmd, sizeof cmd, "%s/check.c", dir);
+  f = fopen(cmd, "w");
+  assert_non_null(f);
+  fprintf(f,
+          "#include <stdio.h>\n#include <stdlib.h>\n#include \"knobs.h\"\n"
+          "int main(int argc, char **argv) {\n"
+          "  for (int i = 1; i < argc; i++) {\n"
+          "    const moe_knobs_knobs *k = moe_knobs_lookup(strtoul(argv[i], 0, 10));\n"
+          "    printf(\"%%s %%s %%u %%u %%u %%u %%u %%u %%u %%u %%.6f\\n\", k->schedule_name,\n"
+          "           k->rule, k->block_m, k->l1_waves, k->l2_waves, k->l2_sms,\n"
+          "           k->experts_per_wave, k->warmup, k->lag, k->group,\n"
+          "           k->predicted_us);\n"
+          "  }\n  return 0;\n}\n");
+  fclose(f);
+  /* a second unit that includes it and calls nothing: no unused warnings */
+  snprintf(cmd, sizeof cmd, "%s/other.c", dir);
+  f = fopen(cmd, "w");
+  assert_non_null(f);
+  fprintf(f, "#include \"knobs.h\"\n#include \"knobs.h\"\nint other(void);\n"
+             "int other(void) { return MOE_KNOBS_ROWS; }\n");
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "cc -std=c11 -Wall -Wextra -Werror -pedantic -o %s/check %s/check.c "
+           "%s/other.c",
+           dir, dir, dir);
+  if (system(cmd) != 0)
+    fail_msg("the header did not compile: %s", cmd);
+  size_t len = (size_t)snprintf(cmd, sizeof cmd, "%s/check", dir);
+  for (size_t i = 0; i < json_array_size(grid); i++)
+    len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %.0f",
+                            json_number_value(json_object_get(
+                                json_array_get(grid, i), "tokens")));
+  f = popen(cmd, "r");
+  assert_non_null(f);
+  for (size_t i = 0; i < json_array_size(grid); i++) {
+    json_t *row = json_array_get(grid, i);
+    json_t *ch = json_object_get(row, "chosen");
+    json_t *k = json_object_get(ch, "knobs");
+    char want[512], got[512];
+    snprintf(want, sizeof want, "%s %s %.0f %lld %lld %lld %lld %lld %lld %lld %.6f\n",
+             json_string_value(json_object_get(ch, "schedule")),
+             json_string_value(json_object_get(ch, "rule")),
+             json_number_value(json_object_get(row, "block_m")),
+             json_integer_value(json_object_get(k, "l1_waves")),
+             json_integer_value(json_object_get(k, "l2_waves")),
+             json_integer_value(json_object_get(k, "l2_sms")),
+             json_integer_value(json_object_get(k, "experts_per_wave")),
+             json_integer_value(json_object_get(k, "warmup")),
+             json_integer_value(json_object_get(k, "lag")),
+             json_integer_value(json_object_get(k, "group")),
+             json_number_value(json_object_get(ch, "time_s")) * 1e6);
+    assert_non_null(fgets(got, sizeof got, f));
+    if (strcmp(want, got) != 0)
+      fail_msg("grid point %zu: plan --json says %s  the header's lookup %s", i,
+               want, got);
+  }
+  assert_int_equal(pclose(f), 0);
+  json_decref(doc);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_sensitivity(void **st) {
+  (void)st;
+  static const char *gpus[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink",
+                               "h20-nvlink", "b200-nvlink"};
+  for (size_t g = 0; g < 5; g++) {
+    xs_profile *prof = load(gpus[g]);
+    xs_moe_config c;
+    xs_moe_preset("deepseek-v3", &c);
+    c.tokens = 512;
+    xs_moe_pick base;
+    xs_moe_sensitivity s[XS_MOE_SENS_MAX];
+    size_t n;
+    xs_error e;
+    if (xs_moe_sensitivity_run(&c, prof, 0.01, 0, &base, s, &n, &e))
+      fail_msg("%s: %s", gpus[g], e.message);
+    assert_true(n >= 8);
+    assert_true(s[0].score > 0.01);
+    for (size_t i = 0; i < n; i++) {
+      if (i)
+        assert_true(s[i - 1].score >= s[i].score);
+      if (!xs_profile_number_source(prof, s[i].param))
+        fail_msg("%s: %s has no source", gpus[g], s[i].param);
+    }
+    print_message("# %s: %s first (%+.1f%% at x0.5), then %s\n", gpus[g],
+                  s[0].param, s[0].time_change[0] * 100, s[1].param);
+    /* a second way: HBM bandwidth halved by hand */
+    for (size_t i = 0; i < n; i++) {
+      if (strcmp(s[i].param, "compute.hbm_Bps") != 0)
+        continue;
+      char *text = xs_profile_to_json(prof);
+      xs_profile *q;
+      assert_int_equal(xs_profile_parse(text, strlen(text), NULL, &q, &e), XS_OK);
+      free(text);
+      assert_int_equal(xs_profile_set_compute(q, xs_profile_sms(q),
+                                              xs_profile_efficiency(q),
+                                              xs_profile_hbm_Bps(prof) / 2, &e),
+                       XS_OK);
+      double tm;
+      assert_int_equal(xs__moe_time(&c, q, base.chosen.schedule,
+                                    &base.chosen.knobs, &tm, &e), XS_OK);
+      double want = tm / base.chosen.time_s - 1;
+      if (fabs(want - s[i].time_change[0]) > 1e-9)
+        fail_msg("%s: HBM x0.5: sensitivity says %+.9f, by hand %+.9f", gpus[g],
+                 s[i].time_change[0], want);
+      assert_true(want > 0);
+      xs_profile_free(q);
+    }
+    xs_profile_free(prof);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stable_over_tokens), cmocka_unit_test(test_lookup_buckets),
+      cmocka_unit_test(test_bad_table_options),
+      cmocka_unit_test(test_header_agrees_with_plan),
+      cmocka_unit_test(test_sensitivity)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
