@@ -36,6 +36,27 @@ int cli_write_output(const char *cmd, const char *path, const char *text);
 const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
                           size_t n);
 
+/* cli/plan_table.c: --tokens-grid ("64,128", "64:4096:64", both mixed;
+ * ascending, at most XS_MOE_TABLE_MAX), --tolerance ("0.01", "1%"),
+ * --schedules ("fused-wave,fused-lag"): 0 or the exit code after saying
+ * what was wrong. */
+int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
+                          double **out, size_t *n);
+int cli_parse_tolerance(const char *cmd, const char *text, double *out);
+int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
+json_t *cli_moe_option_json(const xs_moe_option *o);
+json_t *cli_moe_pick_json(const xs_moe_pick *p, double tol);
+void cli_moe_pick_print(const xs_moe_pick *p, double tol);
+/* plan megamoe --tokens-grid: the table as text or JSON, and the C header
+ * into header (NULL: none; "-": standard output) */
+int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
+                  const xs_profile *prof, const xs_moe_table_options *o,
+                  int json, const char *header, const char *prefix);
+json_t *cli_moe_sensitivity_json(const xs_profile *prof,
+                                 const xs_moe_sensitivity *s, size_t n);
+void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
+                               const xs_moe_sensitivity *s, size_t n);
+
 int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

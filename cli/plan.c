@@ -45,6 +45,9 @@ static void plan_help(FILE *f) {
           "                           [--ep P] --profile P [--json]\n"
           "                           [--compute P2] [--schedule S]\n"
           "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
+          "                           [--tolerance F] [--schedules LIST] [--sensitivity]\n"
+          "       xstage plan megamoe ... (--tokens-grid LIST | --tokens-range MIN:MAX)\n"
+          "                           [--json] [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
           "Plans one rank of an expert-parallel MoE layer (dispatch, Linear-1,\n"
           "SwiGLU, Linear-2, combine) with the kernel model of docs/plan-megamoe.md:\n"
@@ -67,7 +70,24 @@ static void plan_help(FILE *f) {
           "                     baseline, searched (default; also \"interleaved\"),\n"
           "                     fused-split, fused-wave, fused-interleaved, fused-lag\n"
           "  --emit-program F   write that schedule's program (- = stdout)\n"
-          "  --trace F, --svg F its timeline under burstgap\n");
+          "  --trace F, --svg F its timeline under burstgap\n"
+          "\n"
+          "What a kernel can follow (docs/plan-megamoe.md \"Knob tables\"):\n"
+          "  --tolerance F      options within F of the fastest count as equal: the\n"
+          "                     recommended one is the simplest of them (fewest knobs\n"
+          "                     away from the kernel's default); 0.01 or 1%% (default)\n"
+          "  --schedules LIST   choose only among these (comma-separated names)\n"
+          "  --sensitivity      how the recommended option's time and the choice move\n"
+          "                     when each number of the profile moves x0.5 to x1.5\n"
+          "  --tokens-grid LIST a knob table: the stable choice per token count; LIST\n"
+          "                     is values and ranges FIRST:LAST[:STEP], ascending, at\n"
+          "                     most 4096 points (64,128 or 64:4096:64)\n"
+          "  --tokens-range A:B a run-time table from A to B tokens: 32 points per\n"
+          "                     octave, more where a lookup between two would lose\n"
+          "                     more than the tolerance\n"
+          "  --emit-header F    the table as a C header with a lookup function (- =\n"
+          "                     stdout); needs no xstage to build\n"
+          "  --header-prefix N  names in the header start with N (xstage_moe)\n");
 }
 
 static void sweep_help(FILE *f) {
@@ -80,7 +100,8 @@ static void sweep_help(FILE *f) {
           "interleaved over the fused baseline under burstgap, the same ratio as\n"
           "blocking predicts it, and how close interleaved comes to ideal.\n"
           "\n"
-          "  --grid FILE   JSON: {\"presets\": [...], \"tokens\": [...], \"ep\": [...]}\n"
+          "  --grid FILE   JSON: {\"presets\": [...], \"tokens\": [...], \"ep\": [...]};\n"
+          "                at most 4096 values a list and 20000 configs in all\n"
           "  --json        {\"profile\", \"configs\": [...], \"summary\": {...}}\n"
           "  --csv         one header line, one line per config\n");
 }
@@ -173,15 +194,37 @@ int cmd_plan(int argc, char **argv) {
       {"profile", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
       {"emit-program", required_argument, 0, 'o'}, {"trace", required_argument, 0, 'T'},
       {"svg", required_argument, 0, 'S'}, {"compute", required_argument, 0, 'C'},
-      {"schedule", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"schedule", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+      {"tokens-grid", required_argument, 0, 'G'}, {"tolerance", required_argument, 0, 'L'},
+      {"schedules", required_argument, 0, 'Q'}, {"emit-header", required_argument, 0, 'H'},
+      {"header-prefix", required_argument, 0, 'X'}, {"sensitivity", no_argument, 0, 'V'},
+      {"tokens-range", required_argument, 0, 'R'},
+      {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *tokens = NULL, *ep = NULL, *profile = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *compute = NULL;
+  const char *grid_text = NULL, *range_text = NULL, *header = NULL, *prefix = NULL;
   xs_moe_schedule sched = XS_MOE_INTERLEAVED;
-  int json = 0, c;
+  double tol = 0.01;
+  unsigned schedules = 0;
+  int json = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:", opts,
+                          NULL)) != -1) {
     switch (c) {
+    case 'G': grid_text = optarg; break;
+    case 'R': range_text = optarg; break;
+    case 'L':
+      if ((prc = cli_parse_tolerance("plan", optarg, &tol)))
+        return prc;
+      break;
+    case 'Q':
+      if ((prc = cli_parse_schedules("plan", optarg, &schedules)))
+        return prc;
+      break;
+    case 'H': header = optarg; break;
+    case 'X': prefix = optarg; break;
+    case 'V': sensitivity = 1; break;
     case 'C': compute = optarg; break;
     case 's': {
       int k = xs_moe_schedule_from_name(optarg);
@@ -209,14 +252,54 @@ int cmd_plan(int argc, char **argv) {
     return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
   if (!profile)
     return cli_usage_error("plan", "--profile is required");
+  if (grid_text && range_text)
+    return cli_usage_error("plan", "give one of --tokens-grid and --tokens-range");
+  const char *table_flag = grid_text ? "--tokens-grid" : "--tokens-range";
+  if ((grid_text || range_text) && (tokens || emit || trace || svg || sensitivity))
+    return cli_usage_error("plan", "%s plans a table: it does not take --tokens, "
+                                   "--emit-program, --trace, --svg or --sensitivity",
+                           table_flag);
+  if (header && !grid_text && !range_text)
+    return cli_usage_error("plan", "--emit-header needs --tokens-grid or --tokens-range");
+  if (prefix && !header)
+    return cli_usage_error("plan", "--header-prefix needs --emit-header");
+  if (!prefix)
+    prefix = "xstage_moe";
+  for (const char *q = prefix; *q; q++)
+    if (!(*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+          (q > prefix && *q >= '0' && *q <= '9')) || q - prefix >= 64)
+      return cli_usage_error("plan", "--header-prefix: \"%s\" is not a C identifier "
+                                     "of at most 64 characters", prefix);
+  if (!*prefix)
+    return cli_usage_error("plan", "--header-prefix: empty");
+  double *grid = NULL, range[2] = {0, 0};
+  size_t ngrid = 0;
+  if (grid_text && (prc = cli_parse_tokens_grid("plan", "--tokens-grid", grid_text,
+                                                &grid, &ngrid)))
+    return prc;
+  if (range_text) {
+    char *end;
+    range[0] = strtod(range_text, &end);
+    if (*end == ':')
+      range[1] = strtod(end + 1, &end);
+    if (*end || !(range[0] >= 1 && range[1] >= range[0] && range[1] <= 1e9) ||
+        range[0] != floor(range[0]) || range[1] != floor(range[1]))
+      return cli_usage_error("plan", "--tokens-range: expected MIN:MAX, whole numbers "
+                                     "with 1 <= MIN <= MAX <= 1e9, got \"%s\"",
+                             range_text);
+  }
   xs_moe_config cfg;
   int rc = load_config("plan", preset, file, tokens, ep, &cfg);
-  if (rc)
+  if (rc) {
+    free(grid);
     return rc;
+  }
   xs_error err;
   xs_profile *prof;
-  if (xs_profile_load(profile, &prof, &err))
+  if (xs_profile_load(profile, &prof, &err)) {
+    free(grid);
     return cli_error("plan", &err);
+  }
   if (compute) {
     xs_profile *cp;
     if (xs_profile_load(compute, &cp, &err)) {
@@ -227,17 +310,45 @@ int cmd_plan(int argc, char **argv) {
     xs_profile_free(cp);
     if (cst) {
       xs_profile_free(prof);
+      free(grid);
       fprintf(stderr, "xstage plan: --compute %s: %s\n", compute, err.message);
       return EXIT_INPUT;
     }
   }
+  if (grid || range_text) {
+    xs_moe_table_options to = {grid, ngrid, range[0], range[1], tol, schedules};
+    rc = cli_moe_table("plan", &cfg, prof, &to, json, header, prefix);
+    free(grid);
+    xs_profile_free(prof);
+    return rc;
+  }
   xs_moe_result r;
+  xs_moe_pick pick;
+  xs_moe_sensitivity *sens = NULL;
+  size_t nsens = 0;
   if (xs_moe_plan(&cfg, prof, &r, &err)) {
+    rc = cli_error("plan", &err);
+    goto done;
+  }
+  if (sensitivity) {
+    sens = malloc(XS_MOE_SENS_MAX * sizeof *sens);
+    if (!sens) {
+      rc = cli_usage_error("plan", "out of memory");
+      goto done;
+    }
+    if (xs_moe_sensitivity_run(&cfg, prof, tol, schedules, &pick, sens, &nsens, &err)) {
+      rc = cli_error("plan", &err);
+      goto done;
+    }
+  } else if (xs_moe_recommend(&cfg, prof, tol, schedules, &pick, &err)) {
     rc = cli_error("plan", &err);
     goto done;
   }
   if (json) {
     json_t *o = plan_json(&cfg, prof, &r);
+    json_object_set_new(o, "recommended", cli_moe_pick_json(&pick, tol));
+    if (sens)
+      json_object_set_new(o, "sensitivity", cli_moe_sensitivity_json(prof, sens, nsens));
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     json_decref(o);
     printf("%s\n", s);
@@ -294,12 +405,16 @@ int cmd_plan(int argc, char **argv) {
            "  combine reduction; dispatch: waiting for tokens; link: other exposed\n"
            "  link time, stall and the X-stage tail: %s for searched)\n",
            xs_format_time(r.breakdown[2].xstage_tail_s, h, sizeof h));
+    printf("\n");
+    cli_moe_pick_print(&pick, tol);
+    if (sens)
+      cli_moe_sensitivity_print(prof, &pick, sens, nsens);
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
            xs_profile_name(prof), xs_profile_name(prof));
   }
   if (emit || trace || svg) {
     xs_program *p;
-    if (xs_moe_program(&cfg, prof, sched, &r.chosen, &p, &err)) {
+    if (xs_moe_program(&cfg, prof, sched, &r.knobs[sched], &p, &err)) {
       rc = cli_error("plan", &err);
       goto done;
     }
@@ -307,6 +422,7 @@ int cmd_plan(int argc, char **argv) {
     xs_program_free(p);
   }
 done:
+  free(sens);
   xs_profile_free(prof);
   return rc;
 }
@@ -318,10 +434,15 @@ typedef struct {
   double tokens, ep;
 } grid_row;
 
+/* A sweep's grid: at most SWEEP_LIST values per list and SWEEP_CONFIGS
+ * configs in all (docs/plan-megamoe.md "Sweeps") */
+#define SWEEP_LIST 4096
+#define SWEEP_CONFIGS 20000
+
 static int load_grid(const char *path, grid_row **rows, size_t *n) {
   size_t np = 0, nt = 0, ne = 0;
-  const char *pre[64];
-  double tok[64], eps[16];
+  static const char *pre[SWEEP_LIST];
+  static double tok[SWEEP_LIST], eps[SWEEP_LIST];
   json_t *root = NULL;
   if (path) {
     if (!(root = cli_load_json("sweep", path)))
@@ -334,8 +455,10 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
         json_decref(root);
         return EXIT_INPUT;
       }
-      if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64) {
-        fprintf(stderr, "xstage sweep: %s: \"%s\" must be an array of 1 to 64 values\n", path, key);
+      if (!json_is_array(v) || json_array_size(v) == 0 ||
+          json_array_size(v) > SWEEP_LIST) {
+        fprintf(stderr, "xstage sweep: %s: \"%s\" must be an array of 1 to %d values\n",
+                path, key, SWEEP_LIST);
         json_decref(root);
         return EXIT_INPUT;
       }
@@ -368,7 +491,7 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
       json_t *v;
       json_array_foreach(a, i, v) {
         double x = json_number_value(v);
-        if (!json_is_number(v) || !(x >= 1) || x != floor(x) || (k && *cnt >= 16)) {
+        if (!json_is_number(v) || !(x >= 1) || x != floor(x)) {
           fprintf(stderr, "xstage sweep: %s: %s[%zu]: expected a whole number >= 1\n", path, nkeys[k], i);
           json_decref(root);
           return EXIT_INPUT;
@@ -383,6 +506,13 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
     }
   }
   *n = np * nt * ne;
+  if (*n > SWEEP_CONFIGS) {
+    fprintf(stderr, "xstage sweep: %s: %zu presets x %zu token counts x %zu EP "
+                    "values is %zu configs, more than the limit of %d\n",
+            path, np, nt, ne, *n, SWEEP_CONFIGS);
+    json_decref(root);
+    return EXIT_INPUT;
+  }
   *rows = calloc(*n, sizeof **rows);
   if (!*rows) {
     json_decref(root);

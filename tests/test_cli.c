@@ -220,6 +220,36 @@ static void test_plan_sweep(void **s) {
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens 0", 2, "--tokens");
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --config x.json", 2, "one of");
   expect_rc("plan gemm", 2, "megamoe");
+  /* knob tables and sensitivity */
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64:32", 2,
+            "runs backwards");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64,x", 2,
+            "at character 4 of \"64,x\"");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64,32", 2,
+            "ascending");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 1:5000", 2,
+            "more than 4096 grid points");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-range 64", 2,
+            "--tokens-range: expected MIN:MAX");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64 --tokens 8",
+            2, "does not take --tokens");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tolerance 2", 2,
+            "--tolerance: expected a fraction");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --schedules fused-wave,x", 2,
+            "\"x\" is not a schedule");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --emit-header h.h", 2,
+            "--emit-header needs");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64 "
+            "--emit-header - --header-prefix 9x", 2, "not a C identifier");
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64,128,256 "
+            "--tolerance 0.5% --schedules fused-wave,fused-lag", 0, NULL);
+  assert_non_null(strstr(out_buf, "tolerance 0.5%"));
+  assert_null(strstr(out_buf, "searched"));
+  expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens 256 --sensitivity",
+            0, NULL);
+  assert_non_null(strstr(out_buf, "what to\n  measure first"));
+  assert_non_null(strstr(out_buf, "compute.hbm_Bps"));
+  assert_non_null(strstr(out_buf, "recommended:"));
   expect_rc("sweep megamoe", 2, "--profile is required");
   expect_rc("sweep megamoe --profile h200-nvlink --json --csv", 2, "exclude");
   expect_rc("sweep megamoe --profile h200-nvlink --grid /no/such-grid.json", 2,
