@@ -141,28 +141,28 @@ xs_status xs_samples_load_csv(const char *path, xs_samples **out,
 }
 
 char *xs_samples_to_csv(const xs_samples *s, const char *header) {
-  size_t cap = 256 + s->n * 96 + (header ? strlen(header) * 2 : 0);
-  char *out = malloc(cap);
-  if (!out)
-    return NULL;
-  size_t n = 0;
+  xs__sbuf b = {0};
   if (header) {
     const char *h = header;
     while (*h) {
       const char *e = strchr(h, '\n');
       size_t l = e ? (size_t)(e - h) : strlen(h);
-      n += (size_t)snprintf(out + n, cap - n, "# %.*s\n", (int)l, h);
+      xs__sb_printf(&b, "# %.*s\n", (int)l, h);
       h += l + (e ? 1 : 0);
     }
   }
-  n += (size_t)snprintf(out + n, cap - n, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
+  xs__sb_printf(&b, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
   for (size_t i = 0; i < s->n; i++) {
     const xs_sample *r = &s->rows[i];
-    n += (size_t)snprintf(out + n, cap - n, "%s,%.0f,%.9g,%.9g,%.9g,%u\n",
-                          s->backend[0] ? s->backend : "unknown", r->bytes,
-                          r->gap_s, r->issue_s, r->deliver_s, r->repeat);
+    xs__sb_printf(&b, "%s,%.0f,%.9g,%.9g,%.9g,%u\n",
+                  s->backend[0] ? s->backend : "unknown", r->bytes, r->gap_s,
+                  r->issue_s, r->deliver_s, r->repeat);
   }
-  return out;
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
 }
 
 /* ---- the fit ---- */

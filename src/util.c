@@ -242,7 +242,7 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
   return XS_OK;
 }
 
-/* ---- growable strings, for the SVG writers ---- */
+/* ---- growable strings, for the SVG and CSV writers ---- */
 
 void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) {
   if (b->oom)

@@ -108,6 +108,19 @@ static void test_csv(void **st) {
   free(t);
   xs_samples_free(s);
   xs_samples_free(s2);
+  /* byte counts printed in full: 1e300 is 301 digits */
+  const char *huge = "backend,bytes,gap_s,issue_s,deliver_s,repeat\n"
+                     "pipe,1e300,0,1,1,0\npipe,1e300,0,1,1,1\n"
+                     "pipe,1e300,0,1,1,2\npipe,1e300,0,1,1,3\n";
+  assert_int_equal(xs_samples_parse_csv(huge, strlen(huge), "h.csv", &s, &e), XS_OK);
+  t = xs_samples_to_csv(s, NULL);
+  assert_non_null(t);
+  assert_int_equal(xs_samples_parse_csv(t, strlen(t), "t.csv", &s2, &e), XS_OK);
+  assert_int_equal(s2->n, 4);
+  assert_true(s2->rows[3].bytes == 1e300 && s2->rows[3].repeat == 3);
+  free(t);
+  xs_samples_free(s);
+  xs_samples_free(s2);
   const struct {
     const char *text, *want;
   } bad[] = {
