@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -423,12 +424,67 @@ static void test_demo(void **s) {
   json_decref(p);
 }
 
+/* Run "xstage ARGS" with standard output on /dev/full: exit 1 and the
+ * reason on stderr, whatever the command. */
+static void expect_full(const char *args) {
+  char cmd[4096], ep[64];
+  snprintf(ep, sizeof ep, "/tmp/xstage-test-full.%d", (int)getpid());
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >/dev/full 2>%s", XSTAGE_SRC,
+           XSTAGE_BIN, args, ep);
+  int st = system(cmd);
+  FILE *e = fopen(ep, "r");
+  size_t n = e ? fread(err_buf, 1, sizeof err_buf - 1, e) : 0;
+  err_buf[n] = '\0';
+  if (e)
+    fclose(e);
+  remove(ep);
+  char want[128];
+  snprintf(want, sizeof want, "xstage %.*s: writing standard output: %s",
+           (int)strcspn(args, " "), args, strerror(ENOSPC));
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !strstr(err_buf, want)) {
+    fprintf(stderr, "xstage %s >/dev/full: status %d\nstderr: %s\nwant: %s\n", args,
+            WIFEXITED(st) ? WEXITSTATUS(st) : -1, err_buf, want);
+    fail();
+  }
+}
+
+static void test_stdout_errors(void **s) {
+  (void)s;
+  if (access("/dev/full", W_OK) != 0)
+    skip();
+  char path[128], args[512];
+  snprintf(path, sizeof path, "/tmp/xstage-full-%d.csv", (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
+  for (int k = 1; k <= 8; k++)
+    fprintf(f, "pipe,%d,0,%g,%g,0\n", k * 1000, k * 1e-6, k * 2e-6 + 1e-6);
+  fclose(f);
+  const char *cmds[] = {
+      "sweep megamoe --profile h800-nvlink --csv",
+      "sweep flashattn --profile h100-nvlink --json",
+      "plan megamoe --preset glm --profile h800-nvlink",
+      "plan megamoe --preset glm --profile h800-nvlink --tokens 8 --emit-program -",
+      "plan flashattn --preset mha --profile h200-nvlink",
+      "profiles", "profiles show h200-nvlink",
+      "predict --profile h200-nvlink --program examples/hol.json",
+      "predict --profile h200-nvlink --program examples/hol.json --json",
+      "simulate --profile h200-nvlink --program examples/hol.json",
+      "demo", "validate megamoe --data data/published/megamoe.csv",
+      "predict --help"};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+    expect_full(cmds[i]);
+  snprintf(args, sizeof args, "fit %s", path);
+  expect_full(args);
+  remove(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
       cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep), cmocka_unit_test(test_validate),
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
-      cmocka_unit_test(test_demo)};
+      cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
