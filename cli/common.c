@@ -61,12 +61,17 @@ json_t *cli_load_json(const char *cmd, const char *path) {
   return NULL;
 }
 
+int cli_stdout_errno;
+
+void cli_flush_stdout(void) {
+  if (fflush(stdout) != 0 && !cli_stdout_errno)
+    cli_stdout_errno = errno;
+}
+
 int cli_write_output(const char *cmd, const char *path, const char *text) {
   if (strcmp(path, "-") == 0) {
-    if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
-      fprintf(stderr, "xstage %s: cannot write to standard output\n", cmd);
-      return EXIT_MACHINE;
-    }
+    if (fputs(text, stdout) == EOF && !cli_stdout_errno)
+      cli_stdout_errno = errno;
     return EXIT_OK;
   }
   xs_error err;

@@ -30,6 +30,13 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
                   size_t *len);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
+/* Standard output is checked once, by main() when the command returns
+ * (exit 1 and "writing standard output: why" when a write failed). A
+ * failed write's errno, kept for that message when glibc would lose it
+ * (a large write goes past the buffer): cli_write_output and
+ * cli_flush_stdout keep it. */
+extern int cli_stdout_errno;
+void cli_flush_stdout(void);
 
 /* A MegaMoE schedule's knobs in words: "experts/wave 8", "lag 16, group
  * 4", "warm-up 2", "2:1" or "split 33" (searched), "-" for none. */

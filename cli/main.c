@@ -2,9 +2,12 @@
  * main.c: the xstage command: one binary, subcommands, --help on each.
  * It links libxstage through xstage.h only, like any other user.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct {
   const char *name;
@@ -39,7 +42,35 @@ static void usage(FILE *f) {
              "  xstage --version        version and built-in backends\n");
 }
 
+/* Every command's output is checked here, once it has returned: what it
+ * printed is flushed, and a write that failed on the way (a full disk, a
+ * closed pipe) turns success into exit 1. cmd NULL: xstage itself. */
+static int check_stdout(const char *cmd, int rc) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return rc;
+  int e = errno;
+  /* an earlier write failed and nothing was left to flush: the reason is
+   * the one a command kept, or the one an empty write gets now (a full
+   * device says so again; a file on a full disk does not) */
+  if (!e)
+    e = cli_stdout_errno;
+  if (!e && write(fileno(stdout), "", 0) < 0)
+    e = errno;
+  fprintf(stderr, "xstage%s%s: writing standard output: %s\n", cmd ? " " : "",
+          cmd ? cmd : "", strerror(e ? e : EIO));
+  return rc == EXIT_OK ? EXIT_MACHINE : rc;
+}
+
+static int run_main(int argc, char **argv, const char **cmd_name);
+
 int main(int argc, char **argv) {
+  const char *cmd = NULL;
+  int rc = run_main(argc, argv, &cmd);
+  return check_stdout(cmd, rc);
+}
+
+static int run_main(int argc, char **argv, const char **cmd_name) {
   if (argc < 2) {
     usage(stderr);
     return EXIT_INPUT;
@@ -51,6 +82,7 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, argv[2]) == 0) {
           char *hargv[] = {argv[2], "--help", NULL};
+          *cmd_name = commands[i].name;
           return commands[i].run(2, hargv);
         }
       fprintf(stderr, "xstage help: unknown command \"%s\"\n", argv[2]);
@@ -76,8 +108,10 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(commands[i].name, cmd) == 0)
+    if (strcmp(commands[i].name, cmd) == 0) {
+      *cmd_name = commands[i].name;
       return commands[i].run(argc - 1, argv + 1);
+    }
   fprintf(stderr, "xstage: unknown command \"%s\" (commands:", cmd);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(stderr, " %s", commands[i].name);

@@ -191,10 +191,6 @@ int cli_predict_report(const char *cmd, const xs_program *prog,
   } else {
     print_text(out, prog, prof, res, nmodels);
   }
-  if (fflush(out) != 0 || ferror(out)) {
-    fprintf(stderr, "xstage %s: cannot write the output\n", cmd);
-    rc = EXIT_MACHINE;
-  }
 done:
   for (size_t i = 0; i < nmodels; i++)
     xs_result_free(res[i]);

@@ -141,10 +141,6 @@ int cmd_simulate(int argc, char **argv) {
       }
     }
   }
-  if (fflush(stdout) != 0) {
-    rc = EXIT_MACHINE;
-    goto done;
-  }
   if (tl)
     rc = cli_write_timelines("simulate", prog, prof, sim, tl, trace, svg);
 done:

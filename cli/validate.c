@@ -181,7 +181,7 @@ int cmd_validate(int argc, char **argv) {
     }
     printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
            "link; knobs: the kernel's searched setting)\n");
-    fflush(stdout);
+    cli_flush_stdout();
   }
   if (!rc && svg) {
     char title[200];

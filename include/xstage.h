@@ -962,7 +962,10 @@ char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
                       const xs_result *result, const xs_timeline *timeline);
 
 /* Write data to path through a temporary file and a rename, so that a
- * reader never sees half a file. */
+ * reader never sees half a file; the new file's mode is 0666 less the
+ * umask. A symbolic link stays a link: its target is written so (a
+ * dangling link's target is created through it). A device or a FIFO
+ * (/dev/null) is written in place. */
 xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
 

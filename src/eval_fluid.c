@@ -47,6 +47,7 @@ typedef struct {
   chan_state *cs;
   xs__iheap ch;  /* next event of each channel */
   double *S0;    /* per worker: S of its channel when its send began */
+  double *tol;   /* per worker: how near V its mark counts as reached */
   uint32_t *dirty;
   size_t ndirty;
   xs_result *r;
@@ -199,6 +200,9 @@ static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
   advance(f, c, now);
   chan_state *s = &f->cs[c];
   f->S0[w] = s->S;
+  /* rounding in V, relative to the send: not to V, which holds every byte
+   * the channel has served (after 1e18 bytes, 1e-12 of V is 1 MB) */
+  f->tol[w] = 1e-12 * bytes + 1e-9;
   mark m = {s->V + bytes, (uint32_t)w};
   if (mpush(s, m))
     return xs__fail(err, XS_NOMEM, "out of memory");
@@ -235,11 +239,10 @@ static xs_status channel_event(fluid *f, size_t c, double now,
     return XS_OK;
   if (s->heap[0].key > s->V)
     s->V = s->heap[0].key;
-  double tol = 1e-12 * fabs(s->V) + 1e-9;
   /* pop first, then run: a finished worker may rejoin this channel */
   size_t nfin = 0;
   uint32_t stackbuf[64], *fin = stackbuf;
-  while (s->n > 0 && s->heap[0].key <= s->V + tol) {
+  while (s->n > 0 && s->heap[0].key <= s->V + f->tol[s->heap[0].id]) {
     if (nfin == 64 && fin == stackbuf) {
       fin = malloc(s->n * sizeof *fin + 64 * sizeof *fin);
       if (!fin)
@@ -267,11 +270,12 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   f.nc = ev->nchans;
   f.cs = calloc(f.nc, sizeof *f.cs);
   f.S0 = calloc(ev->prog->nworkers + 1, sizeof *f.S0);
+  f.tol = calloc(ev->prog->nworkers + 1, sizeof *f.tol);
   f.dirty = malloc(f.nc * sizeof *f.dirty);
   int bad = xs__wm_init(&f.wm, ev, r, &hooks, &f) |
             xs__iheap_init(&f.ch, f.nc);
   xs_status st = XS_OK;
-  if (bad || !f.cs || !f.S0 || !f.dirty) {
+  if (bad || !f.cs || !f.S0 || !f.tol || !f.dirty) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
@@ -306,6 +310,7 @@ done:
       free(f.cs[c].heap);
   free(f.cs);
   free(f.S0);
+  free(f.tol);
   free(f.dirty);
   xs__wm_free(&f.wm);
   xs__iheap_free(&f.ch);

@@ -158,6 +158,12 @@ static xs_status build_work(const xs_fa_config *c, const xs_profile *prof,
                     "profile \"%s\" has no compute section with SMs and FLOP/s "
                     "for dtype \"%s\" (see xstage profiles show)",
                     xs_profile_name(prof), c->dtype);
+  const xs_channel *ch = xs_profile_channel(prof, 0);
+  if (!ch)
+    return xs__fail(err, XS_INVALID,
+                    "profile \"%s\" has no channel to forward the KV blocks "
+                    "on (see xstage profiles show)",
+                    xs_profile_name(prof));
   memset(fw, 0, sizeof *fw);
   xs_fa_workload *w = &fw->w;
   /* QK^T and PV: 2 flops a multiply-add, 2 matmuls of S x S x d per head;
@@ -173,7 +179,6 @@ static xs_status build_work(const xs_fa_config *c, const xs_profile *prof,
   w->waves = ceil(w->q_tiles / sms);
   fw->kv_tile_B = w->kv_B / w->kv_tiles;
   fw->steps = (size_t)c->cp;
-  const xs_channel *ch = xs_profile_channel(prof, 0);
   fw->sm_inject_Bps = fmin(ch->worker_inject_Bps, ch->inject_Bps / sms);
   return XS_OK;
 }

@@ -141,28 +141,28 @@ xs_status xs_samples_load_csv(const char *path, xs_samples **out,
 }
 
 char *xs_samples_to_csv(const xs_samples *s, const char *header) {
-  size_t cap = 256 + s->n * 96 + (header ? strlen(header) * 2 : 0);
-  char *out = malloc(cap);
-  if (!out)
-    return NULL;
-  size_t n = 0;
+  xs__sbuf b = {0};
   if (header) {
     const char *h = header;
     while (*h) {
       const char *e = strchr(h, '\n');
       size_t l = e ? (size_t)(e - h) : strlen(h);
-      n += (size_t)snprintf(out + n, cap - n, "# %.*s\n", (int)l, h);
+      xs__sb_printf(&b, "# %.*s\n", (int)l, h);
       h += l + (e ? 1 : 0);
     }
   }
-  n += (size_t)snprintf(out + n, cap - n, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
+  xs__sb_printf(&b, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
   for (size_t i = 0; i < s->n; i++) {
     const xs_sample *r = &s->rows[i];
-    n += (size_t)snprintf(out + n, cap - n, "%s,%.0f,%.9g,%.9g,%.9g,%u\n",
-                          s->backend[0] ? s->backend : "unknown", r->bytes,
-                          r->gap_s, r->issue_s, r->deliver_s, r->repeat);
+    xs__sb_printf(&b, "%s,%.0f,%.9g,%.9g,%.9g,%u\n",
+                  s->backend[0] ? s->backend : "unknown", r->bytes, r->gap_s,
+                  r->issue_s, r->deliver_s, r->repeat);
   }
-  return out;
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
 }
 
 /* ---- the fit ---- */
@@ -370,10 +370,11 @@ xs_status xs_fit_samples(const xs_samples *s, xs_fit *out, xs_error *err) {
   if (s->n < 4)
     return xs__fail(err, XS_INVALID, "%zu samples: a fit needs at least 4", s->n);
   xs_sample *rows = malloc(s->n * sizeof *rows);
-  size_t *idx = malloc(s->n * sizeof *idx);
-  if (!rows || !idx) {
+  size_t *idx = malloc(s->n * sizeof *idx), *drawn = malloc(s->n * sizeof *drawn);
+  if (!rows || !idx || !drawn) {
     free(rows);
     free(idx);
+    free(drawn);
     return xs__fail(err, XS_NOMEM, "out of memory");
   }
   memcpy(rows, s->rows, s->n * sizeof *rows);
@@ -383,6 +384,7 @@ xs_status xs_fit_samples(const xs_samples *s, xs_fit *out, xs_error *err) {
   if (fit_once(rows, NULL, s->n, &f) != 0) {
     free(rows);
     free(idx);
+    free(drawn);
     return xs__fail(err, XS_INVALID,
                     "the samples fit no line: delivery time must grow with the "
                     "burst size (are sizes and times in bytes and seconds?)");
@@ -410,17 +412,16 @@ xs_status xs_fit_samples(const xs_samples *s, xs_fit *out, xs_error *err) {
   double m1[4] = {0}, m2[4] = {0};
   int nb = 0;
   for (int b = 0; b < 200; b++) {
+    /* draw n rows with replacement, then list them in row order (the fit
+     * wants them sorted by size): count the draws of each row */
+    memset(drawn, 0, s->n * sizeof *drawn);
     for (size_t k = 0; k < s->n; k++) {
       seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-      idx[k] = (size_t)((seed >> 33) % s->n);
+      drawn[(seed >> 33) % s->n]++;
     }
-    /* the fit wants the rows sorted by size */
-    for (size_t k = 1; k < s->n; k++)
-      for (size_t j = k; j > 0 && idx[j - 1] > idx[j]; j--) {
-        size_t t = idx[j];
-        idx[j] = idx[j - 1];
-        idx[j - 1] = t;
-      }
+    for (size_t i = 0, k = 0; i < s->n; i++)
+      for (size_t c = drawn[i]; c > 0; c--)
+        idx[k++] = i;
     raw_fit g;
     memset(&g, 0, sizeof g);
     if (fit_once(rows, idx, s->n, &g) != 0)
@@ -471,6 +472,7 @@ xs_status xs_fit_samples(const xs_samples *s, xs_fit *out, xs_error *err) {
              out->drain_Bps, out->drain_from_delivery_Bps);
   free(rows);
   free(idx);
+  free(drawn);
   return XS_OK;
 }
 

@@ -208,6 +208,7 @@ typedef struct xs__wm_worker {
   size_t pc;
   int state, overhead_done, pending_fence;
   uint32_t send, next_waiter;
+  uint32_t wake; /* waiters on the send just ended still to let go */
   double t_block, issue_start, max_deliver;
   double compute_s, issue_s, overhead_s, blocked_s, stall_s, finish_s;
 } xs__wm_worker;
@@ -220,6 +221,7 @@ typedef struct xs__wm {
   void *ctx;
   size_t nw;
   xs__wm_worker *ws;
+  uint32_t *stack;  /* the workers run() is running, innermost last */
   xs__iheap timers; /* each worker's next timed event */
   double *deliver;  /* per send, NAN until its last byte is in (waits) */
   uint32_t *waiters; /* per send, first worker waiting on it */

@@ -21,6 +21,14 @@ typedef struct {
   double flops_per_s;
 } flops_entry;
 
+/* A FLOP/s table (flops_per_s or gemm_flops_per_s): entries in the order
+ * they were set, found by dtype through the index. */
+typedef struct {
+  flops_entry *e;
+  size_t n, cap;
+  xs__strmap index; /* dtype -> entry */
+} rate_table;
+
 typedef struct {
   char *key, *text; /* "compute.hbm_Bps": "datasheet: ..." */
 } source_entry;
@@ -47,8 +55,7 @@ struct xs_profile {
   size_t nchannels, channels_cap;
   unsigned sms;
   double efficiency, hbm_Bps;
-  flops_entry *flops, *gemm;
-  size_t nflops, flops_cap, ngemm, gemm_cap;
+  rate_table flops, gemm;
   xs_kernel_costs costs;
   source_entry *sources;
   size_t nsources, sources_cap;
@@ -130,40 +137,42 @@ xs_profile *xs_profile_new(const char *name, const char *source) {
   return p;
 }
 
+static void rates_free(rate_table *t) {
+  for (size_t i = 0; i < t->n; i++)
+    free(t->e[i].dtype);
+  free(t->e);
+  xs__strmap_free(&t->index);
+  memset(t, 0, sizeof *t);
+}
+
 void xs_profile_free(xs_profile *p) {
   if (!p)
     return;
   for (size_t i = 0; i < p->nchannels; i++)
     free(p->channels[i].name);
-  for (size_t i = 0; i < p->nflops; i++)
-    free(p->flops[i].dtype);
-  for (size_t i = 0; i < p->ngemm; i++)
-    free(p->gemm[i].dtype);
+  rates_free(&p->flops);
+  rates_free(&p->gemm);
   for (size_t i = 0; i < p->nsources; i++) {
     free(p->sources[i].key);
     free(p->sources[i].text);
   }
   free(p->sources);
-  free(p->gemm);
   free(p->channels);
-  free(p->flops);
   free(p->name);
   free(p->source);
   free(p);
 }
 
-xs_status xs_profile_add_channel(xs_profile *p, const char *name,
-                                 const xs_channel *c, xs_error *err) {
+static xs_status channel_ok(const char *name, const xs_channel *c,
+                            xs_error *err) {
   if (!name || !*name)
     return xs__fail(err, XS_INVALID, "a channel needs a non-empty name");
-  xs_status st = xs_channel_check(c, name, err);
-  if (st)
-    return st;
-  size_t at = 0;
-  while (at < p->nchannels && strcmp(p->channels[at].name, name) < 0)
-    at++;
-  if (at < p->nchannels && strcmp(p->channels[at].name, name) == 0)
-    return xs__fail(err, XS_INVALID, "channel \"%s\" is defined twice", name);
+  return xs_channel_check(c, name, err);
+}
+
+/* Put a checked channel at index at. */
+static xs_status put_channel(xs_profile *p, size_t at, const char *name,
+                             const xs_channel *c, xs_error *err) {
   if (xs__grow(&p->channels, &p->channels_cap, p->nchannels + 1,
                sizeof *p->channels))
     return xs__fail(err, XS_NOMEM, "out of memory");
@@ -176,6 +185,30 @@ xs_status xs_profile_add_channel(xs_profile *p, const char *name,
   p->channels[at].ch = *c;
   p->nchannels++;
   return XS_OK;
+}
+
+xs_status xs_profile_add_channel(xs_profile *p, const char *name,
+                                 const xs_channel *c, xs_error *err) {
+  xs_status st = channel_ok(name, c, err);
+  if (st)
+    return st;
+  /* the channels stay in name order: the first not before name */
+  size_t lo = 0, hi = p->nchannels;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(p->channels[mid].name, name) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < p->nchannels && strcmp(p->channels[lo].name, name) == 0)
+    return xs__fail(err, XS_INVALID, "channel \"%s\" is defined twice", name);
+  return put_channel(p, lo, name, c, err);
+}
+
+static int by_channel_name(const void *x, const void *y) {
+  const named_channel *a = x, *b = y;
+  return strcmp(a->name, b->name);
 }
 
 xs_status xs_profile_set_compute(xs_profile *p, unsigned sms,
@@ -197,56 +230,58 @@ xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
                                   xs_error *err) {
   if (!from->sms)
     return xs__fail(err, XS_INVALID, "profile \"%s\" has no compute section", from->name);
-  for (size_t i = 0; i < to->nflops; i++)
-    free(to->flops[i].dtype);
-  to->nflops = 0;
-  for (size_t i = 0; i < to->ngemm; i++)
-    free(to->gemm[i].dtype);
-  to->ngemm = 0;
+  rates_free(&to->flops);
+  rates_free(&to->gemm);
   xs_status st = xs_profile_set_compute(to, from->sms, from->efficiency, from->hbm_Bps, err);
-  for (size_t i = 0; !st && i < from->nflops; i++)
-    st = xs_profile_set_flops(to, from->flops[i].dtype, from->flops[i].flops_per_s, err);
-  for (size_t i = 0; !st && i < from->ngemm; i++)
-    st = xs_profile_set_gemm_flops(to, from->gemm[i].dtype, from->gemm[i].flops_per_s, err);
+  for (size_t i = 0; !st && i < from->flops.n; i++)
+    st = xs_profile_set_flops(to, from->flops.e[i].dtype, from->flops.e[i].flops_per_s, err);
+  for (size_t i = 0; !st && i < from->gemm.n; i++)
+    st = xs_profile_set_gemm_flops(to, from->gemm.e[i].dtype, from->gemm.e[i].flops_per_s, err);
   if (!st)
     st = xs_profile_set_kernel_costs(to, &from->costs, err);
   return st;
 }
 
-/* set dtype's entry of a FLOP/s table (flops_per_s or gemm_flops_per_s) */
-static xs_status set_rate(flops_entry **tab, size_t *n, size_t *cap,
-                          const char *key, const char *dtype,
+/* set dtype's entry of a FLOP/s table, named key in messages */
+static xs_status set_rate(rate_table *t, const char *key, const char *dtype,
                           double flops_per_s, xs_error *err) {
   if (!pos_finite(flops_per_s))
     return xs__fail(err, XS_INVALID,
                     "%s.%s must be positive and finite, got %g", key,
                     dtype, flops_per_s);
-  for (size_t i = 0; i < *n; i++)
-    if (strcmp((*tab)[i].dtype, dtype) == 0) {
-      (*tab)[i].flops_per_s = flops_per_s;
-      return XS_OK;
-    }
-  if (xs__grow(tab, cap, *n + 1, sizeof **tab))
+  uint32_t i;
+  if (xs__strmap_get(&t->index, dtype, &i)) {
+    t->e[i].flops_per_s = flops_per_s;
+    return XS_OK;
+  }
+  if (t->n >= UINT32_MAX ||
+      xs__grow(&t->e, &t->cap, t->n + 1, sizeof *t->e))
     return xs__fail(err, XS_NOMEM, "out of memory");
   char *copy = xs__strdup(dtype);
-  if (!copy)
+  if (!copy || xs__strmap_put(&t->index, dtype, (uint32_t)t->n) < 0) {
+    free(copy);
     return xs__fail(err, XS_NOMEM, "out of memory");
-  (*tab)[*n].dtype = copy;
-  (*tab)[*n].flops_per_s = flops_per_s;
-  (*n)++;
+  }
+  t->e[t->n].dtype = copy;
+  t->e[t->n].flops_per_s = flops_per_s;
+  t->n++;
   return XS_OK;
+}
+
+/* dtype's entry, or NULL */
+static const flops_entry *find_rate(const rate_table *t, const char *dtype) {
+  uint32_t i;
+  return xs__strmap_get(&t->index, dtype, &i) ? &t->e[i] : NULL;
 }
 
 xs_status xs_profile_set_flops(xs_profile *p, const char *dtype,
                                double flops_per_s, xs_error *err) {
-  return set_rate(&p->flops, &p->nflops, &p->flops_cap, "flops_per_s", dtype,
-                  flops_per_s, err);
+  return set_rate(&p->flops, "flops_per_s", dtype, flops_per_s, err);
 }
 
 xs_status xs_profile_set_gemm_flops(xs_profile *p, const char *dtype,
                                     double flops_per_s, xs_error *err) {
-  return set_rate(&p->gemm, &p->ngemm, &p->gemm_cap, "gemm_flops_per_s",
-                  dtype, flops_per_s, err);
+  return set_rate(&p->gemm, "gemm_flops_per_s", dtype, flops_per_s, err);
 }
 
 xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
@@ -270,10 +305,8 @@ void xs_profile_kernel_costs(const xs_profile *p, xs_kernel_costs *out) {
 }
 
 double xs_profile_gemm_flops_per_s(const xs_profile *p, const char *dtype) {
-  for (size_t i = 0; i < p->ngemm; i++)
-    if (strcmp(p->gemm[i].dtype, dtype) == 0)
-      return p->gemm[i].flops_per_s;
-  return xs_profile_flops_per_s(p, dtype) * p->efficiency;
+  const flops_entry *g = find_rate(&p->gemm, dtype);
+  return g ? g->flops_per_s : xs_profile_flops_per_s(p, dtype) * p->efficiency;
 }
 
 static xs_status set_source(xs_profile *p, const char *key, const char *text,
@@ -321,10 +354,8 @@ unsigned xs_profile_sms(const xs_profile *p) { return p->sms; }
 double xs_profile_efficiency(const xs_profile *p) { return p->efficiency; }
 double xs_profile_hbm_Bps(const xs_profile *p) { return p->hbm_Bps; }
 double xs_profile_flops_per_s(const xs_profile *p, const char *dtype) {
-  for (size_t i = 0; i < p->nflops; i++)
-    if (strcmp(p->flops[i].dtype, dtype) == 0)
-      return p->flops[i].flops_per_s;
-  return 0;
+  const flops_entry *f = find_rate(&p->flops, dtype);
+  return f ? f->flops_per_s : 0;
 }
 
 /* ---- parsing ---- */
@@ -375,8 +406,10 @@ static xs_status parse_channel(xs__jdoc *d, xs_profile *p, const char *name,
   const char *src;
   if ((st = xs__jstring(d, obj, "source", &src, &have)))
     return st;
+  /* appended: the parser puts the channels in name order once all are in
+   * (the names differ: the JSON parser refuses a key given twice) */
   xs_error e2;
-  if (xs_profile_add_channel(p, name, &c, &e2))
+  if (channel_ok(name, &c, &e2) || put_channel(p, p->nchannels, name, &c, &e2))
     return xs__jfail(d, "%s", e2.message);
   return XS_OK;
 }
@@ -514,6 +547,7 @@ xs_status xs_profile_parse(const char *text, size_t length,
       goto done;
     xs__jpath_pop(&d.path);
   }
+  qsort(p->channels, p->nchannels, sizeof *p->channels, by_channel_name);
   xs__jpath_pop(&d.path);
   json_t *comp = json_object_get(root, "compute");
   if (comp) {
@@ -605,21 +639,21 @@ char *xs_profile_to_json(const xs_profile *p) {
     json_object_set_new(chs, p->channels[i].name, o);
   }
   json_object_set_new(root, "channels", chs);
-  if (p->sms || p->nflops) {
+  if (p->sms || p->flops.n) {
     json_t *c = json_object();
     if (p->sms)
       json_object_set_new(c, "sms", json_integer(p->sms));
     json_t *fl = json_object();
-    for (size_t i = 0; i < p->nflops; i++)
-      set_num(fl, p->flops[i].dtype, p->flops[i].flops_per_s);
+    for (size_t i = 0; i < p->flops.n; i++)
+      set_num(fl, p->flops.e[i].dtype, p->flops.e[i].flops_per_s);
     json_object_set_new(c, "flops_per_s", fl);
     set_num(c, "efficiency", p->efficiency);
     if (p->hbm_Bps)
       set_num(c, "hbm_Bps", p->hbm_Bps);
-    if (p->ngemm) {
+    if (p->gemm.n) {
       json_t *g = json_object();
-      for (size_t i = 0; i < p->ngemm; i++)
-        set_num(g, p->gemm[i].dtype, p->gemm[i].flops_per_s);
+      for (size_t i = 0; i < p->gemm.n; i++)
+        set_num(g, p->gemm.e[i].dtype, p->gemm.e[i].flops_per_s);
       json_object_set_new(c, "gemm_flops_per_s", g);
     }
     for (size_t i = 0; i < NCOSTS; i++)

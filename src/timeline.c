@@ -184,7 +184,12 @@ char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
 #define MAX_LANES 33
 #define BINS 540
 
-/* Choose "nice" tick spacing for an axis of length span. */
+/* The shortest time axis: its bins and ticks (a 1/BINS and a 1/80 of it)
+ * are still normal numbers, so none of them underflows to 0. */
+#define MIN_SPAN 1e-300
+
+/* Choose "nice" tick spacing for an axis of length span (positive,
+ * finite). */
 static double tick_step(double span) {
   double raw = span / 8, p = pow(10, floor(log10(raw)));
   double m = raw / p;
@@ -194,7 +199,7 @@ static double tick_step(double span) {
 char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
                       const xs_result *r, const xs_timeline *tl) {
   xs__sbuf b = {0};
-  double T = r->makespan_s > 0 ? r->makespan_s : 1e-9;
+  double T = r->makespan_s > 0 ? fmax(r->makespan_s, MIN_SPAN) : 1e-9;
   double plot_w = SVG_W - SVG_LEFT - SVG_RIGHT;
   size_t nw = p->nworkers;
   /* one lane per worker, or groups of workers when there are too many */
@@ -313,7 +318,8 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
   /* time axis under the lanes */
   double axis_y = top + lanes_h + 2;
   double step = tick_step(T);
-  for (double t = 0; t <= T * 1.0001; t += step) {
+  /* near the largest double, T * 1.0001 and the last t are infinite */
+  for (double t = 0; t <= T * 1.0001 && t < INFINITY; t += step) {
     xs__sb_printf(&b,
               "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" y2=\"%.1f\" "
               "stroke=\"#ddd\"/>\n",

@@ -2,12 +2,13 @@
  * util.c: status strings, error formatting, growable arrays, a string map
  * and whole-file I/O, shared by every part of libxstage.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX.1-2008 with realpath */
 #include <stdarg.h>
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -194,14 +195,61 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
   return XS_OK;
 }
 
-xs_status xs_write_file_atomic(const char *path, const char *data,
+/* Write all of data to fd; 0, or -1 with errno set. */
+static int write_all(int fd, const char *data, size_t length) {
+  size_t done = 0;
+  while (done < length) {
+    ssize_t w = write(fd, data + done, length - done);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+/* Write data into path itself: a device, a FIFO, or the file a dangling
+ * symbolic link names (created through the link). */
+static xs_status write_in_place(const char *path, const char *data,
+                                size_t length, xs_error *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (fd < 0) {
+    int bad = errno == ENOENT || errno == ENOTDIR || errno == EACCES ||
+              errno == EROFS || errno == ENAMETOOLONG || errno == ELOOP;
+    return xs__fail(err, bad ? XS_NOTFOUND : XS_IO, "%s: cannot open: %s",
+                    path, strerror(errno));
+  }
+  if (write_all(fd, data, length) != 0) {
+    int saved = errno;
+    close(fd);
+    return xs__fail(err, XS_IO, "%s: write error: %s", path, strerror(saved));
+  }
+  if (close(fd) != 0)
+    return xs__fail(err, XS_IO, "%s: cannot write: %s", path, strerror(errno));
+  return XS_OK;
+}
+
+/* Write data to a new file beside path, then rename it over path. */
+static xs_status write_renamed(const char *path, const char *data,
                                size_t length, xs_error *err) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
+  static atomic_uint seq;
+  size_t n = strlen(path) + 40;
+  char *tmp = malloc(n);
   if (!tmp)
     return xs__fail(err, XS_NOMEM, "%s: out of memory", path);
-  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-  int fd = mkstemp(tmp);
+  /* O_EXCL with mode 0666: the kernel applies the umask (and a default
+   * ACL), as for any new file; a name left by an earlier process of the
+   * same id is skipped */
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 100; tries++) {
+    snprintf(tmp, n, "%s.tmp%ld-%u", path, (long)getpid(),
+             atomic_fetch_add(&seq, 1u));
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
   if (fd < 0) {
     /* a folder that is not there or not ours is bad input, not a failure */
     int bad = errno == ENOENT || errno == ENOTDIR || errno == EACCES ||
@@ -212,25 +260,13 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
     free(tmp);
     return st;
   }
-  size_t done = 0;
-  while (done < length) {
-    ssize_t w = write(fd, data + done, length - done);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      int saved = errno;
-      close(fd);
-      unlink(tmp);
-      free(tmp);
-      return xs__fail(err, XS_IO, "%s: write error: %s", path,
-                      strerror(saved));
-    }
-    done += (size_t)w;
+  if (write_all(fd, data, length) != 0) {
+    int saved = errno;
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return xs__fail(err, XS_IO, "%s: write error: %s", path, strerror(saved));
   }
-  /* mkstemp makes 0600; give the file the usual mode */
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
   if (close(fd) != 0 || rename(tmp, path) != 0) {
     int saved = errno;
     unlink(tmp);
@@ -242,7 +278,30 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
   return XS_OK;
 }
 
-/* ---- growable strings, for the SVG writers ---- */
+xs_status xs_write_file_atomic(const char *path, const char *data,
+                               size_t length, xs_error *err) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
+    return write_renamed(path, data, length, err); /* a directory: refused */
+  if (!S_ISLNK(sb.st_mode))
+    return write_in_place(path, data, length, err); /* /dev/null, a FIFO */
+  /* A symbolic link stays a link: its target is resolved and written as
+   * path would be (atomically when it is a regular file, in place when it
+   * is a device); a dangling link's target is created through the link,
+   * in place. */
+  char *target = realpath(path, NULL);
+  if (!target)
+    return write_in_place(path, data, length, err);
+  xs_status st;
+  if (stat(target, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+    st = write_in_place(target, data, length, err);
+  else
+    st = write_renamed(target, data, length, err);
+  free(target);
+  return st;
+}
+
+/* ---- growable strings, for the SVG and CSV writers ---- */
 
 void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) {
   if (b->oom)

@@ -26,8 +26,11 @@ int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
   m->ctx = ctx;
   m->nw = m->p->nworkers;
   m->ws = calloc(m->nw + 1, sizeof *m->ws);
-  if (!m->ws || xs__iheap_init(&m->timers, m->nw))
+  m->stack = malloc((m->nw + 1) * sizeof *m->stack);
+  if (!m->ws || !m->stack || xs__iheap_init(&m->timers, m->nw))
     return -1;
+  for (size_t w = 0; w < m->nw; w++)
+    m->ws[w].wake = XS__NONE;
   if (m->p->nwaits) {
     m->deliver = malloc((m->p->nsends + 1) * sizeof *m->deliver);
     m->waiters = malloc((m->p->nsends + 1) * sizeof *m->waiters);
@@ -43,6 +46,7 @@ int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
 
 void xs__wm_free(xs__wm *m) {
   free(m->ws);
+  free(m->stack);
   xs__iheap_free(&m->timers);
   free(m->deliver);
   free(m->waiters);
@@ -61,11 +65,10 @@ static void block_until(xs__wm *m, size_t w, double now, double until) {
   set_key(m, w, until);
 }
 
-static xs_status run(xs__wm *m, size_t w, double now, xs_error *err);
-
-/* Record the end of the current send of w and let waiters on it go. */
-static xs_status send_end(xs__wm *m, size_t w, double now, double d,
-                          double stall, xs_error *err) {
+/* Record the end of the current send of w. The workers waiting on it are
+ * left in w's wake list for run() to let go. */
+static void send_end(xs__wm *m, size_t w, double now, double d,
+                     double stall) {
   xs__wm_worker *ws = &m->ws[w];
   uint32_t sid = ws->send;
   if (stall < 0)
@@ -97,34 +100,36 @@ static xs_status send_end(xs__wm *m, size_t w, double now, double d,
   ws->state = W_READY;
   if (m->deliver) {
     m->deliver[sid] = d;
-    uint32_t x = m->waiters[sid];
+    ws->wake = m->waiters[sid];
     m->waiters[sid] = XS__NONE;
-    while (x != XS__NONE) {
-      xs__wm_worker *wx = &m->ws[x];
-      uint32_t nx = wx->next_waiter;
-      if (m->ev->tl && d > wx->t_block)
-        xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, x, sid, wx->t_block, d);
-      if (d > now) {
-        wx->state = W_BLOCKED; /* t_block kept from when it began */
-        set_key(m, x, d);
-      } else {
-        wx->blocked_s += now - wx->t_block;
-        wx->state = W_READY;
-        xs_status st = run(m, x, now, err);
-        if (st)
-          return st;
-      }
-      x = nx;
-    }
   }
-  return XS_OK;
 }
 
-/* Run worker w from its current op at time now until it blocks; every path
- * out sets the worker's next timer (INFINITY when it waits on a channel or
- * a send). */
-static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
+/* Let worker x, waiting on send sid, go: blocked until the delivery when
+ * that is later than now; 1 when it is ready to run at now. */
+static int wake(xs__wm *m, uint32_t x, uint32_t sid, double now) {
+  xs__wm_worker *wx = &m->ws[x];
+  double d = m->deliver[sid];
+  if (m->ev->tl && d > wx->t_block)
+    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, x, sid, wx->t_block, d);
+  if (d > now) {
+    wx->state = W_BLOCKED; /* t_block kept from when it began */
+    set_key(m, x, d);
+    return 0;
+  }
+  wx->blocked_s += now - wx->t_block;
+  wx->state = W_READY;
+  return 1;
+}
+
+/* Step worker w from its current op at time now until it blocks (*blocked
+ * set; every such path sets the worker's next timer, INFINITY when it waits
+ * on a channel or a send) or until a send of no bytes ended with workers to
+ * wake (*blocked clear, the workers in w's wake list). */
+static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
+                      xs_error *err) {
   xs__wm_worker *ws = &m->ws[w];
+  *blocked = 1;
   const xs__worker *wk = &m->p->workers[w];
   for (;;) {
     if (ws->pending_fence) {
@@ -173,10 +178,11 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
         }
       }
       if (op->value <= 0) {
-        xs_status st = send_end(m, w, now, m->ops->signal(m->ctx, c, now),
-                                0, err);
-        if (st)
-          return st;
+        send_end(m, w, now, m->ops->signal(m->ctx, c, now), 0);
+        if (ws->wake != XS__NONE) {
+          *blocked = 0;
+          return XS_OK;
+        }
         break;
       }
       ws->state = W_SENDING;
@@ -212,6 +218,36 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
   }
 }
 
+/* Run worker w at time now, and every worker its sends of no bytes let go
+ * at now, until each blocks. The woken workers run from an explicit stack,
+ * not by recursion (a chain of such signals is as long as the program):
+ * a worker whose send woke others stays on the stack until each of them,
+ * in the order they began to wait, has run until it blocked, and then goes
+ * on. A worker is on the stack at most once (only a waiting worker is
+ * woken, and none on the stack waits), so it holds nw entries. */
+static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
+  size_t n = 0;
+  m->stack[n++] = (uint32_t)w;
+  while (n) {
+    uint32_t top = m->stack[n - 1];
+    xs__wm_worker *ws = &m->ws[top];
+    if (ws->wake != XS__NONE) {
+      uint32_t x = ws->wake;
+      ws->wake = m->ws[x].next_waiter;
+      if (wake(m, x, ws->send, now))
+        m->stack[n++] = x;
+      continue;
+    }
+    int blocked;
+    xs_status st = step(m, top, now, &blocked, err);
+    if (st)
+      return st;
+    if (blocked)
+      n--;
+  }
+  return XS_OK;
+}
+
 xs_status xs__wm_start(xs__wm *m, xs_error *err) {
   for (size_t w = 0; w < m->nw; w++) {
     xs_status st = run(m, w, 0, err);
@@ -233,8 +269,8 @@ xs_status xs__wm_timer(xs__wm *m, xs_error *err) {
 
 xs_status xs__wm_send_done(xs__wm *m, size_t w, double now, double deliver,
                            double stall, xs_error *err) {
-  xs_status st = send_end(m, w, now, deliver, stall, err);
-  return st ? st : run(m, w, now, err);
+  send_end(m, w, now, deliver, stall);
+  return run(m, w, now, err);
 }
 
 xs_status xs__wm_finish(xs__wm *m, xs_error *err) {

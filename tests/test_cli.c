@@ -3,17 +3,19 @@
  * messages on bad flags and files, --help everywhere, and the JSON report of
  * predict checked against the library's own evaluation.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX.1-2008 with mknod */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -453,12 +455,134 @@ static void test_demo(void **s) {
   json_decref(p);
 }
 
+/* Run "xstage ARGS" with standard output on /dev/full: exit 1 and the
+ * reason on stderr, whatever the command. */
+static void expect_full(const char *args) {
+  char cmd[4096], ep[64];
+  snprintf(ep, sizeof ep, "/tmp/xstage-test-full.%d", (int)getpid());
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >/dev/full 2>%s", XSTAGE_SRC,
+           XSTAGE_BIN, args, ep);
+  int st = system(cmd);
+  FILE *e = fopen(ep, "r");
+  size_t n = e ? fread(err_buf, 1, sizeof err_buf - 1, e) : 0;
+  err_buf[n] = '\0';
+  if (e)
+    fclose(e);
+  remove(ep);
+  char want[128];
+  snprintf(want, sizeof want, "xstage %.*s: writing standard output: %s",
+           (int)strcspn(args, " "), args, strerror(ENOSPC));
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !strstr(err_buf, want)) {
+    fprintf(stderr, "xstage %s >/dev/full: status %d\nstderr: %s\nwant: %s\n", args,
+            WIFEXITED(st) ? WEXITSTATUS(st) : -1, err_buf, want);
+    fail();
+  }
+}
+
+static void test_stdout_errors(void **s) {
+  (void)s;
+  if (access("/dev/full", W_OK) != 0)
+    skip();
+  char path[128], args[512];
+  snprintf(path, sizeof path, "/tmp/xstage-full-%d.csv", (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
+  for (int k = 1; k <= 8; k++)
+    fprintf(f, "pipe,%d,0,%g,%g,0\n", k * 1000, k * 1e-6, k * 2e-6 + 1e-6);
+  fclose(f);
+  const char *cmds[] = {
+      "sweep megamoe --profile h800-nvlink --csv",
+      "sweep flashattn --profile h100-nvlink --json",
+      "plan megamoe --preset glm --profile h800-nvlink",
+      "plan megamoe --preset glm --profile h800-nvlink --tokens 8 --emit-program -",
+      "plan flashattn --preset mha --profile h200-nvlink",
+      "profiles", "profiles show h200-nvlink",
+      "predict --profile h200-nvlink --program examples/hol.json",
+      "predict --profile h200-nvlink --program examples/hol.json --json",
+      "simulate --profile h200-nvlink --program examples/hol.json",
+      "demo", "validate megamoe --data data/published/megamoe.csv",
+      "predict --help"};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+    expect_full(cmds[i]);
+  snprintf(args, sizeof args, "fit %s", path);
+  expect_full(args);
+  remove(path);
+}
+
+/* Output files: a new one gets the mode the umask leaves; a symbolic link
+ * stays a link and its target gets the text; a device stays a device. As
+ * root, a device made for the test stands in for /dev/null, which a
+ * regression would replace. */
+static void test_output_paths(void **s) {
+  (void)s;
+  char dir[64], path[160], args[1024];
+  snprintf(dir, sizeof dir, "/tmp/xstage-out-%d", (int)getpid());
+  assert_int_equal(mkdir(dir, 0700), 0);
+  const char *pred = "predict --profile h200-nvlink --program examples/hol.json";
+  mode_t old = umask(027);
+  snprintf(path, sizeof path, "%s/new.svg", dir);
+  snprintf(args, sizeof args, "%s --svg %s", pred, path);
+  expect_rc(args, 0, NULL);
+  umask(old);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0640);
+  /* a link to a file, and a link to nothing yet */
+  char target[160], link[160];
+  snprintf(target, sizeof target, "%s/target.svg", dir);
+  snprintf(link, sizeof link, "%s/link.svg", dir);
+  FILE *f = fopen(target, "w");
+  assert_non_null(f);
+  fputs("old\n", f);
+  fclose(f);
+  assert_int_equal(symlink("target.svg", link), 0);
+  char dangling[160], made[160];
+  snprintf(dangling, sizeof dangling, "%s/dangling.json", dir);
+  snprintf(made, sizeof made, "%s/made.json", dir);
+  assert_int_equal(symlink("made.json", dangling), 0);
+  snprintf(args, sizeof args, "%s --svg %s --trace %s", pred, link, dangling);
+  expect_rc(args, 0, NULL);
+  assert_int_equal(lstat(link, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(lstat(dangling, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(stat(target, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode) && sb.st_size > 100);
+  assert_int_equal(stat(made, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode) && sb.st_size > 100);
+  /* a character device */
+  char dev[160];
+  struct stat null_sb;
+  assert_int_equal(stat("/dev/null", &null_sb), 0);
+  snprintf(dev, sizeof dev, "%s/null", dir);
+  int have_dev = 1;
+  if (geteuid() != 0)
+    snprintf(dev, sizeof dev, "/dev/null");
+  else if (mknod(dev, S_IFCHR | 0666, null_sb.st_rdev) != 0)
+    have_dev = 0; /* no device nodes here: nothing safe to write to */
+  if (have_dev) {
+    snprintf(args, sizeof args, "%s --trace %s --svg %s", pred, dev, dev);
+    expect_rc(args, 0, NULL);
+    assert_int_equal(lstat(dev, &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode) && sb.st_rdev == null_sb.st_rdev);
+  }
+  const char *names[] = {"new.svg", "target.svg", "link.svg", "dangling.json",
+                         "made.json", "null"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    remove(path);
+  }
+  assert_int_equal(rmdir(dir), 0); /* no temporary file left behind */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help), cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
       cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep), cmocka_unit_test(test_validate),
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
-      cmocka_unit_test(test_demo)};
+      cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors),
+      cmocka_unit_test(test_output_paths)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,10 +169,31 @@ static void test_bad_config(void **st) {
   }
 }
 
+/* A profile built with a compute section and no channel: refused, since
+ * the KV blocks have nothing to go over. */
+static void test_no_channel(void **st) {
+  (void)st;
+  xs_profile *prof = xs_profile_new("compute-only", "test");
+  xs_error e;
+  assert_int_equal(xs_profile_set_compute(prof, 4, 1, 0, &e), XS_OK);
+  assert_int_equal(xs_profile_set_flops(prof, "bf16", 1e12, &e), XS_OK);
+  xs_fa_config c;
+  assert_int_equal(xs_fa_preset("llama3-70b", &c), 0);
+  xs_fa_result r;
+  assert_int_equal(xs_fa_plan(&c, prof, &r, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "profile \"compute-only\" has no channel"));
+  xs_program *p;
+  assert_int_equal(xs_fa_program(&c, prof, XS_FA_PIGGYBACK, NULL, &p, NULL, &e),
+                   XS_INVALID);
+  assert_non_null(strstr(e.message, "has no channel"));
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_conservation_and_chain),
                                      cmocka_unit_test(test_never_slower),
                                      cmocka_unit_test(test_hand_small),
-                                     cmocka_unit_test(test_bad_config)};
+                                     cmocka_unit_test(test_bad_config),
+                                     cmocka_unit_test(test_no_channel)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

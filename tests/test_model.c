@@ -587,6 +587,59 @@ static void test_ops_after_finish(void **state) {
   xs_profile_free(prof);
 }
 
+/* A send's finish does not depend on the bytes the channel served before
+ * it: after a send of 1e18 bytes, a 100 kB send and a 1 kB send start
+ * together on an empty channel, and the 100 kB send takes as long as it
+ * does on a fresh channel (about 1e5 / R_drain), not as long as the 1 kB
+ * one. By hand (R_inj 4e12, R_drain 1e12, C 1e4): both at 2e12 until the
+ * 1 kB send is in (5e-10 s, backlog 1.5e3 B); the 100 kB one alone at
+ * 4e12 until the backlog is full (8.5e3 B more at 3e12/s), the rest at
+ * R_drain. Time near 1e6 s resolves to 1.2e-10 s, hence 1%. */
+static void test_finish_after_many_bytes(void **state) {
+  (void)state;
+  double inj = 4e12, rd = 1e12, C = 1e4;
+  xs_profile *prof = one_channel(inj, inj, rd, C, 1e-6, 0);
+  xs_program *p[2];
+  xs_error e;
+  for (int k = 0; k < 2; k++) {
+    p[k] = xs_program_new(k ? "after 1e18 bytes" : "fresh");
+    assert_int_equal(xs_program_add_worker(p[k], "a", NULL, &e), XS_OK);
+    assert_int_equal(xs_program_add_worker(p[k], "b", NULL, &e), XS_OK);
+    if (k) {
+      assert_int_equal(xs_program_send(p[k], 0, 1e18, NULL, "big", NULL, &e), XS_OK);
+      for (size_t w = 0; w < 2; w++) {
+        assert_int_equal(xs_program_wait(p[k], w, "big", &e), XS_OK);
+        assert_int_equal(xs_program_compute(p[k], w, 1, &e), XS_OK);
+      }
+    }
+    assert_int_equal(xs_program_send(p[k], 0, 1e5, NULL, "large", NULL, &e), XS_OK);
+    assert_int_equal(xs_program_send(p[k], 1, 1e3, NULL, "small", NULL, &e), XS_OK);
+    assert_int_equal(xs_program_finish(p[k], &e), XS_OK);
+  }
+  double t_small = 1e3 / (inj / 2), q = (inj - rd) * t_small;
+  double t_fill = (C - q) / (inj - rd);
+  double want = t_small + t_fill + (1e5 - 1e3 - inj * t_fill) / rd;
+  for (int m = XS_MODEL_BURSTGAP; m <= XS_MODEL_BLOCKING; m++) {
+    double took[2];
+    for (int k = 0; k < 2; k++) {
+      xs_result *r = eval(p[k], prof, (xs_model)m, 1);
+      const xs_send_result *sr = &r->sends[k];
+      took[k] = sr->issue_end_s - sr->issue_start_s;
+      xs_result_free(r);
+    }
+    if (m == XS_MODEL_BURSTGAP)
+      check_close(took[0], want, 0, "100 kB send, fresh channel", 0);
+    if (!(fabs(took[1] / took[0] - 1) < 0.01)) {
+      fprintf(stderr, "%s: 100 kB send took %.6g s after 1e18 bytes, %.6g s fresh\n",
+              xs_model_name((xs_model)m), took[1], took[0]);
+      fail();
+    }
+  }
+  xs_program_free(p[0]);
+  xs_program_free(p[1]);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_below_knee),
@@ -601,6 +654,7 @@ int main(void) {
       cmocka_unit_test(test_head_of_line),
       cmocka_unit_test(test_summary_only),
       cmocka_unit_test(test_ops_after_finish),
+      cmocka_unit_test(test_finish_after_many_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

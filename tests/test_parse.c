@@ -173,6 +173,60 @@ static void test_good_profile_roundtrip(void **s) {
   xs_profile_free(p);
 }
 
+/* Profiles of many entries: 20,000 channels given out of name order come
+ * back in name order, 20,000 dtypes each with its own rate; a name given
+ * twice is refused with its position; through the builder a dtype set
+ * again is updated and a channel added again is refused. */
+static void test_many_entries(void **s) {
+  (void)s;
+  enum { N = 20000 };
+  size_t cap = 64 + (size_t)N * 160, n = 0;
+  char *t = malloc(cap);
+  assert_non_null(t);
+  n += (size_t)snprintf(t + n, cap - n, "{\"name\":\"many\",\"channels\":{");
+  for (int i = 0; i < N; i++) /* 7919 is prime: each index once, scrambled */
+    n += (size_t)snprintf(t + n, cap - n,
+                          "%s\"c%05d\":{\"inject_Bps\":%d,\"drain_Bps\":1}",
+                          i ? "," : "", (int)((long)i * 7919 % N),
+                          (int)((long)i * 7919 % N) + 1);
+  n += (size_t)snprintf(t + n, cap - n, "},\"compute\":{\"sms\":1,\"flops_per_s\":{");
+  for (int i = 0; i < N; i++)
+    n += (size_t)snprintf(t + n, cap - n, "%s\"d%d\":%d", i ? "," : "", i, i + 1);
+  n += (size_t)snprintf(t + n, cap - n, "}}}");
+  assert_true(n < cap);
+  xs_profile *p;
+  xs_error e;
+  assert_int_equal(xs_profile_parse(t, n, "many.json", &p, &e), XS_OK);
+  assert_int_equal(xs_profile_channel_count(p), N);
+  for (size_t i = 0; i < N; i++) {
+    char want[16];
+    snprintf(want, sizeof want, "c%05zu", i);
+    assert_string_equal(xs_profile_channel_name(p, i), want);
+    assert_true(xs_profile_channel(p, i)->inject_Bps == (double)i + 1);
+  }
+  assert_true(xs_profile_flops_per_s(p, "d0") == 1);
+  assert_true(xs_profile_flops_per_s(p, "d12345") == 12346);
+  assert_true(xs_profile_flops_per_s(p, "d20000") == 0);
+  assert_int_equal(xs_profile_set_flops(p, "d7", 5, &e), XS_OK);
+  assert_true(xs_profile_flops_per_s(p, "d7") == 5);
+  xs_channel ch;
+  xs_channel_init(&ch, 1, 1);
+  assert_int_equal(xs_profile_add_channel(p, "c00042", &ch, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "channel \"c00042\" is defined twice"));
+  assert_int_equal(xs_profile_add_channel(p, "c", &ch, &e), XS_OK);
+  assert_string_equal(xs_profile_channel_name(p, 0), "c");
+  xs_profile_free(p);
+  free(t);
+  const char *dup_ch = "{\"name\":\"d\",\"channels\":{\"a\":{\"inject_Bps\":1,\"drain_Bps\":1},\n"
+                       "\"a\":{\"inject_Bps\":1,\"drain_Bps\":1}}}";
+  assert_int_equal(xs_profile_parse(dup_ch, strlen(dup_ch), "d.json", &p, &e), XS_PARSE);
+  assert_non_null(strstr(e.message, "d.json:2:3: duplicate object key near '\"a\"'"));
+  const char *dup_dt = "{\"name\":\"d\",\"channels\":{\"a\":{\"inject_Bps\":1,\"drain_Bps\":1}},"
+                       "\"compute\":{\"sms\":1,\"flops_per_s\":{\"x\":1,\n\"x\":2}}}";
+  assert_int_equal(xs_profile_parse(dup_dt, strlen(dup_dt), "d.json", &p, &e), XS_PARSE);
+  assert_non_null(strstr(e.message, "d.json:2:3: duplicate object key near '\"x\"'"));
+}
+
 static void test_program_roundtrip(void **s) {
   (void)s;
   const char *text =
@@ -205,6 +259,7 @@ int main(void) {
       cmocka_unit_test(test_bad_profiles),
       cmocka_unit_test(test_good_profile_roundtrip),
       cmocka_unit_test(test_program_roundtrip),
+      cmocka_unit_test(test_many_entries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,6 +90,41 @@ static void test_fit_synthetic(void **st) {
   xs_samples_free(s);
 }
 
+/* The bootstrap's spreads for one fixed sample set, to the last bit: the
+ * seed and the order the drawn rows are fitted in are part of the result.
+ * The samples are made with arithmetic only (no libm), so the bits are the
+ * same wherever IEEE doubles are. */
+static void test_fit_bootstrap_fixed(void **st) {
+  (void)st;
+  rng g = {3};
+  xs_samples *s = calloc(1, sizeof *s);
+  assert_non_null(s);
+  snprintf(s->backend, sizeof s->backend, "fixed");
+  s->cap = 16 * 5;
+  s->rows = calloc(s->cap, sizeof *s->rows);
+  assert_non_null(s->rows);
+  /* R_inj 4 GB/s, R_drain 200 MB/s, knee at 1 MB, L 10 us, 1% noise */
+  double ri = 4e9, rd = 2e8, bf = 1e6;
+  for (int k = 0; k < 16; k++) {
+    double b = 125000.0 * (k + 1);
+    for (unsigned r = 0; r < 5; r++) {
+      double issue = b <= bf ? b / ri : bf / ri + (b - bf) / rd;
+      double del = b / rd + 1e-5;
+      s->rows[s->n++] = (xs_sample){b, 0.001, issue * rng_range(&g, 0.99, 1.01),
+                                    del * rng_range(&g, 0.99, 1.01), r};
+    }
+  }
+  xs_fit f;
+  xs_error e;
+  assert_int_equal(xs_fit_samples(s, &f, &e), XS_OK);
+  assert_true(f.knee_reached);
+  assert_true(f.inject_sd == 0x1.43fef0a24c623p+26);
+  assert_true(f.drain_sd == 0x1.74698008fab36p+19);
+  assert_true(f.capacity_sd == 0x1.861166d5b88d5p+10);
+  assert_true(f.latency_sd == 0x1.8d4fdae1bdf2ep-18);
+  xs_samples_free(s);
+}
+
 static void test_csv(void **st) {
   (void)st;
   const char *good = "# a comment\nbackend,bytes,gap_s,issue_s,deliver_s,repeat\n"
@@ -105,6 +140,19 @@ static void test_csv(void **st) {
   assert_int_equal(xs_samples_parse_csv(t, strlen(t), "t.csv", &s2, &e), XS_OK);
   assert_int_equal(s2->n, 4);
   assert_true(s2->rows[3].deliver_s == 4e-5 && s2->rows[3].repeat == 1);
+  free(t);
+  xs_samples_free(s);
+  xs_samples_free(s2);
+  /* byte counts printed in full: 1e300 is 301 digits */
+  const char *huge = "backend,bytes,gap_s,issue_s,deliver_s,repeat\n"
+                     "pipe,1e300,0,1,1,0\npipe,1e300,0,1,1,1\n"
+                     "pipe,1e300,0,1,1,2\npipe,1e300,0,1,1,3\n";
+  assert_int_equal(xs_samples_parse_csv(huge, strlen(huge), "h.csv", &s, &e), XS_OK);
+  t = xs_samples_to_csv(s, NULL);
+  assert_non_null(t);
+  assert_int_equal(xs_samples_parse_csv(t, strlen(t), "t.csv", &s2, &e), XS_OK);
+  assert_int_equal(s2->n, 4);
+  assert_true(s2->rows[3].bytes == 1e300 && s2->rows[3].repeat == 3);
   free(t);
   xs_samples_free(s);
   xs_samples_free(s2);
@@ -242,6 +290,7 @@ static void test_pipe_calibration_and_replay(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_synthetic),
+                                     cmocka_unit_test(test_fit_bootstrap_fixed),
                                      cmocka_unit_test(test_csv),
                                      cmocka_unit_test(test_probe_bounds_and_cleanup),
                                      cmocka_unit_test(test_pipe_calibration_and_replay)};

@@ -234,6 +234,48 @@ static void test_deterministic(void **s) {
   xs_profile_free(prof);
 }
 
+/* A chain of 50,000 signals of no bytes on a channel without latency, each
+ * worker waiting on the next one's: the last worker's signal, after its
+ * compute, lets the whole chain go at the same instant. */
+static void test_signal_chain(void **s) {
+  (void)s;
+  enum { N = 50000 };
+  xs_profile *prof = xs_profile_new("t", "t");
+  xs_channel ch;
+  xs_channel_init(&ch, 1e11, 1e10);
+  xs_error e;
+  assert_int_equal(xs_profile_add_channel(prof, "l", &ch, &e), XS_OK);
+  xs_program *p = xs_program_new("chain");
+  for (size_t w = 0; w < N; w++) {
+    char name[16], next[16];
+    snprintf(name, sizeof name, "s%zu", w);
+    snprintf(next, sizeof next, "s%zu", w + 1);
+    assert_int_equal(xs_program_add_worker(p, name, NULL, &e), XS_OK);
+    if (w + 1 < N)
+      assert_int_equal(xs_program_wait(p, w, next, &e), XS_OK);
+    else
+      assert_int_equal(xs_program_compute(p, w, 1e-3, &e), XS_OK);
+    assert_int_equal(xs_program_send(p, w, 0, NULL, name, NULL, &e), XS_OK);
+  }
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  for (int m = XS_MODEL_BURSTGAP; m <= XS_MODEL_BLOCKING; m++) {
+    xs_result *r;
+    assert_int_equal(xs_evaluate(p, prof, (xs_model)m, NULL, &r, &e), XS_OK);
+    assert_true(r->makespan_s == 1e-3);
+    assert_true(r->workers[0].finish_s == 1e-3);
+    assert_true(r->sends[0].deliver_s == 1e-3);
+    xs_result_free(r);
+  }
+  xs_result *r;
+  xs_sim_options o = {0, XS_ARB_RR, 0, NULL, 0};
+  assert_int_equal(xs_simulate(p, prof, &o, &r, &e), XS_OK);
+  assert_true(r->makespan_s == 1e-3);
+  assert_true(r->workers[0].finish_s == 1e-3);
+  xs_result_free(r);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_agree_one_worker),
@@ -241,6 +283,7 @@ int main(void) {
       cmocka_unit_test(test_arbitration),
       cmocka_unit_test(test_worker_inflight),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_signal_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

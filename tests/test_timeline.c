@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -155,8 +156,39 @@ static void test_sim_timeline_many(void **s) {
   xs_profile_free(prof);
 }
 
+/* The SVG of a program of one compute, for makespans from 0 through the
+ * smallest doubles (whose tenths underflow to 0) to the largest. */
+static void test_svg_extreme_makespans(void **s) {
+  (void)s;
+  const double spans[] = {0, 5e-324, 1e-323, 3.4e-323, 1e-320, 1e-300, 1e300,
+                          DBL_MAX};
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
+  for (size_t i = 0; i < sizeof spans / sizeof *spans; i++) {
+    xs_program *p = xs_program_new("one compute");
+    assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+    assert_int_equal(xs_program_compute(p, 0, spans[i], &e), XS_OK);
+    assert_int_equal(xs_program_finish(p, &e), XS_OK);
+    xs_timeline *tl = xs_timeline_new();
+    xs_eval_options o = {0, 0, NULL, tl};
+    xs_result *r;
+    assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, &e), XS_OK);
+    assert_true(r->makespan_s == spans[i]);
+    char *svg = xs_timeline_svg(p, prof, r, tl);
+    assert_non_null(svg);
+    assert_non_null(strstr(svg, "</svg>"));
+    free(svg);
+    xs_result_free(r);
+    xs_timeline_free(tl);
+    xs_program_free(p);
+  }
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_predict_timeline),
-                                     cmocka_unit_test(test_sim_timeline_many)};
+                                     cmocka_unit_test(test_sim_timeline_many),
+                                     cmocka_unit_test(test_svg_extreme_makespans)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
