@@ -1,7 +1,8 @@
 /*
- * validate.c: `xstage validate megamoe` puts the MegaMoE planner's
- * predictions beside published timings of the kernels it plans, row by row,
- * with the summary that says how far the model is from real kernels.
+ * validate.c: `xstage validate megamoe` and `xstage validate flashattn`
+ * put the planners' predictions beside published timings of the kernels
+ * they plan, row by row, with the summary that says how far the model is
+ * from real kernels.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
@@ -14,8 +15,8 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate megamoe --data FILE [--json] [--svg FILE]\n"
-          "                               [--fail-above FRACTION]\n"
+          "usage: xstage validate (megamoe | flashattn) --data FILE [--json]\n"
+          "                       [--svg FILE] [--fail-above FRACTION]\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
           "source, gpu, ep, hidden, intermediate, experts, topk, shared_experts,\n"
@@ -27,7 +28,13 @@ static void help(FILE *f) {
           "often the faster of two arms measured on one config is predicted faster.\n"
           "A prediction never reads time_us.\n"
           "\n"
-          "  --data FILE          the CSV (data/published/megamoe.csv in the source tree)\n"
+          "flashattn: ring attention timings (columns source, gpu, cp, seq_per_rank,\n"
+          "heads, kv_heads, head_dim, causal, layout, kernel, pass, arm, time_us),\n"
+          "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
+          "pairs are a ring beside the local arm (or another layout) of one shape.\n"
+          "\n"
+          "  --data FILE          the CSV (data/published/megamoe.csv or\n"
+          "                       data/published/ring-attention.csv in the source tree)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
@@ -51,8 +58,9 @@ int cmd_validate(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
-  if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
-    return cli_usage_error("validate", "expected a planner: megamoe");
+  if (argc < 2 || (strcmp(argv[1], "megamoe") && strcmp(argv[1], "flashattn")))
+    return cli_usage_error("validate", "expected a planner: megamoe or flashattn");
+  int fa = !strcmp(argv[1], "flashattn");
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
@@ -93,8 +101,8 @@ int cmd_validate(int argc, char **argv) {
   xs_validate_set set;
   xs_error err;
   int tty = isatty(2);
-  xs_status st = xs_validate_megamoe(text, len, data, &set, tty ? progress : NULL,
-                                     NULL, &err);
+  xs_status st = (fa ? xs_validate_flashattn : xs_validate_megamoe)(
+      text, len, data, &set, tty ? progress : NULL, NULL, &err);
   free(text);
   if (tty)
     fprintf(stderr, "\r%40s\r", "");
@@ -120,10 +128,20 @@ int cmd_validate(int argc, char **argv) {
     json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
     for (size_t i = 0; i < set.nrows; i++) {
       const xs_validate_row *r = &set.rows[i];
-      json_array_append_new(rows, json_pack("{s:s,s:s,s:f,s:s,s:f,s:f,s:f}",
+      json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:f,s:f,s:f}",
           "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
           "measured_us", r->measured_us, "predicted_us", r->predicted_us,
-          "error", r->error));
+          "error", r->error);
+      if (fa) {
+        const xs_fa_breakdown *b = &r->fa_breakdown;
+        json_object_set_new(o, "layout", json_string(r->layout));
+        json_object_set_new(o, "pass", json_string(r->pass));
+        json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
+            "compute_s", b->compute_s, "merge_s", b->merge_s, "fixed_s", b->fixed_s,
+            "exposed_s", b->exposed_s, "imbalance_s", b->imbalance_s, "bound",
+            b->bound ? b->bound : ""));
+      }
+      json_array_append_new(rows, o);
     }
     for (size_t k = 0; k < narms; k++) {
       size_t n;
@@ -138,6 +156,21 @@ int cmd_validate(int argc, char **argv) {
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(root);
     rc = cli_write_document("validate", "-", s);
+  } else if (fa) {
+    printf("Ring attention validation: %zu rows of %s, predicted under burstgap on "
+           "each row's built-in profile\n\n", set.nrows, data);
+    printf("  %-22s %-12s %2s %6s %5s %-10s %-7s %-16s %11s %11s %8s  %s\n", "source",
+           "gpu", "cp", "seq", "heads", "layout", "pass", "arm", "measured",
+           "predicted", "error", "bound");
+    for (size_t i = 0; i < set.nrows; i++) {
+      const xs_validate_row *r = &set.rows[i];
+      char hd[32];
+      snprintf(hd, sizeof hd, "%g/%g", r->fa.heads_q, r->fa.heads_kv);
+      printf("  %-22.22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
+             "%+7.1f%%  %s\n", r->source, r->gpu, r->fa.cp, r->tokens, hd, r->layout,
+             r->pass, r->arm, r->measured_us, r->predicted_us, 100 * r->error,
+             r->fa_breakdown.bound ? r->fa_breakdown.bound : "");
+    }
   } else {
     printf("MegaMoE validation: %zu rows of %s, predicted under burstgap on each "
            "row's built-in profile\n\n", set.nrows, data);
@@ -152,6 +185,8 @@ int cmd_validate(int argc, char **argv) {
              r->source, r->gpu, r->tokens, r->arm, r->measured_us, r->predicted_us,
              100 * r->error, r->breakdown.bound ? r->breakdown.bound : "", knobs);
     }
+  }
+  if (!json) {
     printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows\n", 100 * med,
            100 * mx, set.nrows);
     for (size_t k = 0; k < narms; k++) {
@@ -179,14 +214,18 @@ int cmd_validate(int argc, char **argv) {
              "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
              100 * pr.max_ratio_error);
     }
-    printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
-           "link; knobs: the kernel's searched setting)\n");
+    if (fa)
+      printf("  (bound: what dominates the predicted time: compute, merge of partial\n"
+             "  outputs, fixed per-step costs or exposed communication)\n");
+    else
+      printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
+             "link; knobs: the kernel's searched setting)\n");
     cli_flush_stdout();
   }
   if (!rc && svg) {
     char title[200];
-    snprintf(title, sizeof title, "xstage validate megamoe: %zu rows, median |error| "
-             "%.1f%%", set.nrows, 100 * med);
+    snprintf(title, sizeof title, "xstage validate %s: %zu rows, median |error| "
+             "%.1f%%", argv[1], set.nrows, 100 * med);
     char *s = xs_validate_svg(&set, title);
     if (!s) {
       fprintf(stderr, "xstage validate: out of memory\n");

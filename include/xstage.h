@@ -130,6 +130,11 @@ typedef struct xs_kernel_costs {
                             epilogue time not spent in the MMA loop       */
   double roofline_p;     /* a wave's time is the p-norm of its compute and
                             memory times, (c^p + m^p)^(1/p); 0: max(c, m) */
+  /* the attention planner's (docs/plan-flashattn.md "Kernel model") */
+  double copy_efficiency;/* fraction of hbm_Bps elementwise kernels reach
+                            (merging partial outputs; 0: 1)               */
+  double ring_step_s;    /* host-side cost of one ring step: posting the
+                            send and receive, waiting on them             */
 } xs_kernel_costs;
 
 xs_status xs_profile_set_kernel_costs(xs_profile *profile,
@@ -140,6 +145,26 @@ void xs_profile_kernel_costs(const xs_profile *profile, xs_kernel_costs *out);
  * large M, as published microbenchmarks measure it. */
 xs_status xs_profile_set_gemm_flops(xs_profile *profile, const char *dtype,
                                     double flops_per_s, xs_error *err);
+/* The attention kernel model's numbers (docs/plan-flashattn.md "Kernel
+ * model"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
+ * (forward and backward), "fa3", "fa4". */
+typedef enum {
+  XS_ATTN_FLOPS = 0,  /* attn_flops_per_s: throughput at long sequences,
+                         head dim 128, full mask (forward FLOPs; forward and
+                         backward counted as 3.5 forwards)               */
+  XS_ATTN_CTA_S = 1,  /* attn_cta_s: per CTA (Q tile): load Q, write O and
+                         the log-sum-exp                                 */
+  XS_ATTN_CAUSAL_EFFICIENCY = 2, /* attn_causal_efficiency: a causal
+                         kernel's throughput over the full one's, beyond
+                         the work it skips (masking the diagonal tiles)  */
+  XS_ATTN_TABLES = 3
+} xs_attn_table;
+xs_status xs_profile_set_attn(xs_profile *profile, xs_attn_table table,
+                              const char *kernel, double value,
+                              xs_error *err);
+/* 0 when the profile does not give it */
+double xs_profile_attn(const xs_profile *profile, xs_attn_table table,
+                       const char *kernel);
 /* The GEMM throughput the planners use for a dtype: the gemm_flops_per_s
  * entry when there is one, else flops_per_s x efficiency; 0 when neither. */
 double xs_profile_gemm_flops_per_s(const xs_profile *profile,
@@ -666,51 +691,6 @@ xs_status xs_moe_sensitivity_run(const xs_moe_config *config,
                                  xs_moe_sensitivity *out, size_t *n,
                                  xs_error *err);
 
-/* ---- Validation against published kernel timings (docs/validate.md) ----
- * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
- * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,
- * tokens, arm, time_us, timing. Each row is predicted on the built-in
- * profile named by gpu, for its arm, without reading time_us. */
-typedef struct xs_validate_row {
-  char source[96], gpu[48], arm[32];
-  double tokens;
-  double measured_us, predicted_us, error; /* error = predicted/measured-1 */
-  size_t line;                             /* in the CSV                   */
-  xs_moe_config config;
-  xs_moe_pattern knobs;
-  xs_moe_breakdown breakdown;
-} xs_validate_row;
-
-typedef struct xs_validate_set {
-  xs_validate_row *rows;
-  size_t nrows;
-} xs_validate_set;
-
-/* Parse and predict every row (progress: called after each row, may be
- * NULL). Errors name file:line:column. */
-xs_status xs_validate_megamoe(const char *text, size_t length,
-                              const char *filename, xs_validate_set *out,
-                              void (*progress)(size_t done, void *ctx),
-                              void *ctx, xs_error *err);
-void xs_validate_free(xs_validate_set *set);
-/* The median of |error| over rows for which keep(row, ctx) is true (all
- * when keep is NULL); *n receives their count; NAN when none. */
-double xs_validate_median(const xs_validate_set *set,
-                          int (*keep)(const xs_validate_row *, void *),
-                          void *ctx, size_t *n, double *max_abs);
-/* Over pairs of rows that measure two arms of one config (same source,
- * GPU, shape, dtypes and tokens): how often the faster is predicted
- * faster, and |predicted ratio / measured ratio - 1| of the two. */
-typedef struct xs_validate_pairs {
-  size_t pairs, agree;
-  double median_ratio_error, max_ratio_error; /* NAN when no pairs */
-} xs_validate_pairs;
-xs_status xs_validate_compare_arms(const xs_validate_set *set,
-                                   xs_validate_pairs *out, xs_error *err);
-/* Predicted against measured on log axes, one colour per arm, y = x and a
- * +-20% band; free() the result. */
-char *xs_validate_svg(const xs_validate_set *set, const char *title);
-
 /* ---- The context-parallel attention planner (docs/plan-flashattn.md) ----
  * Ring attention: each of P ranks holds S tokens of the sequence; at each
  * of P steps it attends its queries to the KV block it holds and forwards
@@ -728,7 +708,23 @@ typedef struct xs_fa_config {
   double block_m, block_n; /* Q and KV tile rows (128, 128)               */
   double sms;      /* 0: the profile's                                    */
   char dtype[16];  /* compute dtype in the profile ("bf16")               */
+  /* the ring kernel model's (xs_fa_predict; docs/plan-flashattn.md) */
+  double batch;    /* sequences per rank (1)                              */
+  int layout;      /* xs_fa_layout: how the causal sequence is sharded     */
+  int backward;    /* 1: forward and backward (dK, dV ride the ring too)   */
+  char kernel[8];  /* "fa2", "fa3", "fa4": the profile's attn_* entries   */
 } xs_fa_config;
+
+/* Causal layouts: contiguous (rank r holds chunk r: the last rank does
+ * all the work), zigzag (chunks r and 2P-1-r), stripe (every P-th token) */
+typedef enum {
+  XS_FA_CONTIGUOUS = 0,
+  XS_FA_ZIGZAG = 1,
+  XS_FA_STRIPE = 2,
+  XS_FA_LAYOUTS = 3
+} xs_fa_layout;
+const char *xs_fa_layout_name(xs_fa_layout layout);
+int xs_fa_layout_from_name(const char *name); /* -1: none */
 
 /* Presets llama3-8b (32 query heads, 8 KV heads, d 128), llama3-70b (64,
  * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal, BF16. */
@@ -773,6 +769,40 @@ typedef struct xs_fa_result {
 
 xs_status xs_fa_plan(const xs_fa_config *config, const xs_profile *profile,
                      xs_fa_result *out, xs_error *err);
+
+/* How the KV blocks are forwarded (docs/plan-flashattn.md "Paths"). */
+typedef enum {
+  XS_FA_LOCAL = 0,      /* one rank's attention over its own block: no ring */
+  XS_FA_PATH_SEQUENTIAL = 1, /* each step: attention, merge, then forward */
+  XS_FA_PATH_STREAM = 2,/* a send/receive on its own stream (NCCL), posted at
+                           the step's start, waited on at its end          */
+  XS_FA_PATH_SMS = 3,   /* k reserved SMs forward; the kernel runs on the rest */
+  XS_FA_PATH_PIGGYBACK = 4, /* stores from inside the attention loop      */
+  XS_FA_PATHS = 5
+} xs_fa_path;
+/* "local", "sequential", "dedicated-stream", "dedicated-sms", "piggyback" */
+const char *xs_fa_path_name(xs_fa_path path);
+int xs_fa_path_from_name(const char *name); /* -1: none */
+
+/* Where one ring's time goes on its critical rank, seconds; compute,
+ * merge, fixed and exposed add up to the time. */
+typedef struct xs_fa_breakdown {
+  double compute_s;   /* attention kernels (the busiest rank's)          */
+  double merge_s;     /* merging partial outputs by log-sum-exp, and the
+                         final conversion                                */
+  double fixed_s;     /* per-step costs: posting and waiting on the ring  */
+  double exposed_s;   /* communication not hidden behind the above        */
+  double imbalance_s; /* of compute_s: the busiest rank over the mean     */
+  unsigned forward_sms, spread; /* dedicated-sms and piggyback choices    */
+  const char *bound;  /* the largest of compute, merge, fixed, exposed    */
+} xs_fa_breakdown;
+
+/* One ring (or the local arm) under the kernel model and burstgap: its
+ * time on the critical rank and where it goes (either may be NULL). The
+ * profile needs attn_flops_per_s for the config's kernel and pass. */
+xs_status xs_fa_predict(const xs_fa_config *config, const xs_profile *profile,
+                        xs_fa_path path, double *time_s,
+                        xs_fa_breakdown *breakdown, xs_error *err);
 /* The program of a schedule with a choice (NULL: the plan's default). The
  * dedicated schedule is meant for *profile_out: the profile with each
  * worker held to one SM's share of the injection rate (free it). */
@@ -780,6 +810,64 @@ xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *profile,
                         xs_fa_schedule schedule, const xs_fa_choice *choice,
                         xs_program **out, xs_profile **profile_out,
                         xs_error *err);
+
+/* ---- Validation against published kernel timings (docs/validate.md) ----
+ * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
+ * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,
+ * tokens, arm, time_us, timing. Each row is predicted on the built-in
+ * profile named by gpu, for its arm, without reading time_us. */
+typedef struct xs_validate_row {
+  char source[96], gpu[48], arm[32];
+  double tokens;
+  double measured_us, predicted_us, error; /* error = predicted/measured-1 */
+  size_t line;                             /* in the CSV                   */
+  xs_moe_config config;
+  xs_moe_pattern knobs;
+  xs_moe_breakdown breakdown;
+  int kind;             /* 0: MegaMoE (config...), 1: attention (fa...)  */
+  xs_fa_config fa;
+  xs_fa_breakdown fa_breakdown;
+  char layout[16], pass[8];
+} xs_validate_row;
+
+typedef struct xs_validate_set {
+  xs_validate_row *rows;
+  size_t nrows;
+} xs_validate_set;
+
+/* Parse and predict every row (progress: called after each row, may be
+ * NULL). Errors name file:line:column. */
+xs_status xs_validate_megamoe(const char *text, size_t length,
+                              const char *filename, xs_validate_set *out,
+                              void (*progress)(size_t done, void *ctx),
+                              void *ctx, xs_error *err);
+void xs_validate_free(xs_validate_set *set);
+/* Ring attention (docs/validate.md): a CSV with the columns source, gpu,
+ * cp, seq_per_rank, heads, kv_heads, head_dim, causal, layout, kernel,
+ * pass, arm, time_us; each row predicted by xs_fa_predict on the built-in
+ * profile named by gpu, without reading time_us. Pairs (compare_arms) are
+ * a ring and the local arm, or two layouts, of one shape. */
+xs_status xs_validate_flashattn(const char *text, size_t length,
+                                const char *filename, xs_validate_set *out,
+                                void (*progress)(size_t, void *), void *ctx,
+                                xs_error *err);
+/* The median of |error| over rows for which keep(row, ctx) is true (all
+ * when keep is NULL); *n receives their count; NAN when none. */
+double xs_validate_median(const xs_validate_set *set,
+                          int (*keep)(const xs_validate_row *, void *),
+                          void *ctx, size_t *n, double *max_abs);
+/* Over pairs of rows that measure two arms of one config (same source,
+ * GPU, shape, dtypes and tokens): how often the faster is predicted
+ * faster, and |predicted ratio / measured ratio - 1| of the two. */
+typedef struct xs_validate_pairs {
+  size_t pairs, agree;
+  double median_ratio_error, max_ratio_error; /* NAN when no pairs */
+} xs_validate_pairs;
+xs_status xs_validate_compare_arms(const xs_validate_set *set,
+                                   xs_validate_pairs *out, xs_error *err);
+/* Predicted against measured on log axes, one colour per arm, y = x and a
+ * +-20% band; free() the result. */
+char *xs_validate_svg(const xs_validate_set *set, const char *title);
 
 /* ---- Probes of real channels, samples and the fit (docs/probe.md) ---- */
 

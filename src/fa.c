@@ -44,6 +44,10 @@ int xs_fa_preset(const char *name, xs_fa_config *c) {
     c->block_m = 128;
     c->block_n = 128;
     snprintf(c->dtype, sizeof c->dtype, "bf16");
+    c->batch = 1;
+    c->layout = XS_FA_ZIGZAG;
+    c->backward = 0;
+    snprintf(c->kernel, sizeof c->kernel, "fa2");
     return 0;
   }
   return -1;
@@ -57,7 +61,7 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
            {"heads_kv", c->heads_kv, 1, 1e4}, {"head_dim", c->head_dim, 1, 1e4},
            {"cp", c->cp, 1, 1e5},            {"bytes", c->bytes, 0.125, 16},
            {"block_m", c->block_m, 1, 4096}, {"block_n", c->block_n, 1, 4096},
-           {"sms", c->sms, 0, 1e5}};
+           {"sms", c->sms, 0, 1e5},          {"batch", c->batch, 1, 1e6}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi) ||
         (strcmp(f[i].key, "bytes") && f[i].v != floor(f[i].v)))
@@ -71,6 +75,12 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
                     c->heads_kv, c->heads_q);
   if (!c->dtype[0])
     return xs__fail(err, XS_INVALID, "dtype must name a compute dtype");
+  if ((unsigned)c->layout >= XS_FA_LAYOUTS)
+    return xs__fail(err, XS_INVALID, "layout %d: expected contiguous, zigzag "
+                    "or stripe", c->layout);
+  if (strcmp(c->kernel, "fa2") && strcmp(c->kernel, "fa3") && strcmp(c->kernel, "fa4"))
+    return xs__fail(err, XS_INVALID, "kernel \"%s\": expected fa2, fa3 or fa4",
+                    c->kernel);
   return XS_OK;
 }
 
@@ -80,7 +90,8 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
   static const char *const keys[] = {"name",  "preset",   "seq",     "heads_q",
                                      "heads_kv", "head_dim", "cp",   "causal",
                                      "bytes", "block_m",  "block_n", "sms",
-                                     "dtype", NULL};
+                                     "dtype", "batch",   "layout", "kernel",
+                                     "backward", NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   xs_status st = xs__jparse(&d, &root);
@@ -111,6 +122,26 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
     goto done;
   if (have)
     snprintf(c.dtype, sizeof c.dtype, "%s", s);
+  if ((st = xs__jstring(&d, root, "kernel", &s, &have)))
+    goto done;
+  if (have)
+    snprintf(c.kernel, sizeof c.kernel, "%.7s", s);
+  if ((st = xs__jstring(&d, root, "layout", &s, &have)))
+    goto done;
+  if (have && (c.layout = xs_fa_layout_from_name(s)) < 0) {
+    xs__jpath_key(&d.path, "layout");
+    st = xs__jfail(&d, "unknown layout \"%s\" (contiguous, zigzag, stripe)", s);
+    goto done;
+  }
+  json_t *bw = json_object_get(root, "backward");
+  if (bw) {
+    if (!json_is_boolean(bw)) {
+      xs__jpath_key(&d.path, "backward");
+      st = xs__jfail(&d, "expected true or false, got %s", xs__jtype(bw));
+      goto done;
+    }
+    c.backward = json_is_true(bw);
+  }
   json_t *cz = json_object_get(root, "causal");
   if (cz) {
     if (!json_is_boolean(cz)) {
@@ -124,7 +155,7 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
               {"heads_kv", &c.heads_kv}, {"head_dim", &c.head_dim},
               {"cp", &c.cp},           {"bytes", &c.bytes},
               {"block_m", &c.block_m}, {"block_n", &c.block_n},
-              {"sms", &c.sms}};
+              {"sms", &c.sms}, {"batch", &c.batch}};
   if ((st = xs__jnumbers(&d, root, nums, sizeof nums / sizeof nums[0])))
     goto done;
   xs_error e2;

@@ -45,7 +45,9 @@ static const struct {
     {"barrier_s", offsetof(xs_kernel_costs, barrier_s), 1},
     {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s), 1},
     {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s), 1},
-    {"roofline_p", offsetof(xs_kernel_costs, roofline_p), 64}};
+    {"roofline_p", offsetof(xs_kernel_costs, roofline_p), 64},
+    {"copy_efficiency", offsetof(xs_kernel_costs, copy_efficiency), 1},
+    {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
 
@@ -55,7 +57,7 @@ struct xs_profile {
   size_t nchannels, channels_cap;
   unsigned sms;
   double efficiency, hbm_Bps;
-  rate_table flops, gemm;
+  rate_table flops, gemm, attn[XS_ATTN_TABLES];
   xs_kernel_costs costs;
   source_entry *sources;
   size_t nsources, sources_cap;
@@ -152,6 +154,8 @@ void xs_profile_free(xs_profile *p) {
     free(p->channels[i].name);
   rates_free(&p->flops);
   rates_free(&p->gemm);
+  for (int t = 0; t < XS_ATTN_TABLES; t++)
+    rates_free(&p->attn[t]);
   for (size_t i = 0; i < p->nsources; i++) {
     free(p->sources[i].key);
     free(p->sources[i].text);
@@ -232,11 +236,17 @@ xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
     return xs__fail(err, XS_INVALID, "profile \"%s\" has no compute section", from->name);
   rates_free(&to->flops);
   rates_free(&to->gemm);
+  for (int t = 0; t < XS_ATTN_TABLES; t++)
+    rates_free(&to->attn[t]);
   xs_status st = xs_profile_set_compute(to, from->sms, from->efficiency, from->hbm_Bps, err);
   for (size_t i = 0; !st && i < from->flops.n; i++)
     st = xs_profile_set_flops(to, from->flops.e[i].dtype, from->flops.e[i].flops_per_s, err);
   for (size_t i = 0; !st && i < from->gemm.n; i++)
     st = xs_profile_set_gemm_flops(to, from->gemm.e[i].dtype, from->gemm.e[i].flops_per_s, err);
+  for (int t = 0; t < XS_ATTN_TABLES; t++)
+    for (size_t i = 0; !st && i < from->attn[t].n; i++)
+      st = xs_profile_set_attn(to, (xs_attn_table)t, from->attn[t].e[i].dtype,
+                               from->attn[t].e[i].flops_per_s, err);
   if (!st)
     st = xs_profile_set_kernel_costs(to, &from->costs, err);
   return st;
@@ -302,6 +312,28 @@ xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
 
 void xs_profile_kernel_costs(const xs_profile *p, xs_kernel_costs *out) {
   *out = p->costs;
+}
+
+static const char *const attn_names[XS_ATTN_TABLES] = {
+    "attn_flops_per_s", "attn_cta_s", "attn_causal_efficiency"};
+
+xs_status xs_profile_set_attn(xs_profile *p, xs_attn_table t,
+                              const char *kernel, double value,
+                              xs_error *err) {
+  if ((unsigned)t >= XS_ATTN_TABLES)
+    return xs__fail(err, XS_INVALID, "unknown attention table %d", (int)t);
+  if (t == XS_ATTN_CAUSAL_EFFICIENCY && value > 1)
+    return xs__fail(err, XS_INVALID, "%s.%s: expected an efficiency in (0, 1], "
+                    "got %g", attn_names[t], kernel, value);
+  return set_rate(&p->attn[t], attn_names[t], kernel, value, err);
+}
+
+double xs_profile_attn(const xs_profile *p, xs_attn_table t,
+                       const char *kernel) {
+  if ((unsigned)t >= XS_ATTN_TABLES)
+    return 0;
+  const flops_entry *a = find_rate(&p->attn[t], kernel);
+  return a ? a->flops_per_s : 0;
 }
 
 double xs_profile_gemm_flops_per_s(const xs_profile *p, const char *dtype) {
@@ -418,7 +450,9 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   static const char *const keys[] = {
       "sms",         "flops_per_s", "efficiency",      "hbm_Bps",
       "gemm_flops_per_s", "hbm_efficiency", "launch_s", "barrier_s",
-      "a2a_fixed_s", "tile_overhead_s", "roofline_p", NULL};
+      "a2a_fixed_s", "tile_overhead_s", "roofline_p", "attn_flops_per_s",
+      "attn_cta_s", "attn_causal_efficiency", "copy_efficiency", "ring_step_s",
+      NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);
@@ -451,8 +485,10 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   xs_error e2;
   if (xs_profile_set_kernel_costs(p, &k, &e2))
     return xs__jfail_checked(d, obj, &e2);
-  static const char *const tables[] = {"flops_per_s", "gemm_flops_per_s"};
-  for (int t = 0; t < 2; t++) {
+  static const char *const tables[] = {"flops_per_s", "gemm_flops_per_s",
+                                       "attn_flops_per_s", "attn_cta_s",
+                                       "attn_causal_efficiency"};
+  for (int t = 0; t < 5; t++) {
     json_t *fl = json_object_get(obj, tables[t]);
     if (!fl)
       continue;
@@ -466,8 +502,9 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       double x;
       if ((st = xs__jnumber(d, fl, key, XS__J_POSITIVE, "FLOP/s", &x, NULL)))
         return st;
-      if ((t ? xs_profile_set_gemm_flops(p, key, x, &e2)
-             : xs_profile_set_flops(p, key, x, &e2)))
+      if ((t >= 2   ? xs_profile_set_attn(p, (xs_attn_table)(t - 2), key, x, &e2)
+           : t == 1 ? xs_profile_set_gemm_flops(p, key, x, &e2)
+                    : xs_profile_set_flops(p, key, x, &e2)))
         return xs__jfail(d, "%s", e2.message);
     }
     xs__jpath_pop(&d->path);
@@ -656,6 +693,13 @@ char *xs_profile_to_json(const xs_profile *p) {
         set_num(g, p->gemm.e[i].dtype, p->gemm.e[i].flops_per_s);
       json_object_set_new(c, "gemm_flops_per_s", g);
     }
+    for (int t = 0; t < XS_ATTN_TABLES; t++)
+      if (p->attn[t].n) {
+        json_t *g = json_object();
+        for (size_t i = 0; i < p->attn[t].n; i++)
+          set_num(g, p->attn[t].e[i].dtype, p->attn[t].e[i].flops_per_s);
+        json_object_set_new(c, attn_names[t], g);
+      }
     for (size_t i = 0; i < NCOSTS; i++)
       if (COST(&p->costs, i))
         set_num(c, cost_keys[i].key, COST(&p->costs, i));

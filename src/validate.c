@@ -109,16 +109,65 @@ static double dtype_bytes(const char *d) {
   return 0;
 }
 
-xs_status xs_validate_megamoe(const char *text, size_t length,
-                              const char *filename, xs_validate_set *out,
-                              void (*progress)(size_t, void *), void *ctx,
-                              xs_error *err) {
-  const char *file = filename ? filename : "<data>";
-  memset(out, 0, sizeof *out);
-  size_t cap = 0;
+/* A CSV reader shared by the validators: comment and blank lines are
+ * skipped, the header maps the needed columns, each data row's fields are
+ * handed to row() in the needed order. */
+typedef struct {
+  const char *file;
+  const char *const *need; /* NULL-terminated */
+  const char *need_list;   /* for messages */
+  xs_validate_set *out;
+  size_t cap;
   cached_profile profs[16];
-  size_t nprofs = 0;
-  int colmap[C_N];
+  size_t nprofs;
+  void (*progress)(size_t, void *);
+  void *ctx;
+} csv_job;
+
+/* the built-in profile a row's gpu names (loaded once) */
+static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
+                             xs_profile **out, xs_error *err) {
+  for (size_t i = 0; i < j->nprofs; i++)
+    if (!strcmp(j->profs[i].name, f->s)) {
+      *out = j->profs[i].prof;
+      return XS_OK;
+    }
+  int builtin = 0;
+  xs_error e2;
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++)
+    builtin |= !strcmp(xs_builtin_profile_name(i), f->s);
+  if (!builtin || j->nprofs == sizeof j->profs / sizeof j->profs[0] ||
+      xs_profile_load(f->s, out, &e2))
+    return row_fail(err, j->file, lineno, f->col,
+                    "gpu: \"%s\" is not a built-in profile (xstage profiles "
+                    "list)", f->s);
+  snprintf(j->profs[j->nprofs].name, sizeof j->profs[j->nprofs].name, "%s", f->s);
+  j->profs[j->nprofs++].prof = *out;
+  return XS_OK;
+}
+
+/* time_us, read only once the prediction is made */
+static xs_status row_measured(csv_job *j, const field *f, size_t lineno,
+                              xs_validate_row *row, xs_error *err) {
+  if (number(f->s, &row->measured_us) || !(row->measured_us > 0))
+    return row_fail(err, j->file, lineno, f->col,
+                    "time_us: expected a positive number, got \"%s\"", f->s);
+  row->error = row->predicted_us / row->measured_us - 1;
+  j->out->nrows++;
+  if (j->progress)
+    j->progress(j->out->nrows, j->ctx);
+  return XS_OK;
+}
+
+static xs_status csv_rows(csv_job *j, const char *text, size_t length,
+                          xs_status (*row)(csv_job *, const field **, size_t,
+                                           xs_validate_row *, xs_error *),
+                          xs_error *err) {
+  memset(j->out, 0, sizeof *j->out);
+  size_t nneed = 0;
+  while (j->need[nneed])
+    nneed++;
+  int colmap[MAX_COLS];
   int have_header = 0;
   xs_status st = XS_OK;
   size_t lineno = 0;
@@ -134,7 +183,7 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     if (len && lp[len - 1] == '\r')
       len--;
     if (memchr(lp, '\0', len)) {
-      st = row_fail(err, file, lineno, 1, "a NUL byte in the line");
+      st = row_fail(err, j->file, lineno, 1, "a NUL byte in the line");
       break;
     }
     size_t skip = 0;
@@ -156,21 +205,19 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
     field f[MAX_COLS];
     int nf = split(buf, f, MAX_COLS);
     if (nf < 0) {
-      st = row_fail(err, file, lineno, 1, "a quoted field is not closed");
+      st = row_fail(err, j->file, lineno, 1, "a quoted field is not closed");
       break;
     }
     if (!have_header) {
-      for (int c = 0; c < C_N; c++) {
+      for (size_t c = 0; c < nneed; c++) {
         colmap[c] = -1;
         for (int i = 0; i < nf; i++)
-          if (!strcmp(f[i].s, need[c]))
+          if (!strcmp(f[i].s, j->need[c]))
             colmap[c] = i;
         if (colmap[c] < 0) {
-          st = row_fail(err, file, lineno, 1,
-                        "the header has no column \"%s\" (it needs source, "
-                        "gpu, ep, hidden, intermediate, experts, topk, "
-                        "shared_experts, act_dtype, weight_dtype, tokens, arm, "
-                        "time_us)", need[c]);
+          st = row_fail(err, j->file, lineno, 1,
+                        "the header has no column \"%s\" (it needs %s)",
+                        j->need[c], j->need_list);
           break;
         }
       }
@@ -178,124 +225,187 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
       continue;
     }
     int maxcol = 0;
-    for (int c = 0; c < C_N; c++)
+    for (size_t c = 0; c < nneed; c++)
       maxcol = colmap[c] > maxcol ? colmap[c] : maxcol;
     if (nf <= maxcol) {
-      st = row_fail(err, file, lineno, 1, "only %d fields; the header names more", nf);
+      st = row_fail(err, j->file, lineno, 1, "only %d fields; the header names more", nf);
       break;
     }
-    if (out->nrows == cap &&
-        xs__grow(&out->rows, &cap, out->nrows + 1, sizeof *out->rows)) {
+    if (j->out->nrows == j->cap &&
+        xs__grow(&j->out->rows, &j->cap, j->out->nrows + 1, sizeof *j->out->rows)) {
       st = xs__fail(err, XS_NOMEM, "out of memory");
       break;
     }
-    xs_validate_row *row = &out->rows[out->nrows];
-    memset(row, 0, sizeof *row);
-    row->line = lineno;
-    const field *F[C_N];
-    for (int c = 0; c < C_N; c++)
+    xs_validate_row *r = &j->out->rows[j->out->nrows];
+    memset(r, 0, sizeof *r);
+    r->line = lineno;
+    const field *F[MAX_COLS];
+    for (size_t c = 0; c < nneed; c++)
       F[c] = &f[colmap[c]];
-    snprintf(row->source, sizeof row->source, "%s", F[C_SOURCE]->s);
-    snprintf(row->gpu, sizeof row->gpu, "%s", F[C_GPU]->s);
-    snprintf(row->arm, sizeof row->arm, "%s", F[C_ARM]->s);
-    /* the config: from the row's shape, never from time_us */
-    xs_moe_config *c = &row->config;
-    xs_moe_preset("deepseek-v3", c);
-    snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
-    const struct {
-      int col;
-      double *dst;
-    } nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
-                {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
-                {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
-                {C_TOKENS, &c->tokens}};
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0] && !st; i++)
-      if (number(F[nums[i].col]->s, nums[i].dst))
-        st = row_fail(err, file, lineno, F[nums[i].col]->col,
-                      "%s: expected a number, got \"%s\"", need[nums[i].col],
-                      F[nums[i].col]->s);
-    if (st)
-      break;
-    c->act_bytes = dtype_bytes(F[C_ACT]->s);
-    c->weight_bytes = dtype_bytes(F[C_WEIGHT]->s);
-    if (!c->act_bytes || !strcmp(F[C_ACT]->s, "fp4")) {
-      st = row_fail(err, file, lineno, F[C_ACT]->col,
+    st = row(j, F, lineno, r, err);
+  }
+  if (!st && !have_header)
+    st = xs__fail(err, XS_INVALID, "%s: no header line (source,gpu,...)", j->file);
+  if (!st && !j->out->nrows)
+    st = xs__fail(err, XS_INVALID, "%s: no data rows", j->file);
+  for (size_t i = 0; i < j->nprofs; i++)
+    xs_profile_free(j->profs[i].prof);
+  free(buf);
+  if (st)
+    xs_validate_free(j->out);
+  return st;
+}
+
+static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
+                         xs_validate_row *row, xs_error *err) {
+  const char *file = j->file;
+  xs_status st = XS_OK;
+  snprintf(row->source, sizeof row->source, "%s", F[C_SOURCE]->s);
+  snprintf(row->gpu, sizeof row->gpu, "%s", F[C_GPU]->s);
+  snprintf(row->arm, sizeof row->arm, "%s", F[C_ARM]->s);
+  /* the config: from the row's shape, never from time_us */
+  xs_moe_config *c = &row->config;
+  xs_moe_preset("deepseek-v3", c);
+  snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+  const struct {
+    int col;
+    double *dst;
+  } nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
+              {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
+              {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
+              {C_TOKENS, &c->tokens}};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0] && !st; i++)
+    if (number(F[nums[i].col]->s, nums[i].dst))
+      st = row_fail(err, file, lineno, F[nums[i].col]->col,
+                    "%s: expected a number, got \"%s\"", need[nums[i].col],
+                    F[nums[i].col]->s);
+  if (st)
+    return st;
+  c->act_bytes = dtype_bytes(F[C_ACT]->s);
+  c->weight_bytes = dtype_bytes(F[C_WEIGHT]->s);
+  if (!c->act_bytes || !strcmp(F[C_ACT]->s, "fp4"))
+    return row_fail(err, file, lineno, F[C_ACT]->col,
                     "act_dtype: expected fp8, bf16 or fp16, got \"%s\"",
                     F[C_ACT]->s);
-      break;
-    }
-    if (!c->weight_bytes) {
-      st = row_fail(err, file, lineno, F[C_WEIGHT]->col,
+  if (!c->weight_bytes)
+    return row_fail(err, file, lineno, F[C_WEIGHT]->col,
                     "weight_dtype: expected fp8, fp4, bf16 or fp16, got \"%s\"",
                     F[C_WEIGHT]->s);
-      break;
-    }
-    /* the GEMM runs in the activations' type; FP4 weights with FP8
-     * activations take the mixed dtype */
-    snprintf(c->dtype, sizeof c->dtype, "%s%s",
-             !strcmp(F[C_ACT]->s, "fp8") ? "fp8" : "bf16",
-             !strcmp(F[C_WEIGHT]->s, "fp4") ? "xfp4" : "");
-    row->tokens = c->tokens;
-    xs_error e2;
-    if (xs_moe_config_check(c, &e2)) {
-      st = row_fail(err, file, lineno, 1, "%s", e2.message);
-      break;
-    }
-    int sched = xs_moe_schedule_from_name(row->arm);
-    if (sched < 0) {
-      st = row_fail(err, file, lineno, F[C_ARM]->col,
+  /* the GEMM runs in the activations' type; FP4 weights with FP8
+   * activations take the mixed dtype */
+  snprintf(c->dtype, sizeof c->dtype, "%s%s",
+           !strcmp(F[C_ACT]->s, "fp8") ? "fp8" : "bf16",
+           !strcmp(F[C_WEIGHT]->s, "fp4") ? "xfp4" : "");
+  row->tokens = c->tokens;
+  xs_error e2;
+  if (xs_moe_config_check(c, &e2))
+    return row_fail(err, file, lineno, 1, "%s", e2.message);
+  int sched = xs_moe_schedule_from_name(row->arm);
+  if (sched < 0)
+    return row_fail(err, file, lineno, F[C_ARM]->col,
                     "arm: unknown \"%s\" (sequential, fused-split, fused-wave, "
                     "fused-interleaved, fused-lag, baseline, searched)",
                     row->arm);
-      break;
-    }
-    xs_profile *prof = NULL;
-    for (size_t i = 0; i < nprofs; i++)
-      if (!strcmp(profs[i].name, row->gpu))
-        prof = profs[i].prof;
-    if (!prof) {
-      int builtin = 0;
-      for (size_t i = 0; i < xs_builtin_profile_count(); i++)
-        builtin |= !strcmp(xs_builtin_profile_name(i), row->gpu);
-      if (!builtin || nprofs == sizeof profs / sizeof profs[0] ||
-          xs_profile_load(row->gpu, &prof, &e2)) {
-        st = row_fail(err, file, lineno, F[C_GPU]->col,
-                      "gpu: \"%s\" is not a built-in profile (xstage profiles "
-                      "list)", row->gpu);
-        break;
-      }
-      snprintf(profs[nprofs].name, sizeof profs[nprofs].name, "%s", row->gpu);
-      profs[nprofs++].prof = prof;
-    }
-    double t;
-    if (xs_moe_predict(c, prof, (xs_moe_schedule)sched, &t, &row->knobs,
-                       &row->breakdown, &e2)) {
-      st = row_fail(err, file, lineno, 1, "%s", e2.message);
-      break;
-    }
-    row->predicted_us = t * 1e6;
-    /* only now the measured number */
-    if (number(F[C_TIME]->s, &row->measured_us) || !(row->measured_us > 0)) {
-      st = row_fail(err, file, lineno, F[C_TIME]->col,
-                    "time_us: expected a positive number, got \"%s\"",
-                    F[C_TIME]->s);
-      break;
-    }
-    row->error = row->predicted_us / row->measured_us - 1;
-    out->nrows++;
-    if (progress)
-      progress(out->nrows, ctx);
-  }
-  if (!st && !have_header)
-    st = xs__fail(err, XS_INVALID, "%s: no header line (source,gpu,...)", file);
-  if (!st && !out->nrows)
-    st = xs__fail(err, XS_INVALID, "%s: no data rows", file);
-  for (size_t i = 0; i < nprofs; i++)
-    xs_profile_free(profs[i].prof);
-  free(buf);
+  xs_profile *prof = NULL;
+  if ((st = row_profile(j, F[C_GPU], lineno, &prof, err)))
+    return st;
+  double t;
+  if (xs_moe_predict(c, prof, (xs_moe_schedule)sched, &t, &row->knobs,
+                     &row->breakdown, &e2))
+    return row_fail(err, file, lineno, 1, "%s", e2.message);
+  row->predicted_us = t * 1e6;
+  return row_measured(j, F[C_TIME], lineno, row, err);
+}
+
+xs_status xs_validate_megamoe(const char *text, size_t length,
+                              const char *filename, xs_validate_set *out,
+                              void (*progress)(size_t, void *), void *ctx,
+                              xs_error *err) {
+  csv_job j = {filename ? filename : "<data>", need,
+               "source, gpu, ep, hidden, intermediate, experts, topk, "
+               "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
+               out, 0, {{{0}, NULL}}, 0, progress, ctx};
+  return csv_rows(&j, text, length, moe_row, err);
+}
+
+/* ---- ring attention ---- */
+
+static const char *const fa_need[] = {
+    "source", "gpu", "cp", "seq_per_rank", "heads", "kv_heads", "head_dim",
+    "causal", "layout", "kernel", "pass", "arm", "time_us", NULL};
+enum { F_SOURCE, F_GPU, F_CP, F_SEQ, F_HEADS, F_KV, F_D, F_CAUSAL, F_LAYOUT,
+       F_KERNEL, F_PASS, F_ARM, F_TIME };
+
+static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
+                        xs_validate_row *row, xs_error *err) {
+  const char *file = j->file;
+  snprintf(row->source, sizeof row->source, "%s", F[F_SOURCE]->s);
+  snprintf(row->gpu, sizeof row->gpu, "%s", F[F_GPU]->s);
+  snprintf(row->arm, sizeof row->arm, "%s", F[F_ARM]->s);
+  row->kind = 1;
+  xs_fa_config *c = &row->fa;
+  xs_fa_preset("llama3-8b", c);
+  snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+  double causal = 0;
+  const struct {
+    int col;
+    double *dst;
+  } nums[] = {{F_CP, &c->cp},       {F_SEQ, &c->seq},     {F_HEADS, &c->heads_q},
+              {F_KV, &c->heads_kv}, {F_D, &c->head_dim},  {F_CAUSAL, &causal}};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+    if (number(F[nums[i].col]->s, nums[i].dst))
+      return row_fail(err, file, lineno, F[nums[i].col]->col,
+                      "%s: expected a number, got \"%s\"", fa_need[nums[i].col],
+                      F[nums[i].col]->s);
+  if (causal != 0 && causal != 1)
+    return row_fail(err, file, lineno, F[F_CAUSAL]->col,
+                    "causal: expected 0 or 1, got \"%s\"", F[F_CAUSAL]->s);
+  c->causal = (int)causal;
+  /* batch: a column of its own when the source ran several sequences */
+  c->batch = 1;
+  snprintf(c->kernel, sizeof c->kernel, "%.7s", F[F_KERNEL]->s);
+  if (!strcmp(F[F_PASS]->s, "fwd_bwd"))
+    c->backward = 1;
+  else if (strcmp(F[F_PASS]->s, "fwd"))
+    return row_fail(err, file, lineno, F[F_PASS]->col,
+                    "pass: expected fwd or fwd_bwd, got \"%s\"", F[F_PASS]->s);
+  int path = xs_fa_path_from_name(row->arm);
+  if (path < 0)
+    return row_fail(err, file, lineno, F[F_ARM]->col,
+                    "arm: unknown \"%s\" (local, sequential, dedicated-stream, "
+                    "dedicated-sms, piggyback)", row->arm);
+  int layout = xs_fa_layout_from_name(F[F_LAYOUT]->s);
+  if (layout < 0 && !(path == XS_FA_LOCAL && !strcmp(F[F_LAYOUT]->s, "-")))
+    return row_fail(err, file, lineno, F[F_LAYOUT]->col,
+                    "layout: expected contiguous, zigzag or stripe (- for the "
+                    "local arm), got \"%s\"", F[F_LAYOUT]->s);
+  c->layout = layout < 0 ? XS_FA_ZIGZAG : layout;
+  snprintf(row->layout, sizeof row->layout, "%s", F[F_LAYOUT]->s);
+  snprintf(row->pass, sizeof row->pass, "%s", F[F_PASS]->s);
+  row->tokens = c->seq;
+  xs_error e2;
+  if (xs_fa_config_check(c, &e2))
+    return row_fail(err, file, lineno, 1, "%s", e2.message);
+  xs_profile *prof = NULL;
+  xs_status st = row_profile(j, F[F_GPU], lineno, &prof, err);
   if (st)
-    xs_validate_free(out);
-  return st;
+    return st;
+  double t;
+  if (xs_fa_predict(c, prof, (xs_fa_path)path, &t, &row->fa_breakdown, &e2))
+    return row_fail(err, file, lineno, 1, "%s", e2.message);
+  row->predicted_us = t * 1e6;
+  return row_measured(j, F[F_TIME], lineno, row, err);
+}
+
+xs_status xs_validate_flashattn(const char *text, size_t length,
+                                const char *filename, xs_validate_set *out,
+                                void (*progress)(size_t, void *), void *ctx,
+                                xs_error *err) {
+  csv_job j = {filename ? filename : "<data>", fa_need,
+               "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
+               "causal, layout, kernel, pass, arm, time_us",
+               out, 0, {{{0}, NULL}}, 0, progress, ctx};
+  return csv_rows(&j, text, length, fa_row, err);
 }
 
 void xs_validate_free(xs_validate_set *set) {
@@ -339,6 +449,17 @@ double xs_validate_median(const xs_validate_set *set,
 
 /* rows a and b measure two arms of one config */
 static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
+  if (a->kind != b->kind)
+    return 0;
+  if (a->kind == 1) { /* attention: any layout of a ring beside local */
+    const xs_fa_config *x = &a->fa, *y = &b->fa;
+    return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
+           x->seq == y->seq && x->cp == y->cp && x->heads_q == y->heads_q &&
+           x->heads_kv == y->heads_kv && x->head_dim == y->head_dim &&
+           x->causal == y->causal && x->backward == y->backward &&
+           !strcmp(x->kernel, y->kernel) && x->batch == y->batch &&
+           (strcmp(a->arm, b->arm) != 0 || strcmp(a->layout, b->layout) != 0);
+  }
   const xs_moe_config *x = &a->config, *y = &b->config;
   return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
          x->tokens == y->tokens && x->hidden == y->hidden &&

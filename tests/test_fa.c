@@ -189,11 +189,108 @@ static void test_no_channel(void **st) {
   xs_profile_free(prof);
 }
 
+/* The ring model against a hand computation: a full-mask ring whose
+ * forward is tiny (one KV head, short head dim, a fast link), so every
+ * path's time is the steps' kernels, merges and fixed costs: P full
+ * kernels in whole waves at the profile's rate, plus the merge bytes over
+ * the copy bandwidth. */
+static void test_ring_by_hand(void **st) {
+  (void)st;
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h800-nvlink", &prof, &e), XS_OK);
+  xs_fa_config c;
+  xs_fa_preset("mha", &c);
+  c.seq = 4096;
+  c.heads_q = 132; /* 32 Q tiles x 132 heads: 32 full waves */
+  c.heads_kv = 1;
+  c.cp = 4;
+  c.causal = 0;
+  double F = xs_profile_attn(prof, XS_ATTN_FLOPS, "fa2");
+  double cta = xs_profile_attn(prof, XS_ATTN_CTA_S, "fa2");
+  xs_kernel_costs k;
+  xs_profile_kernel_costs(prof, &k);
+  double tile = 4 * 128.0 * 128 * 128 / (F / 132);
+  double kernel = 32 * (32 * tile + cta);
+  double el = 4096.0 * 132 * 128, bw = xs_profile_hbm_Bps(prof) * k.copy_efficiency;
+  double merge = (6 * el + 3 * 38 * el + 6 * el) / bw;
+  double want = 4 * kernel + merge + 4 * k.ring_step_s;
+  double got;
+  xs_fa_breakdown bd;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &got, &bd, &e), XS_OK);
+  if (fabs(got / want - 1) > 0.02)
+    fail_msg("dedicated-stream: %.9g s, by hand %.9g s", got, want);
+  assert_true(fabs(bd.compute_s - 4 * kernel) < 1e-9 * kernel);
+  assert_true(fabs(bd.merge_s - merge) < 1e-9);
+  double local;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_LOCAL, &local, NULL, &e), XS_OK);
+  assert_true(fabs(local - kernel) < 1e-12);
+  /* the sequential path adds the forwards; piggyback is never slower than
+   * it; causal contiguous is slower than zigzag (the last rank's work) */
+  double seq, pig;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_SEQUENTIAL, &seq, NULL, &e), XS_OK);
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_PIGGYBACK, &pig, NULL, &e), XS_OK);
+  assert_true(seq > got && pig <= seq);
+  c.causal = 1;
+  double cont, zig;
+  c.layout = XS_FA_CONTIGUOUS;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &cont, &bd, &e), XS_OK);
+  assert_true(bd.imbalance_s > 0);
+  c.layout = XS_FA_ZIGZAG;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &zig, NULL, &e), XS_OK);
+  assert_true(cont > 1.3 * zig);
+  xs_profile_free(prof);
+}
+
+/* validate flashattn: every time_us x 3 gives the same predictions */
+static void test_validate_blind(void **st) {
+  (void)st;
+  char path[512];
+  snprintf(path, sizeof path, "%s/data/published/ring-attention.csv", XSTAGE_SRC);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char text[1 << 20], scaled[1 << 21];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  xs_validate_set a, b;
+  xs_error e;
+  assert_int_equal(xs_validate_flashattn(text, n, path, &a, NULL, NULL, &e), XS_OK);
+  /* rewrite the time_us column (13th) of every data row */
+  size_t w = 0;
+  int header = 1;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] == '#' || header) {
+      header &= line[0] == '#';
+      w += (size_t)snprintf(scaled + w, sizeof scaled - w, "%s\n", line);
+      continue;
+    }
+    char *p = line;
+    for (int c = 0; c < 12; c++)
+      p = strchr(p, ',') + 1;
+    char *end;
+    double t = strtod(p, &end);
+    w += (size_t)snprintf(scaled + w, sizeof scaled - w, "%.*s%.17g%s\n",
+                          (int)(p - line), line, 3 * t, end);
+  }
+  assert_int_equal(xs_validate_flashattn(scaled, w, path, &b, NULL, NULL, &e), XS_OK);
+  assert_int_equal(a.nrows, b.nrows);
+  for (size_t i = 0; i < a.nrows; i++) {
+    assert_true(a.rows[i].predicted_us == b.rows[i].predicted_us);
+    assert_true(fabs(b.rows[i].measured_us - 3 * a.rows[i].measured_us) <
+                1e-9 * b.rows[i].measured_us);
+  }
+  xs_validate_free(&a);
+  xs_validate_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_conservation_and_chain),
                                      cmocka_unit_test(test_never_slower),
                                      cmocka_unit_test(test_hand_small),
                                      cmocka_unit_test(test_bad_config),
-                                     cmocka_unit_test(test_no_channel)};
+                                     cmocka_unit_test(test_no_channel),
+                                     cmocka_unit_test(test_ring_by_hand),
+                                     cmocka_unit_test(test_validate_blind)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -292,8 +292,9 @@ static void check_leaf(const xs_profile *prof, const char *key) {
 
 static void test_profile_sources(void **st) {
   (void)st;
-  const char *gpus[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h20-nvlink", "b200-nvlink"};
-  for (int g = 0; g < 5; g++) {
+  const char *gpus[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h20-nvlink",
+                        "b200-nvlink", "a100-nvlink", "a800-nvlink"};
+  for (int g = 0; g < 7; g++) {
     xs_profile *prof;
     xs_error e;
     assert_int_equal(xs_profile_load(gpus[g], &prof, &e), XS_OK);

@@ -1,0 +1,355 @@
+/*
+ * fa_ring.c: the ring attention kernel model (docs/plan-flashattn.md
+ * "Kernel model"). The attention kernel's time from its tiles and waves at
+ * the profile's measured throughput for that kernel; per step, the busiest
+ * rank's kernel under the causal layout, the merge of partial outputs by
+ * log-sum-exp, the ring's own fixed cost; the KV forward through the
+ * profile's channel under burstgap, by the chosen path.
+ *
+ * The merge's bytes follow ring-flash-attention's update_out_and_lse
+ * (zhuzilin/ring-flash-attention, utils.py): the block output converted
+ * to FP32 (2 B read, 4 B written), out - block_out (8, 4), times the
+ * sigmoid of the LSE difference (4, 4), subtracted from out (8, 4): 38
+ * bytes an output element, each an unfused elementwise kernel; 6 bytes at
+ * the first step (the conversion) and at the end (back to BF16).
+ */
+#include "jsonutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const layout_names[XS_FA_LAYOUTS] = {"contiguous", "zigzag",
+                                                        "stripe"};
+static const char *const path_names[XS_FA_PATHS] = {
+    "local", "sequential", "dedicated-stream", "dedicated-sms", "piggyback"};
+
+const char *xs_fa_layout_name(xs_fa_layout l) {
+  return (unsigned)l < XS_FA_LAYOUTS ? layout_names[l] : NULL;
+}
+int xs_fa_layout_from_name(const char *n) {
+  for (int i = 0; i < XS_FA_LAYOUTS; i++)
+    if (strcmp(n, layout_names[i]) == 0)
+      return i;
+  return -1;
+}
+const char *xs_fa_path_name(xs_fa_path p) {
+  return (unsigned)p < XS_FA_PATHS ? path_names[p] : NULL;
+}
+int xs_fa_path_from_name(const char *n) {
+  for (int i = 0; i < XS_FA_PATHS; i++)
+    if (strcmp(n, path_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+#define MERGE_B 38.0  /* bytes an output element, one merge           */
+#define CONVERT_B 6.0 /* a conversion between BF16 and FP32             */
+#define GRAD_B 10.0   /* backward: accumulating a BF16 block gradient
+                         into FP32 (read 2 + 4, write 4)                */
+#define BWD_FLOPS 3.5 /* forward and backward: 3.5 forwards of FLOPs    */
+
+typedef struct {
+  double F, cta_s, ceff; /* forward-equivalent FLOP/s, per CTA, causal  */
+  double sms, bm, bn, d, heads, batch;
+} kmodel;
+
+static xs_status kernel_model(const xs_fa_config *c, const xs_profile *prof,
+                              double sms, kmodel *k, xs_error *err) {
+  char key[24];
+  snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
+  double F = xs_profile_attn(prof, XS_ATTN_FLOPS, key);
+  if (!(F > 0))
+    return xs__fail(err, XS_INVALID,
+                    "profile \"%s\" has no attn_flops_per_s.%s: the ring "
+                    "model needs the kernel's measured throughput (see docs/"
+                    "profiles.md)", xs_profile_name(prof), key);
+  memset(k, 0, sizeof *k);
+  k->F = F / (c->backward ? BWD_FLOPS : 1);
+  k->cta_s = xs_profile_attn(prof, XS_ATTN_CTA_S, key);
+  k->ceff = xs_profile_attn(prof, XS_ATTN_CAUSAL_EFFICIENCY, key);
+  if (!(k->ceff > 0))
+    k->ceff = 1;
+  k->sms = sms;
+  k->bm = c->block_m;
+  k->bn = c->block_n;
+  k->d = c->head_dim;
+  k->heads = c->heads_q;
+  k->batch = c->batch;
+  return XS_OK;
+}
+
+/* One kernel call: lq queries against lk keys, causal (the diagonal
+ * square) or full. A CTA takes one Q tile of one head and loops over its
+ * KV tiles; full: every CTA alike, in waves of S; causal: Q tile i loops
+ * over i + 1 tiles, longest first, so the time is the larger of the work
+ * over S SMs and the longest CTA, over the causal efficiency. */
+static double kernel_s(const kmodel *k, double lq, double lk, int causal) {
+  if (lq <= 0 || lk <= 0)
+    return 0;
+  double qt = ceil(lq / k->bm), nk = ceil(lk / k->bn);
+  double tile = 4 * k->bm * k->bn * k->d / (k->F / k->sms);
+  double ctas = k->batch * k->heads * qt;
+  if (!causal)
+    return ceil(ctas / k->sms) * (nk * tile + k->cta_s);
+  /* sum over Q tiles of min(nk, ceil((i+1) bm / bn)) iterations */
+  double its = 0, longest = 0;
+  for (double i = 0; i < qt; i++) {
+    double it = fmin(nk, ceil((i + 1) * k->bm / k->bn));
+    its += it;
+    longest = fmax(longest, it);
+  }
+  double total = k->batch * k->heads * (its * tile + qt * k->cta_s);
+  return fmax(total / k->sms, longest * tile + k->cta_s) / k->ceff;
+}
+
+/* The steps of a ring on its busiest rank */
+typedef struct {
+  size_t n;
+  double *c, *mean, *merge, *bytes; /* kernel, ranks' mean, merge, sent */
+  double fixed, last_merge;
+} ring;
+
+static void ring_free(ring *r) {
+  free(r->c);
+  free(r->mean);
+  free(r->merge);
+  free(r->bytes);
+}
+
+static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
+                            const kmodel *k, ring *r, xs_error *err) {
+  memset(r, 0, sizeof *r);
+  size_t P = (size_t)c->cp;
+  r->n = P;
+  r->c = calloc(P, sizeof *r->c);
+  r->mean = calloc(P, sizeof *r->mean);
+  r->merge = calloc(P, sizeof *r->merge);
+  r->bytes = calloc(P, sizeof *r->bytes);
+  if (!r->c || !r->mean || !r->merge || !r->bytes) {
+    ring_free(r);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  double S = c->seq, h = S / 2;
+  xs_kernel_costs kc;
+  xs_profile_kernel_costs(prof, &kc);
+  double bw = xs_profile_hbm_Bps(prof) * (kc.copy_efficiency > 0 ? kc.copy_efficiency : 1);
+  double out_el = c->batch * S * c->heads_q * c->head_dim;
+  double kv_el = c->batch * S * c->heads_kv * c->head_dim;
+  double kv_B = 2 * kv_el * c->bytes;
+  for (size_t s = 0; s < P; s++) {
+    double mq = 1; /* share of the output this step merges */
+    if (!c->causal) {
+      r->c[s] = r->mean[s] = kernel_s(k, S, S, 0);
+    } else if (s == 0 || c->layout == XS_FA_STRIPE) {
+      /* own block (and, striped, every block): a causal square */
+      r->c[s] = r->mean[s] = kernel_s(k, S, S, 1);
+    } else if (c->layout == XS_FA_CONTIGUOUS) {
+      /* step s: ranks r >= s hold an earlier block (full), the others a
+       * later one (masked, skipped) */
+      r->c[s] = kernel_s(k, S, S, 0);
+      r->mean[s] = r->c[s] * (double)(P - s) / (double)P;
+    } else {
+      /* zigzag: an earlier rank's block: all queries against its first
+       * half; a later one's: the second half of the queries against all */
+      double a = kernel_s(k, S, h, 0), b = kernel_s(k, h, S, 0);
+      double early = (double)(P - s) / (double)P; /* ranks with j < r */
+      r->c[s] = fmax(a, b);
+      r->mean[s] = early * a + (1 - early) * b;
+      mq = a >= b ? 1 : 0.5;
+    }
+    /* the first step only converts its output; a backward step also
+     * accumulates dQ and the dK, dV it carries */
+    double m = s == 0 ? CONVERT_B * out_el : MERGE_B * out_el * mq;
+    if (c->backward)
+      m += GRAD_B * (out_el + 2 * kv_el);
+    r->merge[s] = m / bw;
+    /* the next block; backward also passes dK, dV in FP32 */
+    r->bytes[s] = s + 1 < P ? kv_B * (c->backward ? 4 : 1) : 0;
+  }
+  r->last_merge = CONVERT_B * out_el * (c->backward ? 2 : 1) / bw;
+  r->fixed = kc.ring_step_s;
+  return XS_OK;
+}
+
+/* the program of one path; k_sms and spread its choice */
+static xs_status ring_program(const ring *r, xs_fa_path path, double slow,
+                              unsigned spread, xs_program **out,
+                              xs_error *err) {
+  xs_program *p = xs_program_new("ring");
+  if (!p)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  size_t w, cw = 0, prev = 0, start;
+  xs_status st = xs_program_add_worker(p, "rank", &w, err);
+  if (!st && (path == XS_FA_PATH_STREAM || path == XS_FA_PATH_SMS))
+    st = xs_program_add_worker(p, "comm", &cw, err);
+  for (size_t s = 0; s < r->n && !st; s++) {
+    double step = r->c[s] * slow + r->merge[s] + r->fixed;
+    int fwd = r->bytes[s] > 0;
+    switch (path) {
+    case XS_FA_PATH_SEQUENTIAL:
+      if (!(st = xs_program_compute(p, w, step, err)) && fwd &&
+          !(st = xs_program_send(p, w, r->bytes[s], NULL, NULL, NULL, err)))
+        st = xs_program_fence(p, w, err);
+      break;
+    case XS_FA_PATH_STREAM:
+    case XS_FA_PATH_SMS:
+      /* the send is posted at the step's start (a signal to the comm
+       * worker), the receive waited on at its end */
+      if (fwd && !(st = xs_program_send(p, w, 0, NULL, NULL, &start, err)) &&
+          !(st = xs_program_wait_send(p, cw, start, err)))
+        st = xs_program_send(p, cw, r->bytes[s], NULL, NULL, &prev, err);
+      if (!st)
+        st = xs_program_compute(p, w, step, err);
+      if (!st && fwd)
+        st = xs_program_wait_send(p, w, prev, err);
+      break;
+    case XS_FA_PATH_PIGGYBACK: {
+      /* the kernel's CTAs store the block they loaded, in `spread` pieces
+       * over the kernel; the merge waits for none of it */
+      unsigned n = fwd ? (spread ? spread : 1) : 1;
+      for (unsigned i = 0; i < n && !st; i++) {
+        st = xs_program_compute(p, w, r->c[s] / n, err);
+        if (!st && fwd)
+          st = xs_program_send(p, w, r->bytes[s] / n, NULL, NULL, &prev, err);
+      }
+      if (!st)
+        st = xs_program_compute(p, w, r->merge[s] + r->fixed, err);
+      if (!st && fwd)
+        st = xs_program_wait_send(p, w, prev, err);
+      break;
+    }
+    default:
+      st = xs__fail(err, XS_INVALID, "unknown path %d", (int)path);
+    }
+  }
+  if (!st)
+    st = xs_program_compute(p, w, r->last_merge, err);
+  if (!st)
+    st = xs_program_finish(p, err);
+  if (st) {
+    xs_program_free(p);
+    return st;
+  }
+  *out = p;
+  return XS_OK;
+}
+
+static xs_status evaluate(const xs_program *p, const xs_profile *prof,
+                          double *t, xs_error *err) {
+  xs_eval_options o = {0, 1, NULL, NULL};
+  xs_result *r;
+  xs_status st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err);
+  if (!st)
+    *t = r->makespan_s;
+  xs_result_free(r);
+  return st;
+}
+
+/* the profile for k forwarding SMs: the comm worker issues at k SMs'
+ * share of the injection rate */
+static xs_profile *with_sms(const xs_profile *prof, double sms, unsigned k,
+                            xs_error *err) {
+  char *text = xs_profile_to_json(prof);
+  xs_profile *q = NULL;
+  if (!text) {
+    xs__fail(err, XS_NOMEM, "out of memory");
+    return NULL;
+  }
+  xs_status st = xs_profile_parse(text, strlen(text), NULL, &q, err);
+  free(text);
+  if (st)
+    return NULL;
+  for (size_t i = 0; i < xs_profile_channel_count(q); i++) {
+    xs_channel *ch = xs__profile_channel_mut(q, i);
+    ch->worker_inject_Bps = fmin(ch->worker_inject_Bps, ch->inject_Bps * k / sms);
+  }
+  return q;
+}
+
+xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
+                        xs_fa_path path, double *time_s, xs_fa_breakdown *bd,
+                        xs_error *err) {
+  xs_fa_breakdown scratch;
+  if (!bd)
+    bd = &scratch;
+  memset(bd, 0, sizeof *bd);
+  xs_status st = xs_fa_config_check(c, err);
+  if (st)
+    return st;
+  if ((unsigned)path >= XS_FA_PATHS)
+    return xs__fail(err, XS_INVALID, "unknown path %d", (int)path);
+  if (path != XS_FA_LOCAL && !xs_profile_channel_count(prof))
+    return xs__fail(err, XS_INVALID, "profile \"%s\" has no channel to forward "
+                    "the KV blocks on", xs_profile_name(prof));
+  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
+  if (!(sms > 0))
+    return xs__fail(err, XS_INVALID, "profile \"%s\" has no compute section",
+                    xs_profile_name(prof));
+  kmodel k;
+  if ((st = kernel_model(c, prof, sms, &k, err)))
+    return st;
+  if (path == XS_FA_LOCAL) {
+    bd->compute_s = kernel_s(&k, c->seq, c->seq, c->causal);
+    bd->bound = "compute";
+    if (time_s)
+      *time_s = bd->compute_s;
+    return XS_OK;
+  }
+  if (c->cp > 4096)
+    return xs__fail(err, XS_INVALID, "cp %g: the ring model takes at most "
+                    "4096 ranks", c->cp);
+  ring r;
+  if ((st = build_ring(c, prof, &k, &r, err)))
+    return st;
+  double best = INFINITY;
+  static const unsigned ks[] = {1, 2, 4, 8, 16, 32};
+  static const unsigned spreads[] = {1, 2, 4, 8, 16};
+  size_t nchoice = path == XS_FA_PATH_SMS ? 6 : path == XS_FA_PATH_PIGGYBACK ? 5 : 1;
+  for (size_t i = 0; i < nchoice && !st; i++) {
+    unsigned kk = path == XS_FA_PATH_SMS ? ks[i] : 0;
+    unsigned sp = path == XS_FA_PATH_PIGGYBACK ? spreads[i] : 0;
+    if (kk >= sms)
+      continue;
+    double slow = kk ? sms / (sms - kk) : 1, t = 0;
+    xs_program *p = NULL;
+    xs_profile *q = kk ? with_sms(prof, sms, kk, err) : NULL;
+    if (kk && !q) {
+      st = err->status;
+      break;
+    }
+    if (!(st = ring_program(&r, path, slow, sp, &p, err)))
+      st = evaluate(p, q ? q : prof, &t, err);
+    xs_program_free(p);
+    xs_profile_free(q);
+    if (!st && t < best) {
+      best = t;
+      bd->forward_sms = kk;
+      bd->spread = sp;
+      double slowed = kk ? sms / (sms - kk) : 1;
+      bd->compute_s = bd->merge_s = bd->imbalance_s = 0;
+      for (size_t s = 0; s < r.n; s++) {
+        bd->compute_s += r.c[s] * slowed;
+        bd->imbalance_s += (r.c[s] - r.mean[s]) * slowed;
+        bd->merge_s += r.merge[s];
+      }
+      bd->merge_s += r.last_merge;
+      bd->fixed_s = r.fixed * (double)r.n;
+      bd->exposed_s = fmax(0, t - bd->compute_s - bd->merge_s - bd->fixed_s);
+    }
+  }
+  ring_free(&r);
+  if (st)
+    return st;
+  const char *names[4] = {"compute", "merge", "fixed", "exposed"};
+  double v[4] = {bd->compute_s, bd->merge_s, bd->fixed_s, bd->exposed_s};
+  int b = 0;
+  for (int i = 1; i < 4; i++)
+    if (v[i] > v[b])
+      b = i;
+  bd->bound = names[b];
+  if (time_s)
+    *time_s = best;
+  return XS_OK;
+}
