@@ -155,9 +155,12 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
        * half; a later one's: the second half of the queries against all */
       double a = kernel_s(k, S, h, 0), b = kernel_s(k, h, S, 0);
       double early = (double)(P - s) / (double)P; /* ranks with j < r */
-      r->c[s] = fmax(a, b);
+      /* the busier of the two kinds of rank: an early block merges the
+       * whole output, a late one half of it */
+      int first = a + MERGE_B * out_el / bw >= b + MERGE_B * out_el / 2 / bw;
+      r->c[s] = first ? a : b;
       r->mean[s] = early * a + (1 - early) * b;
-      mq = a >= b ? 1 : 0.5;
+      mq = first ? 1 : 0.5;
     }
     /* the first step only converts its output; a backward step also
      * accumulates dQ and the dK, dV it carries */
