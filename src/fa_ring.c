@@ -53,7 +53,20 @@ int xs_fa_path_from_name(const char *n) {
 typedef struct {
   double F, cta_s, ceff; /* forward-equivalent FLOP/s, per CTA, causal  */
   double sms, bm, bn, d, heads, batch;
+  double per_sm;         /* CTAs resident on an SM, sharing it          */
 } kmodel;
+
+/* Tiles and residency of the kernels, from their sources (head dim 128):
+ * FlashAttention-2's forward kernel on SM80 and SM90 takes 128 x 64 tiles
+ * with 4 warps, and two CTAs fit an SM (Dao-AILab/flash-attention,
+ * flash_fwd_launch_template.h, run_mha_fwd_hdim128); FlashAttention-3 and
+ * -4 are persistent, one CTA an SM, 128 x 128 tiles here. */
+static void kernel_shape(const char *kernel, kmodel *k) {
+  int fa2 = !strcmp(kernel, "fa2");
+  k->bm = 128;
+  k->bn = fa2 ? 64 : 128;
+  k->per_sm = fa2 ? 2 : 1;
+}
 
 static xs_status kernel_model(const xs_fa_config *c, const xs_profile *prof,
                               double sms, kmodel *k, xs_error *err) {
@@ -72,36 +85,68 @@ static xs_status kernel_model(const xs_fa_config *c, const xs_profile *prof,
   if (!(k->ceff > 0))
     k->ceff = 1;
   k->sms = sms;
-  k->bm = c->block_m;
-  k->bn = c->block_n;
+  kernel_shape(c->kernel, k);
   k->d = c->head_dim;
   k->heads = c->heads_q;
   k->batch = c->batch;
   return XS_OK;
 }
 
+/* slot finish times as a binary min-heap */
+static void sift_down(double *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && h[l] < h[m])
+      m = l;
+    if (l + 1 < n && h[l + 1] < h[m])
+      m = l + 1;
+    if (m == i)
+      return;
+    double t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+#define SIM_CTAS 200000 /* causal schedules simulated CTA by CTA up to */
+
 /* One kernel call: lq queries against lk keys, causal (the diagonal
  * square) or full. A CTA takes one Q tile of one head and loops over its
- * KV tiles; full: every CTA alike, in waves of S; causal: Q tile i loops
- * over i + 1 tiles, longest first, so the time is the larger of the work
- * over S SMs and the longest CTA, over the causal efficiency. */
+ * KV tiles; an SM holds per_sm CTAs, each progressing at 1/per_sm of the
+ * SM's rate. Full: every CTA alike, in waves of per_sm x SMs. Causal: Q
+ * tile i loops over min(n_kv, i + 1) tiles; the CTAs are dispatched head
+ * by head, the longest first within a head (as FlashAttention-2 orders
+ * its grid), each to the slot that frees first; the time is the last
+ * slot's, over the causal efficiency. */
 static double kernel_s(const kmodel *k, double lq, double lk, int causal) {
   if (lq <= 0 || lk <= 0)
     return 0;
   double qt = ceil(lq / k->bm), nk = ceil(lk / k->bn);
   double tile = 4 * k->bm * k->bn * k->d / (k->F / k->sms);
-  double ctas = k->batch * k->heads * qt;
+  double ctas = k->batch * k->heads * qt, slots = k->per_sm * k->sms;
   if (!causal)
-    return ceil(ctas / k->sms) * (nk * tile + k->cta_s);
-  /* sum over Q tiles of min(nk, ceil((i+1) bm / bn)) iterations */
-  double its = 0, longest = 0;
-  for (double i = 0; i < qt; i++) {
-    double it = fmin(nk, ceil((i + 1) * k->bm / k->bn));
-    its += it;
-    longest = fmax(longest, it);
+    return ceil(ctas / slots) * k->per_sm * (nk * tile + k->cta_s);
+  double *h = ctas <= SIM_CTAS ? calloc((size_t)slots, sizeof *h) : NULL;
+  if (!h) { /* many waves: the work over the slots, or the longest CTA */
+    double its = 0;
+    for (double i = 0; i < qt; i++)
+      its += fmin(nk, ceil((i + 1) * k->bm / k->bn));
+    double total = k->batch * k->heads * (its * tile + qt * k->cta_s);
+    return fmax(total / k->sms, k->per_sm * (nk * tile + k->cta_s)) / k->ceff;
   }
-  double total = k->batch * k->heads * (its * tile + qt * k->cta_s);
-  return fmax(total / k->sms, longest * tile + k->cta_s) / k->ceff;
+  size_t n = (size_t)slots;
+  for (double g = 0; g < k->batch * k->heads; g++)
+    for (double i = qt - 1; i >= 0; i--) {
+      double it = fmin(nk, ceil((i + 1) * k->bm / k->bn));
+      h[0] += k->per_sm * (it * tile + k->cta_s);
+      sift_down(h, n, 0);
+    }
+  double end = 0;
+  for (size_t i = 0; i < n; i++)
+    end = fmax(end, h[i]);
+  free(h);
+  return end / k->ceff;
 }
 
 /* The steps of a ring on its busiest rank */

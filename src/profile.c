@@ -322,8 +322,8 @@ xs_status xs_profile_set_attn(xs_profile *p, xs_attn_table t,
                               xs_error *err) {
   if ((unsigned)t >= XS_ATTN_TABLES)
     return xs__fail(err, XS_INVALID, "unknown attention table %d", (int)t);
-  if (t == XS_ATTN_CAUSAL_EFFICIENCY && value > 1)
-    return xs__fail(err, XS_INVALID, "%s.%s: expected an efficiency in (0, 1], "
+  if (t == XS_ATTN_CAUSAL_EFFICIENCY && value > 2)
+    return xs__fail(err, XS_INVALID, "%s.%s: expected a ratio in (0, 2], "
                     "got %g", attn_names[t], kernel, value);
   return set_rate(&p->attn[t], attn_names[t], kernel, value, err);
 }

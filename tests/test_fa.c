@@ -202,7 +202,7 @@ static void test_ring_by_hand(void **st) {
   xs_fa_config c;
   xs_fa_preset("mha", &c);
   c.seq = 4096;
-  c.heads_q = 132; /* 32 Q tiles x 132 heads: 32 full waves */
+  c.heads_q = 132; /* 32 Q tiles x 132 heads */
   c.heads_kv = 1;
   c.cp = 4;
   c.causal = 0;
@@ -210,8 +210,10 @@ static void test_ring_by_hand(void **st) {
   double cta = xs_profile_attn(prof, XS_ATTN_CTA_S, "fa2");
   xs_kernel_costs k;
   xs_profile_kernel_costs(prof, &k);
-  double tile = 4 * 128.0 * 128 * 128 / (F / 132);
-  double kernel = 32 * (32 * tile + cta);
+  /* FlashAttention-2: 128 x 64 tiles, two CTAs an SM each at half its
+   * rate: 4224 CTAs in 16 waves of 264 */
+  double tile = 4 * 128.0 * 64 * 128 / (F / 132);
+  double kernel = 16 * 2 * (64 * tile + cta);
   double el = 4096.0 * 132 * 128, bw = xs_profile_hbm_Bps(prof) * k.copy_efficiency;
   double merge = (6 * el + 3 * 38 * el + 6 * el) / bw;
   double want = 4 * kernel + merge + 4 * k.ring_step_s;
