@@ -31,7 +31,20 @@ static void plan_help(FILE *f) {
           "  --causal, --full   the mask (default causal)\n"
           "  --profile P        a profile with a compute section\n"
           "  --emit-program F   write the piggyback program (- = stdout)\n"
-          "  --trace F, --svg F its timeline under burstgap\n");
+          "  --trace F, --svg F its timeline under burstgap\n"
+          "\n"
+          "Where the profile has the kernel's measured throughput, the ring model\n"
+          "(docs/plan-flashattn.md) follows: every path (local, sequential,\n"
+          "dedicated-stream, dedicated-sms, piggyback) under every causal layout,\n"
+          "with compute, merge, fixed per-step costs, exposed communication and\n"
+          "imbalance.\n"
+          "  --kernel K         fa2 (default), fa3, fa4\n"
+          "  --layout L         contiguous, zigzag (default), stripe: the local arm's\n"
+          "                     and, with --full, the ring's\n"
+          "  --backward         forward and backward\n"
+          "  --seq-grid LIST    a table: per tokens per rank (64,128 or 4096:65536:4096),\n"
+          "                     the ring the model predicts fastest, kept while within\n"
+          "                     --tolerance F of the fastest (0.01 or 1%%, default)\n");
 }
 
 static void sweep_help(FILE *f) {
@@ -44,6 +57,179 @@ static void sweep_help(FILE *f) {
           "split, the same as blocking predicts it, and closeness to ideal.\n"
           "\n"
           "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false]}\n");
+}
+
+/* ---- the ring kernel model (xs_fa_predict) beside the schedules ---- */
+
+#define RING_ROWS (XS_FA_PATHS * XS_FA_LAYOUTS)
+
+typedef struct {
+  xs_fa_path path;
+  int layout; /* -1: the local arm, or a full mask */
+  double time_s;
+  xs_fa_breakdown bd;
+} ring_row;
+
+/* every path under every layout (one when the mask is full); 0 rows when
+ * the profile has no attention figures for the config's kernel */
+static xs_status ring_rows(const xs_fa_config *c, const xs_profile *prof,
+                           ring_row *out, size_t *n, xs_error *err) {
+  *n = 0;
+  for (int p = 0; p < XS_FA_PATHS; p++)
+    for (int l = 0; l < XS_FA_LAYOUTS; l++) {
+      if ((p == XS_FA_LOCAL || !c->causal) && l != c->layout)
+        continue;
+      xs_fa_config at = *c;
+      at.layout = l;
+      ring_row *r = &out[*n];
+      r->path = (xs_fa_path)p;
+      r->layout = p == XS_FA_LOCAL || !c->causal ? -1 : l;
+      xs_status st = xs_fa_predict(&at, prof, r->path, &r->time_s, &r->bd, err);
+      if (st)
+        return st;
+      (*n)++;
+    }
+  return XS_OK;
+}
+
+static int has_ring_model(const xs_fa_config *c, const xs_profile *prof) {
+  char key[24];
+  snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
+  return xs_profile_attn(prof, XS_ATTN_FLOPS, key) > 0;
+}
+
+static json_t *ring_one(const ring_row *r) {
+  return json_pack("{s:s,s:s,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:s}}", "path",
+                   xs_fa_path_name(r->path), "layout",
+                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
+                   "time_s", r->time_s, "breakdown", "compute_s", r->bd.compute_s,
+                   "merge_s", r->bd.merge_s, "fixed_s", r->bd.fixed_s, "exposed_s",
+                   r->bd.exposed_s, "imbalance_s", r->bd.imbalance_s, "forward_sms",
+                   (int)r->bd.forward_sms, "spread", (int)r->bd.spread, "bound",
+                   r->bd.bound ? r->bd.bound : "");
+}
+
+static json_t *ring_json(const ring_row *r, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, ring_one(&r[i]));
+  return a;
+}
+
+/* the fastest ring (not the local arm) */
+static const ring_row *ring_best(const ring_row *r, size_t n) {
+  const ring_row *b = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
+      b = &r[i];
+  return b;
+}
+
+static void ring_print(const xs_fa_config *c, const ring_row *r, size_t n) {
+  char t[6][32];
+  printf("\n  ring model (%s %s, measured kernel throughput; docs/plan-flashattn.md):\n",
+         c->kernel, c->backward ? "forward and backward" : "forward");
+  printf("  %-17s %-10s %10s %10s %10s %10s %10s %10s  %-8s %s\n", "path", "layout",
+         "time", "compute", "merge", "fixed", "exposed", "imbalance", "bound", "choice");
+  for (size_t i = 0; i < n; i++) {
+    char ch[32] = "-";
+    if (r[i].bd.forward_sms)
+      snprintf(ch, sizeof ch, "%u SMs", r[i].bd.forward_sms);
+    else if (r[i].bd.spread)
+      snprintf(ch, sizeof ch, "%u pieces", r[i].bd.spread);
+    printf("  %-17s %-10s %10s %10s %10s %10s %10s %10s  %-8s %s\n",
+           xs_fa_path_name(r[i].path),
+           r[i].layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r[i].layout),
+           xs_format_time(r[i].time_s, t[0], 32), xs_format_time(r[i].bd.compute_s, t[1], 32),
+           xs_format_time(r[i].bd.merge_s, t[2], 32), xs_format_time(r[i].bd.fixed_s, t[3], 32),
+           xs_format_time(r[i].bd.exposed_s, t[4], 32),
+           xs_format_time(r[i].bd.imbalance_s, t[5], 32), r[i].bd.bound, ch);
+  }
+  const ring_row *b = ring_best(r, n);
+  if (b)
+    printf("  fastest ring: %s, %s layout, %s (bound: %s)\n", xs_fa_path_name(b->path),
+           b->layout < 0 ? "any" : xs_fa_layout_name((xs_fa_layout)b->layout),
+           xs_format_time(b->time_s, t[0], 32), b->bd.bound);
+}
+
+/* plan flashattn --seq-grid: per sequence length, the ring (path and
+ * layout) the model predicts fastest, kept from the previous length while
+ * within the tolerance of the fastest */
+static int seq_table(const xs_fa_config *c, const xs_profile *prof,
+                     const char *grid_text, double tol, int json) {
+  if (!has_ring_model(c, prof))
+    return cli_usage_error("plan", "--seq-grid: %s has no attn_flops_per_s.%s%s for the "
+                           "ring model", xs_profile_name(prof), c->kernel,
+                           c->backward ? "_fwd_bwd" : "");
+  double *grid;
+  size_t n;
+  int rc = cli_parse_tokens_grid("plan", "--seq-grid", grid_text, &grid, &n);
+  if (rc)
+    return rc;
+  ring_row *picks = calloc(n, sizeof *picks), *best = calloc(n, sizeof *best);
+  size_t *near = calloc(n, sizeof *near), changes = 0;
+  xs_error err;
+  if (!picks || !best || !near)
+    rc = cli_usage_error("plan", "out of memory");
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_fa_config at = *c;
+    at.seq = grid[i];
+    ring_row r[RING_ROWS];
+    size_t nr;
+    if (ring_rows(&at, prof, r, &nr, &err)) {
+      rc = cli_error("plan", &err);
+      break;
+    }
+    const ring_row *b = ring_best(r, nr), *keep = NULL;
+    best[i] = *b;
+    for (size_t k = 0; k < nr; k++) {
+      if (r[k].path == XS_FA_LOCAL || r[k].time_s > b->time_s * (1 + tol))
+        continue;
+      near[i]++;
+      if (i && r[k].path == picks[i - 1].path && r[k].layout == picks[i - 1].layout)
+        keep = &r[k];
+    }
+    picks[i] = keep ? *keep : *b;
+    changes += i && !keep;
+  }
+  if (!rc && json) {
+    json_t *rows = json_array();
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(rows, json_pack("{s:f,s:o,s:o,s:i}", "seq", grid[i], "chosen",
+                                            ring_one(&picks[i]), "fastest",
+                                            ring_one(&best[i]), "near", (int)near[i]));
+    json_t *doc = json_pack("{s:s,s:s,s:f,s:b,s:s,s:b,s:f,s:i,s:o}", "preset", c->name,
+                            "profile", xs_profile_name(prof), "cp", c->cp, "causal", c->causal,
+                            "kernel", c->kernel, "backward", c->backward, "tolerance", tol,
+                            "changes", (int)changes, "grid", rows);
+    char *t = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    json_decref(doc);
+    printf("%s\n", t ? t : "null");
+    free(t);
+  } else if (!rc) {
+    printf("Ring attention table: %s, CP %g, %s mask, %s %s, on %s; tolerance %.3g%%\n",
+           c->name, c->cp, c->causal ? "causal" : "full", c->kernel,
+           c->backward ? "forward and backward" : "forward", xs_profile_name(prof), tol * 100);
+    printf("  %8s  %-17s %-10s %10s %-8s %10s %4s\n", "seq", "path", "layout", "time", "bound",
+           "fastest", "near");
+    for (size_t i = 0; i < n; i++) {
+      char a[32], b[32];
+      int changed = i && (picks[i].path != picks[i - 1].path ||
+                          picks[i].layout != picks[i - 1].layout);
+      printf("%c %8g  %-17s %-10s %10s %-8s %10s %4zu\n", changed ? '*' : ' ', grid[i],
+             xs_fa_path_name(picks[i].path),
+             picks[i].layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)picks[i].layout),
+             xs_format_time(picks[i].time_s, a, sizeof a), picks[i].bd.bound,
+             xs_format_time(best[i].time_s, b, sizeof b), near[i]);
+    }
+    printf("\n  %zu change%s of choice (*: where staying would cost more than the "
+           "tolerance); near: rings within it\n", changes, changes == 1 ? "" : "s");
+  }
+  free(picks);
+  free(best);
+  free(near);
+  free(grid);
+  return rc;
 }
 
 static int load(const char *preset, const char *file, const char *seq, const char *cp,
@@ -84,14 +270,27 @@ int cmd_plan_flashattn(int argc, char **argv) {
       {"causal", no_argument, 0, 'C'}, {"full", no_argument, 0, 'F'},
       {"profile", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
       {"emit-program", required_argument, 0, 'o'}, {"trace", required_argument, 0, 'T'},
-      {"svg", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"svg", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'},
+      {"kernel", required_argument, 0, 'K'}, {"layout", required_argument, 0, 'L'},
+      {"backward", no_argument, 0, 'B'}, {"seq-grid", required_argument, 0, 'G'},
+      {"tolerance", required_argument, 0, 'l'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *seq = NULL, *cp = NULL, *profile = NULL;
-  const char *emit = NULL, *trace = NULL, *svg = NULL;
-  int json = 0, causal = -1, c;
+  const char *emit = NULL, *trace = NULL, *svg = NULL, *kernel = NULL, *layout = NULL;
+  const char *grid_text = NULL;
+  double tol = 0.01;
+  int json = 0, causal = -1, backward = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:", opts, NULL)) != -1) {
     switch (c) {
+    case 'K': kernel = optarg; break;
+    case 'L': layout = optarg; break;
+    case 'B': backward = 1; break;
+    case 'G': grid_text = optarg; break;
+    case 'l':
+      if ((prc = cli_parse_tolerance("plan", optarg, &tol)))
+        return prc;
+      break;
     case 'r': preset = optarg; break;
     case 'c': file = optarg; break;
     case 's': seq = optarg; break;
@@ -115,10 +314,36 @@ int cmd_plan_flashattn(int argc, char **argv) {
   int rc = load(preset, file, seq, cp, causal, &cfg);
   if (rc)
     return rc;
+  if (kernel) {
+    if (strcmp(kernel, "fa2") && strcmp(kernel, "fa3") && strcmp(kernel, "fa4"))
+      return cli_usage_error("plan", "--kernel: expected fa2, fa3 or fa4, got \"%s\"", kernel);
+    snprintf(cfg.kernel, sizeof cfg.kernel, "%s", kernel);
+  }
+  if (layout && (cfg.layout = xs_fa_layout_from_name(layout)) < 0)
+    return cli_usage_error("plan", "--layout: expected contiguous, zigzag or stripe, "
+                                   "got \"%s\"", layout);
+  if (backward)
+    cfg.backward = 1;
   xs_error err;
   xs_profile *prof;
   if (xs_profile_load(profile, &prof, &err))
     return cli_error("plan", &err);
+  if (grid_text) {
+    if (seq || emit || trace || svg) {
+      xs_profile_free(prof);
+      return cli_usage_error("plan", "--seq-grid plans a table: it does not take --seq, "
+                                     "--emit-program, --trace or --svg");
+    }
+    rc = seq_table(&cfg, prof, grid_text, tol, json);
+    xs_profile_free(prof);
+    return rc;
+  }
+  ring_row ring[RING_ROWS];
+  size_t nring = 0;
+  if (has_ring_model(&cfg, prof) && ring_rows(&cfg, prof, ring, &nring, &err)) {
+    rc = cli_error("plan", &err);
+    goto done;
+  }
   xs_fa_result r;
   if (xs_fa_plan(&cfg, prof, &r, &err)) {
     rc = cli_error("plan", &err);
@@ -144,6 +369,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     json_object_set_new(o, "speedup", json_real(r.time_s[0][0] / r.time_s[2][0]));
     json_object_set_new(o, "speedup_vs_dedicated", json_real(r.time_s[1][0] / r.time_s[2][0]));
     json_object_set_new(o, "blocking_speedup", json_real(r.time_s[0][1] / r.time_s[2][1]));
+    json_object_set_new(o, "ring", nring ? ring_json(ring, nring) : json_null());
     char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     printf("%s\n", t);
     free(t);
@@ -173,6 +399,11 @@ int cmd_plan_flashattn(int argc, char **argv) {
            "  piggyback / ideal: %.3f (%u choices searched)\n",
            r.time_s[0][0] / r.time_s[2][0], r.time_s[0][1] / r.time_s[2][1],
            r.time_s[1][0] / r.time_s[2][0], r.time_s[2][0] / r.time_s[2][2], r.searched);
+    if (nring)
+      ring_print(&cfg, ring, nring);
+    else
+      printf("\n  ring model: %s has no attn_flops_per_s.%s%s (docs/profiles.md)\n",
+             xs_profile_name(prof), cfg.kernel, cfg.backward ? "_fwd_bwd" : "");
   }
   if (emit || trace || svg) {
     xs_program *p;
@@ -329,6 +560,18 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
+  /* the ring model per config, where the profile has it */
+  ring_row (*rings)[RING_ROWS] = calloc(n, sizeof *rings);
+  size_t *nrings = calloc(n, sizeof *nrings);
+  if (!rings || !nrings)
+    rc = EXIT_MACHINE;
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_fa_config cfg;
+    xs_error err;
+    fa_config(&fs, i, &cfg);
+    if (has_ring_model(&cfg, prof) && ring_rows(&cfg, prof, rings[i], &nrings[i], &err))
+      rc = cli_error("sweep", &err);
+  }
   double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     const xs_fa_result *r = &res[i];
@@ -352,6 +595,8 @@ int cmd_sweep_flashattn(int argc, char **argv) {
           "ideal_s", r->time_s[2][2], "speedup", r->time_s[0][0] / r->time_s[2][0],
           "speedup_vs_dedicated", r->time_s[1][0] / r->time_s[2][0], "blocking_speedup",
           r->time_s[0][1] / r->time_s[2][1]));
+      json_object_set_new(json_array_get(cs, i), "ring",
+                          nrings[i] ? ring_json(rings[i], nrings[i]) : json_null());
     }
     json_object_set_new(root, "configs", cs);
     json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}", "configs",
@@ -364,31 +609,43 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     json_decref(root);
   } else if (!rc && csv) {
     printf("preset,seq,cp,causal,sequential_s,dedicated_s,piggyback_s,ideal_s,speedup,"
-           "speedup_vs_dedicated,blocking_speedup,forward_sms,spread_waves,chunks\n");
+           "speedup_vs_dedicated,blocking_speedup,forward_sms,spread_waves,chunks,"
+           "ring_path,ring_layout,ring_s,ring_bound\n");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      printf("%s,%g,%g,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%u,%u,%u\n", rows[i].preset,
-             rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0], r->time_s[1][0],
-             r->time_s[2][0], r->time_s[2][2], r->time_s[0][0] / r->time_s[2][0],
-             r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1],
-             r->dedicated.forward_sms, r->piggyback.spread_waves, r->piggyback.chunks);
+      const ring_row *b = ring_best(rings[i], nrings[i]);
+      printf("%s,%g,%g,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%u,%u,%u,%s,%s,%.9g,%s\n",
+             rows[i].preset, rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0],
+             r->time_s[1][0], r->time_s[2][0], r->time_s[2][2],
+             r->time_s[0][0] / r->time_s[2][0], r->time_s[1][0] / r->time_s[2][0],
+             r->time_s[0][1] / r->time_s[2][1], r->dedicated.forward_sms,
+             r->piggyback.spread_waves, r->piggyback.chunks,
+             b ? xs_fa_path_name(b->path) : "",
+             b ? (b->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)b->layout)) : "",
+             b ? b->time_s : NAN, b ? b->bd.bound : "");
     }
   } else if (!rc) {
     char a[32], b[32], d[32], e[32];
     printf("Context-parallel attention sweep on %s: %zu configs (burstgap unless noted)\n\n",
            xs_profile_name(prof), n);
-    printf("  %-11s %6s %3s %-6s %11s %11s %11s %11s %8s %8s %8s\n", "preset", "seq", "cp",
-           "mask", "sequential", "dedicated", "piggyback", "ideal", "vs seq", "vs ded",
-           "blocking");
+    printf("  %-11s %6s %3s %-6s %11s %11s %11s %11s %8s %8s %8s  %s\n", "preset", "seq",
+           "cp", "mask", "sequential", "dedicated", "piggyback", "ideal", "vs seq", "vs ded",
+           "blocking", "ring model: fastest path, layout, time, bound");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      printf("  %-11s %6g %3g %-6s %11s %11s %11s %11s %7.3fx %7.3fx %7.3fx\n",
+      const ring_row *rbest = ring_best(rings[i], nrings[i]);
+      char rb[96] = "-", tt[32];
+      if (rbest)
+        snprintf(rb, sizeof rb, "%s, %s, %s, %s", xs_fa_path_name(rbest->path),
+                 rbest->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)rbest->layout),
+                 xs_format_time(rbest->time_s, tt, sizeof tt), rbest->bd.bound);
+      printf("  %-11s %6g %3g %-6s %11s %11s %11s %11s %7.3fx %7.3fx %7.3fx  %s\n",
              rows[i].preset, rows[i].seq, rows[i].cp, rows[i].causal ? "causal" : "full",
              xs_format_time(r->time_s[0][0], a, sizeof a),
              xs_format_time(r->time_s[1][0], b, sizeof b),
              xs_format_time(r->time_s[2][0], d, sizeof d),
              xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[0][0] / r->time_s[2][0],
-             r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1]);
+             r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1], rb);
     }
     printf("\n  piggyback over sequential: geometric mean %.3fx, largest %.3fx\n", exp(lg / dn), mx);
     printf("  piggyback over the best dedicated split: geometric mean %.3fx\n", exp(ld / dn));
@@ -396,6 +653,8 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     printf("  piggyback / ideal: geometric mean %.3f\n", exp(li / dn));
     printf("  (%s's numbers are leads unless measured)\n", xs_profile_name(prof));
   }
+  free(rings);
+  free(nrings);
   free(res);
   free(rows);
   xs_profile_free(prof);

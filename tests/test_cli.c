@@ -252,6 +252,22 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "what to\n  measure first"));
   assert_non_null(strstr(out_buf, "compute.hbm_Bps"));
   assert_non_null(strstr(out_buf, "recommended:"));
+  /* the attention planner: the ring model's paths and layouts, tables */
+  expect_rc("plan flashattn --preset llama3-8b --profile h800-nvlink --seq 8192", 0, NULL);
+  assert_non_null(strstr(out_buf, "ring model (fa2 forward"));
+  assert_non_null(strstr(out_buf, "dedicated-stream  zigzag"));
+  assert_non_null(strstr(out_buf, "fastest ring:"));
+  expect_rc("plan flashattn --preset llama3-8b --profile h20-nvlink", 0, NULL);
+  assert_non_null(strstr(out_buf, "has no attn_flops_per_s.fa2"));
+  expect_rc("plan flashattn --preset mha --profile a100-nvlink --backward --seq-grid "
+            "2048,4096,8192 --json", 0, NULL);
+  assert_non_null(strstr(out_buf, "\"changes\""));
+  expect_rc("plan flashattn --preset mha --profile h20-nvlink --seq-grid 2048", 2,
+            "no attn_flops_per_s");
+  expect_rc("plan flashattn --preset mha --profile h100-nvlink --kernel fa9", 2, "--kernel");
+  expect_rc("plan flashattn --preset mha --profile h100-nvlink --layout ring", 2, "--layout");
+  expect_rc("plan flashattn --preset mha --profile h100-nvlink --seq-grid 8:4", 2,
+            "runs backwards");
   expect_rc("sweep megamoe", 2, "--profile is required");
   expect_rc("sweep megamoe --profile h200-nvlink --json --csv", 2, "exclude");
   expect_rc("sweep megamoe --profile h200-nvlink --grid /no/such-grid.json", 2,
