@@ -370,9 +370,10 @@ static void test_flashattn(void **s) {
                         "piggyback_s", "ideal_s", "speedup", "speedup_vs_dedicated",
                         "blocking_speedup"};
   json_t *c0 = json_array_get(cs, 0);
-  assert_int_equal(json_object_size(c0), 11);
+  assert_int_equal(json_object_size(c0), 12); /* the keys below and "ring" */
   for (int i = 0; i < 11; i++)
     assert_non_null(json_object_get(c0, keys[i]));
+  assert_int_equal(json_array_size(json_object_get(c0, "ring")), 13);
   json_t *sum = json_object_get(root, "summary");
   assert_int_equal(json_object_size(sum), 5);
   assert_true(num(sum, "geomean_speedup") >= 1);
