@@ -286,6 +286,75 @@ static void test_validate_blind(void **st) {
   xs_validate_free(&b);
 }
 
+static int by_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The profiles' attention figures reproduce the kernel benchmarks they
+ * were fitted to (data/published/attention-kernels.csv): every row
+ * predicted as the local arm, its throughput against the published one;
+ * the median |error| of each group at most 3%. */
+static void test_kernel_calibration(void **st) {
+  (void)st;
+  char path[512], line[512];
+  snprintf(path, sizeof path, "%s/data/published/attention-kernels.csv", XSTAGE_SRC);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  double err[64];
+  size_t n = 0, groups = 0;
+  char group[96] = "";
+  int header = 1;
+  for (int more = 1; more;) {
+    more = fgets(line, sizeof line, f) != NULL;
+    char src[64] = "", gpu[32] = "", ker[8] = "", pass[8] = "";
+    double seq = 0, heads = 0, d = 0, causal = 0, batch = 0, tflops = 0;
+    if (more && (line[0] == '#' || header)) {
+      header &= line[0] == '#';
+      continue;
+    }
+    if (more)
+      assert_int_equal(sscanf(line, "%63[^,],%31[^,],%7[^,],%7[^,],%lf,%lf,%lf,%lf,%lf,%lf",
+                              src, gpu, ker, pass, &seq, &heads, &d, &causal, &batch,
+                              &tflops), 10);
+    char g[96];
+    snprintf(g, sizeof g, "%s %s %s", gpu, ker, pass);
+    if (n && (!more || strcmp(g, group))) {
+      qsort(err, n, sizeof err[0], by_double);
+      print_message("# %-28s %2zu rows: median |error| %.1f%%, largest %.1f%%\n", group,
+                    n, 100 * err[n / 2], 100 * err[n - 1]);
+      if (err[n / 2] > 0.03)
+        fail_msg("%s: median |error| %.3f above 0.03", group, err[n / 2]);
+      n = 0;
+      groups++;
+    }
+    if (!more)
+      break;
+    snprintf(group, sizeof group, "%s", g);
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_profile_load(gpu, &prof, &e), XS_OK);
+    xs_fa_config c;
+    xs_fa_preset("mha", &c);
+    c.seq = seq;
+    c.heads_q = c.heads_kv = heads;
+    c.head_dim = d;
+    c.causal = (int)causal;
+    c.batch = batch;
+    c.backward = !strcmp(pass, "fwd_bwd");
+    snprintf(c.kernel, sizeof c.kernel, "%s", ker);
+    double t;
+    assert_int_equal(xs_fa_predict(&c, prof, XS_FA_LOCAL, &t, NULL, &e), XS_OK);
+    double fl = 4 * batch * heads * seq * seq * d * (causal ? 0.5 : 1) *
+                (c.backward ? 3.5 : 1);
+    assert_true(n < 64);
+    err[n++] = fabs(fl / t / 1e12 / tflops - 1);
+    xs_profile_free(prof);
+  }
+  fclose(f);
+  assert_true(groups >= 6);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_conservation_and_chain),
                                      cmocka_unit_test(test_never_slower),
@@ -293,6 +362,7 @@ int main(void) {
                                      cmocka_unit_test(test_bad_config),
                                      cmocka_unit_test(test_no_channel),
                                      cmocka_unit_test(test_ring_by_hand),
-                                     cmocka_unit_test(test_validate_blind)};
+                                     cmocka_unit_test(test_validate_blind),
+                                     cmocka_unit_test(test_kernel_calibration)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
