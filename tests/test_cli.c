@@ -257,12 +257,12 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "ring model (fa2 forward"));
   assert_non_null(strstr(out_buf, "dedicated-stream  zigzag"));
   assert_non_null(strstr(out_buf, "fastest ring:"));
-  expect_rc("plan flashattn --preset llama3-8b --profile h20-nvlink", 0, NULL);
-  assert_non_null(strstr(out_buf, "has no attn_flops_per_s.fa2"));
+  expect_rc("plan flashattn --preset llama3-8b --profile h20-nvlink --backward", 0, NULL);
+  assert_non_null(strstr(out_buf, "has no attn_flops_per_s.fa2_fwd_bwd"));
   expect_rc("plan flashattn --preset mha --profile a100-nvlink --backward --seq-grid "
             "2048,4096,8192 --json", 0, NULL);
   assert_non_null(strstr(out_buf, "\"changes\""));
-  expect_rc("plan flashattn --preset mha --profile h20-nvlink --seq-grid 2048", 2,
+  expect_rc("plan flashattn --preset mha --profile h20-nvlink --backward --seq-grid 2048", 2,
             "no attn_flops_per_s");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --kernel fa9", 2, "--kernel");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --layout ring", 2, "--layout");
