@@ -264,6 +264,19 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "\"changes\""));
   expect_rc("plan flashattn --preset mha --profile h20-nvlink --backward --seq-grid 2048", 2,
             "no attn_flops_per_s");
+  /* its header compiles with warnings as errors and looks up */
+  char hcmd[1024];
+  snprintf(hcmd, sizeof hcmd, "plan flashattn --preset llama3-8b --profile h100-nvlink "
+           "--seq-grid 1024,4096,16384 --emit-header /tmp/xstage-ring-%d.h", (int)getpid());
+  expect_rc(hcmd, 0, NULL);
+  snprintf(hcmd, sizeof hcmd,
+           "printf '#include \"/tmp/xstage-ring-%d.h\"\\nint main(void) { return "
+           "xstage_ring_lookup(5000)->seq == 4096 ? 0 : 1; }\\n' > /tmp/xstage-ring-%d.c && "
+           "cc -std=c11 -Wall -Wextra -Werror -pedantic -o /tmp/xstage-ring-%d "
+           "/tmp/xstage-ring-%d.c && /tmp/xstage-ring-%d; r=$?; rm -f /tmp/xstage-ring-%d*; "
+           "exit $r", (int)getpid(), (int)getpid(), (int)getpid(), (int)getpid(),
+           (int)getpid(), (int)getpid());
+  assert_int_equal(system(hcmd), 0);
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --kernel fa9", 2, "--kernel");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --layout ring", 2, "--layout");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --seq-grid 8:4", 2,
