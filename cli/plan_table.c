@@ -213,7 +213,8 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
       rc = cli_write_output(cmd, header, h);
     free(h);
   }
-  if (!rc && json) {
+  int header_out = header && strcmp(header, "-") == 0; /* it took stdout */
+  if (!rc && json && !header_out) {
     json_t *rows = json_array();
     for (size_t i = 0; i < n; i++)
       json_array_append_new(rows, cli_moe_pick_json(xs_moe_table_pick(t, i), tol));
@@ -222,11 +223,9 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
                             "tolerance", tol, "changes", (int)changes, "grid", rows);
     char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     json_decref(doc);
-    if (header && strcmp(header, "-") == 0)
-      fputs("\n", stdout);
     printf("%s\n", s ? s : "null");
     free(s);
-  } else if (!rc && !(header && strcmp(header, "-") == 0)) {
+  } else if (!rc && !header_out) {
     printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n", cfg->name,
            cfg->ep, xs_profile_name(prof), tol * 100);
     printf("  %8s %8s  %-18s %-14s %-18s %7s %10s %10s  %-18s %10s %4s\n",
