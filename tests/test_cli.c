@@ -59,7 +59,7 @@ static void test_help(void **s) {
                         "demo --help", "help predict", "simulate --help",
                         "plan --help", "sweep --help", "plan megamoe --help",
                         "probe --help", "fit --help", "calibrate --help", "replay --help",
-                        "profiles show --help", "plan flashattn --help", "sweep megamoe --help", "validate --help", "validate megamoe --help",
+                        "profiles show --help", "plan flashattn --help", "sweep megamoe --help", "validate --help", "validate megamoe --help", "validate flashattn --help",
                         "sweep flashattn --help"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     expect_rc(cmds[i], 0, NULL);
