@@ -135,6 +135,8 @@ typedef struct xs_kernel_costs {
                             (merging partial outputs; 0: 1)               */
   double ring_step_s;    /* host-side cost of one ring step: posting the
                             send and receive, waiting on them             */
+  double comm_sms;       /* SMs a communication kernel on its own stream
+                            (NCCL's send and receive) holds while it runs */
 } xs_kernel_costs;
 
 xs_status xs_profile_set_kernel_costs(xs_profile *profile,

@@ -153,6 +153,8 @@ static double kernel_s(const kmodel *k, double lq, double lk, int causal) {
 typedef struct {
   size_t n;
   double *c, *mean, *merge, *bytes; /* kernel, ranks' mean, merge, sent */
+  double *stream; /* dedicated-stream: the kernel's time lost to the SMs
+                     the communication kernel holds while it runs      */
   double fixed, last_merge;
 } ring;
 
@@ -161,6 +163,7 @@ static void ring_free(ring *r) {
   free(r->mean);
   free(r->merge);
   free(r->bytes);
+  free(r->stream);
 }
 
 static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
@@ -172,7 +175,8 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
   r->mean = calloc(P, sizeof *r->mean);
   r->merge = calloc(P, sizeof *r->merge);
   r->bytes = calloc(P, sizeof *r->bytes);
-  if (!r->c || !r->mean || !r->merge || !r->bytes) {
+  r->stream = calloc(P, sizeof *r->stream);
+  if (!r->c || !r->mean || !r->merge || !r->bytes || !r->stream) {
     ring_free(r);
     return xs__fail(err, XS_NOMEM, "out of memory");
   }
@@ -183,6 +187,7 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
   double out_el = c->batch * S * c->heads_q * c->head_dim;
   double kv_el = c->batch * S * c->heads_kv * c->head_dim;
   double kv_B = 2 * kv_el * c->bytes;
+  double drain = xs_profile_channel(prof, 0)->drain_Bps;
   for (size_t s = 0; s < P; s++) {
     double mq = 1; /* share of the output this step merges */
     if (!c->causal) {
@@ -215,6 +220,13 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
     r->merge[s] = m / bw;
     /* the next block; backward also passes dK, dV in FP32 */
     r->bytes[s] = s + 1 < P ? kv_B * (c->backward ? 4 : 1) : 0;
+    /* a communication kernel on its own stream holds comm_sms SMs while
+     * its bytes drain: the kernel beside it loses their share */
+    if (kc.comm_sms > 0 && kc.comm_sms < k->sms && r->c[s] > 0) {
+      double comm = r->bytes[s] / drain;
+      r->stream[s] = r->c[s] * kc.comm_sms / (k->sms - kc.comm_sms) *
+                     fmin(1, comm / r->c[s]);
+    }
   }
   r->last_merge = CONVERT_B * out_el * (c->backward ? 2 : 1) / bw;
   r->fixed = kc.ring_step_s;
@@ -233,7 +245,8 @@ static xs_status ring_program(const ring *r, xs_fa_path path, double slow,
   if (!st && (path == XS_FA_PATH_STREAM || path == XS_FA_PATH_SMS))
     st = xs_program_add_worker(p, "comm", &cw, err);
   for (size_t s = 0; s < r->n && !st; s++) {
-    double step = r->c[s] * slow + r->merge[s] + r->fixed;
+    double step = r->c[s] * slow + r->merge[s] + r->fixed +
+                  (path == XS_FA_PATH_STREAM ? r->stream[s] : 0);
     int fwd = r->bytes[s] > 0;
     switch (path) {
     case XS_FA_PATH_SEQUENTIAL:
@@ -378,7 +391,7 @@ xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
       double slowed = kk ? sms / (sms - kk) : 1;
       bd->compute_s = bd->merge_s = bd->imbalance_s = 0;
       for (size_t s = 0; s < r.n; s++) {
-        bd->compute_s += r.c[s] * slowed;
+        bd->compute_s += r.c[s] * slowed + (path == XS_FA_PATH_STREAM ? r.stream[s] : 0);
         bd->imbalance_s += (r.c[s] - r.mean[s]) * slowed;
         bd->merge_s += r.merge[s];
       }

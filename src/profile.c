@@ -47,7 +47,8 @@ static const struct {
     {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s), 1},
     {"roofline_p", offsetof(xs_kernel_costs, roofline_p), 64},
     {"copy_efficiency", offsetof(xs_kernel_costs, copy_efficiency), 1},
-    {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1}};
+    {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1},
+    {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
 
@@ -452,7 +453,7 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "gemm_flops_per_s", "hbm_efficiency", "launch_s", "barrier_s",
       "a2a_fixed_s", "tile_overhead_s", "roofline_p", "attn_flops_per_s",
       "attn_cta_s", "attn_causal_efficiency", "copy_efficiency", "ring_step_s",
-      NULL};
+      "comm_sms", NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);
