@@ -124,6 +124,20 @@ int cli_write_document(const char *cmd, const char *path, char *text) {
   return rc;
 }
 
+int cli_timeline_fits(const char *cmd, const xs_program *program,
+                      const char *trace, const char *svg) {
+  if (!trace && !svg)
+    return EXIT_OK;
+  double ops = 0;
+  for (size_t w = 0; w < xs_program_worker_count(program); w++)
+    ops += (double)xs_program_op_count(program, w);
+  if (ops > CLI_TIMELINE_OPS)
+    return cli_usage_error(cmd, "%s: the program has %.3g ops, more than the timeline's "
+                                "limit of %g (a trace of about 200 MB)",
+                           trace ? "--trace" : "--svg", ops, CLI_TIMELINE_OPS);
+  return EXIT_OK;
+}
+
 int cli_program_outputs(const char *cmd, const xs_program *program,
                         const xs_profile *profile, xs_model model,
                         const char *emit, const char *trace, const char *svg) {
@@ -132,6 +146,9 @@ int cli_program_outputs(const char *cmd, const xs_program *program,
     return rc;
   if (!trace && !svg)
     return EXIT_OK;
+  int rc0 = cli_timeline_fits(cmd, program, trace, svg);
+  if (rc0)
+    return rc0;
   xs_timeline *tl = xs_timeline_new();
   xs_eval_options o = {0, 0, NULL, tl};
   xs_result *r = NULL;

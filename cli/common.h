@@ -120,6 +120,10 @@ int cli_write_document(const char *cmd, const char *path, char *text);
 /* --emit-program, --trace, --svg: the program as JSON into emit (- for
  * standard output), and its timeline under model into trace and svg; each
  * path may be NULL. */
+#define CLI_TIMELINE_OPS 1e6 /* --trace and --svg take programs up to this */
+/* 0 when a timeline of program fits, else the exit code after saying so */
+int cli_timeline_fits(const char *cmd, const xs_program *program,
+                      const char *trace, const char *svg);
 int cli_program_outputs(const char *cmd, const xs_program *program,
                         const xs_profile *profile, xs_model model,
                         const char *emit, const char *trace, const char *svg);

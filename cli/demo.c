@@ -78,6 +78,10 @@ int cmd_demo(int argc, char **argv) {
   }
   if (optind < argc)
     return cli_usage_error("demo", "unexpected argument \"%s\"", argv[optind]);
+  if ((double)sms * (double)waves > 1e6)
+    return cli_usage_error("demo", "--sms %ld x --waves %ld is %.3g tiles, more than the "
+                                   "demo's limit of 1e6 (about a second and 160 MB)",
+                           sms, waves, (double)sms * (double)waves);
   xs_profile *prof = NULL;
   if (xs_profile_load(profile, &prof, &err))
     return cli_error("demo", &err);

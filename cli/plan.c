@@ -438,6 +438,7 @@ typedef struct {
  * configs in all (docs/plan-megamoe.md "Sweeps") */
 #define SWEEP_LIST 4096
 #define SWEEP_CONFIGS 20000
+#define SWEEP_TILES 1e8
 
 static int load_grid(const char *path, grid_row **rows, size_t *n) {
   size_t np = 0, nt = 0, ne = 0;
@@ -506,6 +507,23 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
     }
   }
   *n = np * nt * ne;
+  double tiles = 0;
+  for (size_t i = 0; i < np; i++)
+    for (size_t e = 0; e < ne; e++)
+      for (size_t t = 0; t < nt; t++) {
+        xs_moe_config c;
+        xs_moe_preset(pre[i], &c);
+        c.tokens = tok[t];
+        c.ep = eps[e];
+        tiles += xs_moe_tiles(&c);
+      }
+  if (tiles > SWEEP_TILES) {
+    fprintf(stderr, "xstage sweep: %s: the grid's plans build %.3g GEMM tiles, more "
+                    "than the limit of %g (about 40 s of planning)\n", path, tiles,
+            SWEEP_TILES);
+    json_decref(root);
+    return EXIT_INPUT;
+  }
   if (*n > SWEEP_CONFIGS) {
     fprintf(stderr, "xstage sweep: %s: %zu presets x %zu token counts x %zu EP "
                     "values is %zu configs, more than the limit of %d\n",

@@ -262,6 +262,8 @@ int cmd_predict(int argc, char **argv) {
     rc = cli_error("predict", &err);
   } else if (xs_program_load(program, &prog, &err)) {
     rc = cli_error("predict", &err);
+  } else if ((rc = cli_timeline_fits("predict", prog, trace, svg))) {
+    /* said */
   } else {
     rc = cli_predict_report("predict", prog, prof, models, nmodels, json,
                             stdout);

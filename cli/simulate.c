@@ -88,6 +88,8 @@ int cmd_simulate(int argc, char **argv) {
     rc = cli_error("simulate", &err);
     goto done;
   }
+  if ((rc = cli_timeline_fits("simulate", prog, trace, svg)))
+    goto done;
   if (trace || svg) {
     if (!(tl = xs_timeline_new())) {
       rc = EXIT_MACHINE;

@@ -465,6 +465,11 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
                               const char *filename, xs_moe_config *out,
                               xs_error *err);
 xs_status xs_moe_config_check(const xs_moe_config *config, xs_error *err);
+/* The GEMM tiles a plan of the config builds (an upper bound; 0 for an
+ * invalid config): a plan refuses more than XS_MOE_MAX_TILES, about 4 s
+ * of planning on one core of the development machine. */
+#define XS_MOE_MAX_TILES 1e7
+double xs_moe_tiles(const xs_moe_config *config);
 
 /* The schedules (docs/plan-megamoe.md "Schedules"). */
 typedef enum {

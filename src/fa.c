@@ -59,7 +59,7 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
     double v, lo, hi;
   } f[] = {{"seq", c->seq, 1, 1e8},          {"heads_q", c->heads_q, 1, 1e4},
            {"heads_kv", c->heads_kv, 1, 1e4}, {"head_dim", c->head_dim, 1, 1e4},
-           {"cp", c->cp, 1, 1e5},            {"bytes", c->bytes, 0.125, 16},
+           {"cp", c->cp, 1, 4096},            {"bytes", c->bytes, 0.125, 16},
            {"block_m", c->block_m, 1, 4096}, {"block_n", c->block_n, 1, 4096},
            {"sms", c->sms, 0, 1e5},          {"batch", c->batch, 1, 1e6}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

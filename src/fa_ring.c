@@ -358,9 +358,6 @@ xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
       *time_s = bd->compute_s;
     return XS_OK;
   }
-  if (c->cp > 4096)
-    return xs__fail(err, XS_INVALID, "cp %g: the ring model takes at most "
-                    "4096 ranks", c->cp);
   ring r;
   if ((st = build_ring(c, prof, &k, &r, err)))
     return st;

@@ -228,6 +228,38 @@ static double auto_block_m(double m) {
        : m <= 96.5 ? 128 : 192;
 }
 
+/* The routing's shape: pairs, expected touched experts, the experts
+ * given tokens (ne), block_m, and an upper bound on the token blocks. */
+typedef struct {
+  double pairs, touched, ne, bm, blocks;
+} shape;
+
+static void moe_shape(const xs_moe_config *c, shape *sh) {
+  double el = c->experts / c->ep;
+  double pairs = round(c->tokens * c->topk * c->imbalance);
+  /* uniform routing: each of the P*T tokens misses a given expert with
+   * probability 1 - K/E */
+  double touched = el * (1 - pow(1 - c->topk / c->experts, c->ep * c->tokens));
+  touched = fmin(el, fmax(touched, fmin(1, pairs)));
+  double ne = fmin(ceil(touched - 1e-9), pairs);
+  double bm = c->block_m > 0 ? c->block_m : auto_block_m(pairs / ne);
+  double base = floor(pairs / ne);
+  sh->pairs = pairs;
+  sh->touched = touched;
+  sh->ne = ne;
+  sh->bm = bm;
+  sh->blocks = c->shared_experts * ceil(c->tokens / bm) + ne * ceil((base + 1) / bm) + 1;
+}
+
+double xs_moe_tiles(const xs_moe_config *c) {
+  xs_error e;
+  if (xs_moe_config_check(c, &e))
+    return 0;
+  shape sh;
+  moe_shape(c, &sh);
+  return sh.blocks * (ceil(2 * c->intermediate / c->block_n) + ceil(c->hidden / c->block_n));
+}
+
 static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
                                 workload *wl, xs_error *err) {
   xs_status st = xs_moe_config_check(c, err);
@@ -247,15 +279,10 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
   wl->B = hbm > 0 ? hbm : INFINITY; /* no HBM figure: compute only */
   wl->stagger = c->stagger;
   wl->Fsm = F / sms;
-  double el = c->experts / c->ep;
-  double pairs = round(c->tokens * c->topk * c->imbalance);
-  /* uniform routing: each of the P*T tokens misses a given expert with
-   * probability 1 - K/E */
-  double touched = el * (1 - pow(1 - c->topk / c->experts, c->ep * c->tokens));
-  touched = fmin(el, fmax(touched, fmin(1, pairs)));
-  double ne = fmin(ceil(touched - 1e-9), pairs);
+  shape sh;
+  moe_shape(c, &sh);
+  double pairs = sh.pairs, touched = sh.touched, ne = sh.ne, bm = sh.bm;
   double m = pairs / ne;
-  double bm = c->block_m > 0 ? c->block_m : auto_block_m(m);
   double bn = c->block_n;
   double off = (c->ep - 1) / c->ep;
   double wshare = touched / ne; /* weights of the expected touched experts */
@@ -264,11 +291,12 @@ static xs_status build_workload(const xs_moe_config *c, const xs_profile *prof,
   wl->n2 = (size_t)ceil(c->hidden / bn);
   double n1 = (double)wl->n1, n2 = (double)wl->n2;
   double base = floor(pairs / ne), extra = pairs - base * ne;
-  double cap = ns * ceil(c->tokens / bm) + ne * ceil((base + 1) / bm) + 1;
-  if (cap > 1e7)
+  double cap = sh.blocks;
+  if (cap * (n1 + n2) > XS_MOE_MAX_TILES)
     return xs__fail(err, XS_INVALID,
-                    "%.3g token blocks: more than the planner's limit of 1e7 "
-                    "(fewer tokens or a larger block_m)", cap);
+                    "%.3g GEMM tiles (%.3g token blocks of %g rows): more than the "
+                    "planner's limit of %g, about 4 s of planning (fewer tokens or "
+                    "a larger block_m)", cap * (n1 + n2), cap, bm, XS_MOE_MAX_TILES);
   wl->blocks = malloc((size_t)cap * sizeof *wl->blocks);
   wl->expert_first = malloc(((size_t)(ns + ne) + 1) * sizeof *wl->expert_first);
   if (!wl->blocks || !wl->expert_first) {
