@@ -16,11 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the signal that stopped a probe, a calibration or a replay (0: none) */
 static volatile int cancelled;
-static void on_sigint(int sig) {
-  (void)sig;
-  cancelled = 1;
-}
+static void on_sigint(int sig) { cancelled = sig; }
 
 static void catch_sigint(void) {
   struct sigaction sa;
@@ -28,6 +26,13 @@ static void catch_sigint(void) {
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+}
+
+/* A failure's exit code: 128 + the signal when SIGINT or SIGTERM stopped
+ * the command (130, 143), as a shell reports a process the signal killed. */
+static int measure_error(const char *cmd, const xs_error *e) {
+  int rc = cli_error(cmd, e);
+  return cancelled ? 128 + cancelled : rc;
 }
 
 static int progress_bar(void *ctx, double done) {
@@ -148,7 +153,7 @@ static int run_probe(const char *cmd, const char *backend, xs_probe_options *o,
   if (tty)
     fprintf(stderr, "\n");
   if (st)
-    return cli_error(cmd, &e);
+    return measure_error(cmd, &e);
   return 0;
 }
 
@@ -442,13 +447,11 @@ int cmd_calibrate(int argc, char **argv) {
   int rc = strncmp(backend, "cuda-", 5) ? check_backend("calibrate", backend) : 0;
   if (rc)
     return rc;
-  double t0 = (double)clock() / CLOCKS_PER_SEC;
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   xs_samples *s;
   if ((rc = run_probe("calibrate", backend, &o, &s)))
     return rc;
-  (void)t0;
   xs_fit f;
   xs_error e;
   if (xs_fit_samples(s, &f, &e)) {
@@ -456,9 +459,23 @@ int cmd_calibrate(int argc, char **argv) {
     return cli_error("calibrate", &e);
   }
   clock_gettime(CLOCK_MONOTONIC, &w1);
+  /* --timeout bounds the probe and the fit together, and a signal during
+   * the fit stops it too: in either case nothing is written */
+  double took = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+  double limit = o.timeout_s > 0 ? o.timeout_s : 30;
+  if (cancelled || took > limit) {
+    xs_samples_free(s);
+    if (cancelled) {
+      fprintf(stderr, "xstage calibrate: %s calibration interrupted\n", backend);
+      return 128 + cancelled;
+    }
+    fprintf(stderr, "xstage calibrate: %s calibration: probe and fit not done within "
+                    "--timeout %g s\n", backend, limit);
+    return EXIT_MACHINE;
+  }
   print_fit(&f, s);
-  printf("  calibration took %.2f s, %u bursts repeated because the reader starved\n",
-         (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec), s->retried);
+  printf("  calibration took %.2f s, %u bursts repeated because the reader starved\n", took,
+         s->retried);
   if (outp)
     rc = write_profile("calibrate", outp, &f, s);
   if (!rc && svg) {
@@ -590,7 +607,7 @@ int cmd_replay(int argc, char **argv) {
   if (xs_evaluate(prog, pred, XS_MODEL_BURSTGAP, NULL, &bg, &e) ||
       xs_evaluate(prog, pred, XS_MODEL_BLOCKING, NULL, &bl, &e) ||
       xs_replay(prog, backend, &o, &meas, &e)) {
-    rc = cli_error("replay", &e);
+    rc = measure_error("replay", &e);
     goto done;
   }
   double ebg = bg->makespan_s / meas->makespan_s - 1, ebl = bl->makespan_s / meas->makespan_s - 1;

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xstage.h"
@@ -425,6 +427,75 @@ static void test_measuring(void **s) {
   remove(path);
 }
 
+/* Start "xstage ARGS", send it sig after delay seconds (none when 0) and
+ * return its exit code (-1: killed), with how long it ran in *took. */
+static int run_signalled(const char *args, int sig, double delay, double *took) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' %s >/tmp/xstage-test-sig.%d 2>&1",
+           XSTAGE_SRC, XSTAGE_BIN, args, (int)getpid());
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  if (delay > 0) {
+    struct timespec d = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+    nanosleep(&d, NULL);
+    kill(pid, sig);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  snprintf(cmd, sizeof cmd, "/tmp/xstage-test-sig.%d", (int)getpid());
+  remove(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A replay's compute op, a calibration and a probe stop at --timeout
+ * (exit 1) and on SIGINT or SIGTERM (exit 130, 143), writing nothing. */
+static void test_timeouts_and_signals(void **s) {
+  (void)s;
+  char dir[64], prog[160], out[160], args[1024];
+  snprintf(dir, sizeof dir, "/tmp/xstage-sig-%d", (int)getpid());
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(prog, sizeof prog, "%s/spin.json", dir);
+  FILE *f = fopen(prog, "w");
+  assert_non_null(f);
+  fputs("{\"workers\":[{\"ops\":[{\"compute\":1e9},{\"send\":4096}]}]}\n", f);
+  fclose(f);
+  double took;
+  snprintf(args, sizeof args, "replay --program %s --channel pipe:timeout=1s --profile h200-nvlink",
+           prog);
+  assert_int_equal(run_signalled(args, 0, 0, &took), 1);
+  assert_true(took < 5);
+  snprintf(args, sizeof args, "replay --program %s --channel pipe:timeout=60s --profile h200-nvlink",
+           prog);
+  assert_int_equal(run_signalled(args, SIGINT, 0.5, &took), 130);
+  assert_true(took < 5);
+  assert_int_equal(run_signalled(args, SIGTERM, 0.5, &took), 143);
+  assert_true(took < 5);
+  snprintf(out, sizeof out, "%s/profile.json", dir);
+  snprintf(args, sizeof args, "calibrate pipe --capacity 4KiB --min-bytes 1KiB --max-bytes 16KiB "
+           "--sizes 100 --repeats 100 --timeout 60s -o %s", out);
+  assert_int_equal(run_signalled(args, SIGINT, 0.5, &took), 130);
+  assert_true(took < 5);
+  assert_int_equal(access(out, F_OK), -1);
+  snprintf(args, sizeof args, "calibrate pipe --capacity 4KiB --min-bytes 1KiB --max-bytes 16KiB "
+           "--sizes 100 --repeats 100 --timeout 1s -o %s", out);
+  assert_int_equal(run_signalled(args, 0, 0, &took), 1);
+  assert_true(took < 5);
+  assert_int_equal(access(out, F_OK), -1);
+  snprintf(args, sizeof args, "probe pipe --capacity 4KiB --sizes 100 --repeats 100 -o %s", out);
+  assert_int_equal(run_signalled(args, SIGTERM, 0.5, &took), 143);
+  assert_int_equal(access(out, F_OK), -1);
+  remove(prog);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_demo(void **s) {
   (void)s;
   char path[128], args[512];
@@ -582,6 +653,7 @@ int main(void) {
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
       cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep), cmocka_unit_test(test_validate),
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
+      cmocka_unit_test(test_timeouts_and_signals),
       cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors),
       cmocka_unit_test(test_output_paths)};
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -288,11 +288,44 @@ static void test_pipe_calibration_and_replay(void **st) {
   xs_profile_free(prof);
 }
 
+/* A compute op longer than the timeout stops at the timeout, and at once
+ * on cancel, leaving no thread or descriptor behind. */
+static void test_replay_compute_bounded(void **st) {
+  (void)st;
+  xs_error e;
+  xs_program *p = xs_program_new("spin");
+  assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_compute(p, 0, 1e9, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, 0, 4096, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  xs_probe_options o;
+  memset(&o, 0, sizeof o);
+  o.capacity_B = 65536;
+  o.timeout_s = 0.3;
+  int before = count_fds();
+  xs_result *r = NULL;
+  double t0 = now();
+  assert_int_equal(xs_replay(p, "pipe", &o, &r, &e), XS_TIMEOUT);
+  assert_true(now() - t0 < 2.0);
+  assert_null(r);
+  assert_non_null(strstr(e.message, "timeout"));
+  volatile int cancel = 1;
+  o.cancel = &cancel;
+  o.timeout_s = 30;
+  t0 = now();
+  assert_int_equal(xs_replay(p, "pipe", &o, &r, &e), XS_TIMEOUT);
+  assert_true(now() - t0 < 2.0);
+  assert_non_null(strstr(e.message, "interrupted"));
+  assert_int_equal(count_fds(), before);
+  xs_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_synthetic),
                                      cmocka_unit_test(test_fit_bootstrap_fixed),
                                      cmocka_unit_test(test_csv),
                                      cmocka_unit_test(test_probe_bounds_and_cleanup),
-                                     cmocka_unit_test(test_pipe_calibration_and_replay)};
+                                     cmocka_unit_test(test_pipe_calibration_and_replay),
+                                     cmocka_unit_test(test_replay_compute_bounded)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
