@@ -320,12 +320,40 @@ static void test_replay_compute_bounded(void **st) {
   xs_program_free(p);
 }
 
+/* A zero-byte send is a signal: delivered when issued, first, last or
+ * alone, not after the whole timeout. */
+static void test_replay_zero_byte_send(void **st) {
+  (void)st;
+  const double progs[][3] = {{0, -1, -1}, {0, 4096, -1}, {4096, 0, -1}, {4096, 0, 0}};
+  for (size_t k = 0; k < sizeof progs / sizeof *progs; k++) {
+    xs_error e;
+    xs_program *p = xs_program_new("zero");
+    assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+    for (int i = 0; i < 3 && progs[k][i] >= 0; i++)
+      assert_int_equal(xs_program_send(p, 0, progs[k][i], NULL, NULL, NULL, &e), XS_OK);
+    assert_int_equal(xs_program_finish(p, &e), XS_OK);
+    xs_probe_options o;
+    memset(&o, 0, sizeof o);
+    o.capacity_B = 65536;
+    o.timeout_s = 5;
+    xs_result *r = NULL;
+    double t0 = now();
+    assert_int_equal(xs_replay(p, "pipe", &o, &r, &e), XS_OK);
+    assert_true(now() - t0 < 2.0);
+    for (size_t s = 0; s < r->nsends; s++)
+      assert_true(r->sends[s].deliver_s >= r->sends[s].issue_end_s - 1e-9);
+    xs_result_free(r);
+    xs_program_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_synthetic),
                                      cmocka_unit_test(test_fit_bootstrap_fixed),
                                      cmocka_unit_test(test_csv),
                                      cmocka_unit_test(test_probe_bounds_and_cleanup),
                                      cmocka_unit_test(test_pipe_calibration_and_replay),
-                                     cmocka_unit_test(test_replay_compute_bounded)};
+                                     cmocka_unit_test(test_replay_compute_bounded),
+                                     cmocka_unit_test(test_replay_zero_byte_send)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

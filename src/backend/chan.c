@@ -223,7 +223,16 @@ double xs__rchan_send(xs__rchan *c, const char *data, size_t bytes,
     struct pollfd pf = {c->wfd, POLLOUT, 0};
     poll(&pf, 1, 10);
   }
-  return xs__now_s();
+  double t = xs__now_s();
+  if (bytes == 0) {
+    /* a signal: no byte for the reader to stamp it by, so it arrives when
+     * it is issued, once every send before it has */
+    pthread_mutex_lock(&c->mu);
+    while (c->next_mark < c->nmarks && c->mark_off[c->next_mark] <= atomic_load(&c->rx))
+      c->mark_t[c->next_mark++] = t;
+    pthread_mutex_unlock(&c->mu);
+  }
+  return t;
 }
 
 /* The time the mark's last byte arrived, waiting for it; negative when
