@@ -76,11 +76,12 @@ static void *reader_main(void *arg) {
         break;
       continue;
     }
-    double t = xs__now_s();
     if (c->rate > 0)
       next += (double)n / c->rate;
     uint64_t rx = atomic_fetch_add(&c->rx, (uint64_t)n) + (uint64_t)n;
     pthread_mutex_lock(&c->mu);
+    /* stamped under the lock: no mark gets a time before it was made */
+    double t = xs__now_s();
     while (c->next_mark < c->nmarks && c->mark_off[c->next_mark] <= rx)
       c->mark_t[c->next_mark++] = t;
     pthread_mutex_unlock(&c->mu);
@@ -207,6 +208,15 @@ double xs__rchan_send(xs__rchan *c, const char *data, size_t bytes,
     c->mark_t[c->nmarks] = NAN;
     c->nmarks++;
   }
+  if (bytes == 0) {
+    /* a signal: no byte for the reader to stamp it by, so it arrives when
+     * it is issued if every send before it has, else with the last of them */
+    double t = xs__now_s();
+    while (c->next_mark < c->nmarks && c->mark_off[c->next_mark] <= atomic_load(&c->rx))
+      c->mark_t[c->next_mark++] = t;
+    pthread_mutex_unlock(&c->mu);
+    return t;
+  }
   pthread_mutex_unlock(&c->mu);
   size_t done = 0;
   while (done < bytes) {
@@ -223,16 +233,7 @@ double xs__rchan_send(xs__rchan *c, const char *data, size_t bytes,
     struct pollfd pf = {c->wfd, POLLOUT, 0};
     poll(&pf, 1, 10);
   }
-  double t = xs__now_s();
-  if (bytes == 0) {
-    /* a signal: no byte for the reader to stamp it by, so it arrives when
-     * it is issued, once every send before it has */
-    pthread_mutex_lock(&c->mu);
-    while (c->next_mark < c->nmarks && c->mark_off[c->next_mark] <= atomic_load(&c->rx))
-      c->mark_t[c->next_mark++] = t;
-    pthread_mutex_unlock(&c->mu);
-  }
-  return t;
+  return xs__now_s();
 }
 
 /* The time the mark's last byte arrived, waiting for it; negative when
