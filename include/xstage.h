@@ -322,7 +322,7 @@ typedef struct xs_result {
   double makespan_s;   /* last worker finish or last delivery, later one  */
   double issue_done_s; /* last worker finish                              */
   /* serial and ideal terms: max over workers of compute + overheads, and
-   * max over channels with sends of bytes/R_drain + L */
+   * max over channels with sends of bytes/min(R_inj, R_drain) + L */
   double compute_term_s, comm_term_s;
   size_t nworkers, nsends, nchannels; /* channels: the profile's, in order */
   xs_worker_result *workers;          /* NULL for serial and ideal        */

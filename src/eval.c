@@ -222,7 +222,7 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
   for (size_t c = 0; c < nch; c++) {
     if (!r->channels[c].sends)
       continue;
-    double t = r->channels[c].bytes / chans[c].drain_Bps + chans[c].latency_s;
+    double t = xs__chan_comm_s(&chans[c], r->channels[c].bytes);
     if (t > comm_term)
       comm_term = t;
   }

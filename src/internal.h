@@ -168,6 +168,14 @@ typedef struct xs__chan {
   double packet_B, worker_inflight_B; /* the simulator's */
 } xs__chan;
 
+/* The serial and ideal baselines' communication time of a channel that
+ * carries bytes (docs/model.md "Baselines"): its bytes cannot be issued
+ * faster than R_inj nor delivered faster than R_drain. */
+static inline double xs__chan_comm_s(const xs__chan *c, double bytes) {
+  return bytes / (c->inject_Bps < c->drain_Bps ? c->inject_Bps : c->drain_Bps) +
+         c->latency_s;
+}
+
 typedef struct xs__eval {
   const xs_program *prog;
   const xs__chan *chans;

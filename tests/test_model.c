@@ -165,6 +165,42 @@ static void test_hand_two_workers(void **state) {
   xs_profile_free(prof);
 }
 
+/* Injection slower than drain: the bytes cannot leave faster than R_inj,
+ * so serial and ideal take bytes/min(R_inj, R_drain), and ideal stays
+ * below burstgap, with one worker (the closed forms) and two. */
+static void test_baselines_slow_injection(void **state) {
+  (void)state;
+  double inj = 1e6, rd = 1e9, L = 1e-6, B = 1e6;
+  xs_profile *prof = one_channel(inj, inj, rd, 1e6, L, 0);
+  for (int nw = 1; nw <= 2; nw++) {
+    xs_program *p = xs_program_new("slow injection");
+    xs_error e;
+    for (int i = 0; i < nw; i++) {
+      char n[16];
+      snprintf(n, sizeof n, "w%d", i);
+      assert_int_equal(xs_program_add_worker(p, n, NULL, &e), XS_OK);
+      assert_int_equal(xs_program_compute(p, (size_t)i, 1e-3, &e), XS_OK);
+      assert_int_equal(xs_program_send(p, (size_t)i, B / nw, NULL, NULL, NULL, &e), XS_OK);
+    }
+    assert_int_equal(xs_program_finish(p, &e), XS_OK);
+    xs_result *r = eval(p, prof, XS_MODEL_SERIAL, 0);
+    check_close(r->makespan_s, 1e-3 + B / inj + L, 1, "serial", 0);
+    xs_result_free(r);
+    r = eval(p, prof, XS_MODEL_IDEAL, 0);
+    check_close(r->makespan_s, B / inj + L, 1, "ideal", 0);
+    double ideal = r->makespan_s;
+    xs_result_free(r);
+    for (int ed = 0; ed < 2; ed++) {
+      r = eval(p, prof, XS_MODEL_BURSTGAP, ed);
+      assert_true(ideal <= r->makespan_s * (1 + REL));
+      check_close(r->comm_term_s, B / inj + L, 1, "comm term", 0);
+      xs_result_free(r);
+    }
+    xs_program_free(p);
+  }
+  xs_profile_free(prof);
+}
+
 /* ---- random programs ---- */
 
 static xs_profile *random_profile(rng *g, int nch, int blocking_limit) {
@@ -645,6 +681,7 @@ int main(void) {
       cmocka_unit_test(test_hand_below_knee),
       cmocka_unit_test(test_hand_above_knee),
       cmocka_unit_test(test_hand_two_workers),
+      cmocka_unit_test(test_baselines_slow_injection),
       cmocka_unit_test(test_closed_vs_event),
       cmocka_unit_test(test_event_vs_naive),
       cmocka_unit_test(test_event_vs_naive_many),
