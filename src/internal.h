@@ -104,6 +104,10 @@ struct xs_program {
   char **pending; /* ids of waits not yet resolved */
   size_t npending, pending_cap;
   size_t nwaits; /* wait ops, so evaluators know without a scan */
+  /* all workers' compute seconds and all sends' bytes, summed by
+   * xs_program_finish: evaluations refuse a program whose times these
+   * make overflow (run_model in eval.c) */
+  double compute_sum, bytes_sum;
   /* xs_program_finish moves every worker's ops into this one block, in
    * worker order: an evaluation reads all workers' ops at once, and
    * arrays grown op by op lie wherever the allocator had room (measured:

@@ -485,6 +485,15 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   xs_status st = check_cycles(p, err);
   if (st)
     return st;
+  p->compute_sum = p->bytes_sum = 0;
+  for (size_t w = 0; w < p->nworkers; w++)
+    for (size_t i = 0; i < p->workers[w].nops; i++) {
+      const xs__op *op = &p->workers[w].ops[i];
+      if (op->kind == XS_OP_COMPUTE)
+        p->compute_sum += op->value;
+      else if (op->kind == XS_OP_SEND)
+        p->bytes_sum += op->value;
+    }
   /* one block for all ops; when out of memory the arrays stay as they are */
   xs__op *blk = p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
   if (blk) {

@@ -107,6 +107,8 @@ static void test_bad_flags(void **s) {
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
             "waits form a cycle");
+  expect_rc("predict --profile h200-nvlink --program tests/data/overflow.json --json", 2,
+            "program \"overflow\" (tests/data/overflow.json) is too large to evaluate");
 }
 
 static double num(json_t *o, const char *k) {

@@ -201,6 +201,51 @@ static void test_baselines_slow_injection(void **state) {
   xs_profile_free(prof);
 }
 
+/* Finite numbers whose sums overflow: refused by every model, naming the
+ * program, rather than evaluated into infinities and NaNs. */
+static void test_overflow_refused(void **state) {
+  (void)state;
+  xs_profile *prof = one_channel(1e12, 1e12, 1e11, 1e6, 1e-6, 0);
+  for (int k = 0; k < 3; k++) {
+    xs_program *p = xs_program_new("huge");
+    xs_error e;
+    int nw = k == 2 ? 2 : 1;
+    for (int i = 0; i < nw; i++) {
+      char n[16];
+      snprintf(n, sizeof n, "w%d", i);
+      assert_int_equal(xs_program_add_worker(p, n, NULL, &e), XS_OK);
+      for (int j = 0; j < 2; j++) {
+        if (k == 1)
+          assert_int_equal(xs_program_send(p, (size_t)i, 1e308, NULL, NULL, NULL, &e), XS_OK);
+        else
+          assert_int_equal(xs_program_compute(p, (size_t)i, 1.7e308, &e), XS_OK);
+      }
+    }
+    assert_int_equal(xs_program_finish(p, &e), XS_OK);
+    for (int m = 0; m < XS_MODEL_COUNT; m++)
+      for (int ed = 0; ed < 2; ed++) {
+        xs_result *r = NULL;
+        xs_eval_options o = {ed, 0, NULL, NULL};
+        assert_int_equal(xs_evaluate(p, prof, (xs_model)m, &o, &r, &e), XS_INVALID);
+        assert_null(r);
+        assert_non_null(strstr(e.message, "program \"huge\" is too large"));
+      }
+    xs_program_free(p);
+  }
+  /* large but not overflowing: evaluated, finite */
+  xs_program *p = xs_program_new("large");
+  xs_error e;
+  assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_compute(p, 0, 1e300, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, 0, 1e300, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  xs_result *r = eval(p, prof, XS_MODEL_BURSTGAP, 1);
+  assert_true(isfinite(r->makespan_s) && r->makespan_s >= 1e300);
+  xs_result_free(r);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
 /* ---- random programs ---- */
 
 static xs_profile *random_profile(rng *g, int nch, int blocking_limit) {
@@ -682,6 +727,7 @@ int main(void) {
       cmocka_unit_test(test_hand_above_knee),
       cmocka_unit_test(test_hand_two_workers),
       cmocka_unit_test(test_baselines_slow_injection),
+      cmocka_unit_test(test_overflow_refused),
       cmocka_unit_test(test_closed_vs_event),
       cmocka_unit_test(test_event_vs_naive),
       cmocka_unit_test(test_event_vs_naive_many),
