@@ -25,6 +25,9 @@ xs_status xs__fail(xs_error *err, xs_status status, const char *fmt, ...)
 xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
                     va_list ap);
 char *xs__strdup(const char *s);
+/* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF): what JSON, and so every serialiser, can hold. */
+int xs__utf8_ok(const char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 

@@ -50,6 +50,35 @@ char *xs__strdup(const char *s) {
   return d;
 }
 
+int xs__utf8_ok(const char *s) {
+  const unsigned char *u = (const unsigned char *)s;
+  while (*u) {
+    unsigned c = *u, n, cp;
+    if (c < 0x80) {
+      u++;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 3, cp = c & 0x07;
+    else
+      return 0;
+    for (unsigned k = 1; k <= n; k++) {
+      if ((u[k] & 0xC0) != 0x80)
+        return 0;
+      cp = cp << 6 | (u[k] & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return 0;
+    u += n + 1;
+  }
+  return 1;
+}
+
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem) {
   void **pp = (void **)array_ptr;
   if (need <= *capacity)

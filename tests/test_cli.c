@@ -420,6 +420,26 @@ static void test_measuring(void **s) {
   assert_non_null(strstr(out_buf, "drain rate"));
   assert_non_null(strstr(out_buf, "in-flight capacity"));
   remove(path);
+  /* a backend name longer than the samples keep, cut inside a character:
+   * the profile still has its name and channel */
+  snprintf(path, sizeof path, "/tmp/xstage-cut-%d.csv", (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
+  for (int k = 1; k <= 8; k++)
+    fprintf(f, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\xc3\xa9yz,%d,0,%g,%g,0\n", k * 1000, k * 1e-6,
+            k * 2e-6 + 1e-6);
+  fclose(f);
+  char prof[128];
+  snprintf(prof, sizeof prof, "/tmp/xstage-cut-%d.json", (int)getpid());
+  snprintf(args, sizeof args, "fit %s -o %s", path, prof);
+  expect_rc(args, 0, NULL);
+  snprintf(args, sizeof args, "profiles show %s", prof);
+  expect_rc(args, 0, NULL);
+  assert_non_null(strstr(out_buf, "\"name\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-measured\""));
+  assert_non_null(strstr(out_buf, "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\": {"));
+  remove(path);
+  remove(prof);
   snprintf(path, sizeof path, "/tmp/xstage-profile-%d.json", (int)getpid());
   snprintf(args, sizeof args, "calibrate tcp --capacity 128KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);
   expect_rc(args, 0, NULL);
