@@ -97,8 +97,11 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
                       xs_model model, const xs_eval_options *opt,
                       xs_result **out, xs_error *err) {
   *out = NULL;
-  if ((unsigned)model >= XS_MODEL_COUNT)
+  if ((unsigned)model >= XS_MODEL_COUNT) {
+    if (opt)
+      xs_result_free(opt->reuse); /* consumed either way */
     return xs__fail(err, XS_INVALID, "unknown model %d", (int)model);
+  }
   return run_model(p, prof, model, opt, NULL, out, err);
 }
 
@@ -172,15 +175,17 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
                            xs_model model, const xs_eval_options *opt,
                            const xs_sim_options *sim, xs_result **out,
                            xs_error *err) {
-  if (!p->finished)
-    return xs__fail(err, XS_INVALID,
-                    "program \"%s\" is not finished: call xs_program_finish "
-                    "first",
-                    p->name);
   size_t nch = xs_profile_channel_count(prof);
-  if (nch == 0)
-    return xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
-                    xs_profile_name(prof));
+  if (!p->finished || nch == 0) {
+    if (opt)
+      xs_result_free(opt->reuse); /* consumed either way */
+    return !p->finished ? xs__fail(err, XS_INVALID,
+                                   "program \"%s\" is not finished: call "
+                                   "xs_program_finish first",
+                                   p->name)
+                        : xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
+                                   xs_profile_name(prof));
+  }
   xs_eval_options defaults = {0, 0, NULL, NULL};
   if (!opt)
     opt = &defaults;

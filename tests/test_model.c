@@ -246,6 +246,37 @@ static void test_overflow_refused(void **state) {
   xs_profile_free(prof);
 }
 
+/* A result handed back through reuse is consumed when the evaluation
+ * fails, however early: LeakSanitizer (build-asan) finds one that is not. */
+static void test_reuse_consumed_on_failure(void **state) {
+  (void)state;
+  xs_profile *prof = one_channel(1e12, 1e12, 1e11, 1e6, 1e-6, 0);
+  xs_profile *empty = xs_profile_new("empty", "no channels");
+  xs_program *p = xs_program_new("p"), *open = xs_program_new("unfinished");
+  xs_error e;
+  assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, 0, 4096, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  assert_int_equal(xs_program_add_worker(open, "w", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_send(open, 0, 4096, "nowhere", NULL, NULL, &e), XS_OK);
+  for (int k = 0; k < 4; k++) {
+    xs_eval_options o = {0, 0, NULL, NULL};
+    assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, NULL, &o.reuse, &e), XS_OK);
+    xs_result *r = (xs_result *)1;
+    xs_status st = k == 0   ? xs_evaluate(p, prof, (xs_model)99, &o, &r, &e)
+                   : k == 1 ? xs_evaluate(open, prof, XS_MODEL_BURSTGAP, &o, &r, &e)
+                   : k == 2 ? xs_evaluate(p, empty, XS_MODEL_IDEAL, &o, &r, &e)
+                            : (xs_program_finish(open, &e),
+                               xs_evaluate(open, prof, XS_MODEL_BURSTGAP, &o, &r, &e));
+    assert_int_equal(st, XS_INVALID);
+    assert_null(r);
+  }
+  xs_program_free(p);
+  xs_program_free(open);
+  xs_profile_free(prof);
+  xs_profile_free(empty);
+}
+
 /* ---- random programs ---- */
 
 static xs_profile *random_profile(rng *g, int nch, int blocking_limit) {
@@ -728,6 +759,7 @@ int main(void) {
       cmocka_unit_test(test_hand_two_workers),
       cmocka_unit_test(test_baselines_slow_injection),
       cmocka_unit_test(test_overflow_refused),
+      cmocka_unit_test(test_reuse_consumed_on_failure),
       cmocka_unit_test(test_closed_vs_event),
       cmocka_unit_test(test_event_vs_naive),
       cmocka_unit_test(test_event_vs_naive_many),
