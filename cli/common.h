@@ -21,13 +21,25 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Unknown flag or missing argument, from getopt's optopt/argv. */
 int cli_bad_flag(const char *cmd, int argc, char **argv);
+/* The largest JSON file (a sweep's grid) and CSV file (validate's data, a
+ * planner's config) the commands read; programs, profiles and samples go
+ * through the library, which reads up to XS_INPUT_LIMIT_BYTES. */
+#define CLI_INPUT_LIMIT ((size_t)64 << 20)
 /* A JSON file (a sweep's grid), or NULL after saying what was wrong:
- * "PATH: cannot open: why" or "PATH:LINE:COL: what". */
+ * "PATH: cannot open: why", "PATH: larger than the limit of 64 MiB..." or
+ * "PATH:LINE:COL: what". */
 json_t *cli_load_json(const char *cmd, const char *path);
 /* Read a whole input file (at most limit bytes) into *text (NUL-terminated,
- * free() it): 0, or the exit code after saying what was wrong. */
+ * free() it): 0, or the exit code (2 for a file that cannot be opened or
+ * read or is over the limit, naming it and the limit) after saying what
+ * was wrong. */
 int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
                   size_t *len);
+/* 0, or 2 after saying so when one of the outputs (NULL or "-": none)
+ * names one of the inputs (NULL: none; a built-in profile's name is no
+ * file), by the same path or another: the input would be overwritten. */
+int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
+                         const char *const *outputs, size_t nout);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 /* Standard output is checked once, by main() when the command returns

@@ -123,7 +123,7 @@ static int load_config(const char *cmd, const char *preset, const char *file,
   if (file) {
     char *text;
     size_t len;
-    int rrc = cli_read_file(cmd, file, (size_t)64 << 20, &text, &len);
+    int rrc = cli_read_file(cmd, file, CLI_INPUT_LIMIT, &text, &len);
     if (rrc)
       return rrc;
     xs_status st = xs_moe_config_parse(text, len, file, c, &err);
@@ -272,6 +272,9 @@ int cmd_plan(int argc, char **argv) {
                                      "of at most 64 characters", prefix);
   if (!*prefix)
     return cli_usage_error("plan", "--header-prefix: empty");
+  const char *ins[] = {file, profile, compute}, *outs[] = {emit, trace, svg, header};
+  if (cli_refuse_overwrite("plan", ins, 3, outs, 4))
+    return EXIT_INPUT;
   double *grid = NULL, range[2] = {0, 0};
   size_t ngrid = 0;
   if (grid_text && (prc = cli_parse_tokens_grid("plan", "--tokens-grid", grid_text,

@@ -254,6 +254,9 @@ int cmd_predict(int argc, char **argv) {
   size_t nmodels;
   if (cli_parse_models("predict", model, models, &nmodels))
     return EXIT_INPUT;
+  const char *ins[] = {profile, program}, *outs[] = {trace, svg};
+  if (cli_refuse_overwrite("predict", ins, 2, outs, 2))
+    return EXIT_INPUT;
   xs_error err;
   xs_profile *prof = NULL;
   xs_program *prog = NULL;

@@ -397,6 +397,8 @@ int cmd_fit(int argc, char **argv) {
   }
   if (optind != argc - 1)
     return cli_usage_error("fit", "expected one samples file");
+  if (cli_refuse_overwrite("fit", (const char *const *)&argv[optind], 1, &outp, 1))
+    return EXIT_INPUT;
   xs_samples *s;
   xs_error e;
   if (xs_samples_load_csv(argv[optind], &s, &e))

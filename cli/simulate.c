@@ -79,6 +79,9 @@ int cmd_simulate(int argc, char **argv) {
     return cli_usage_error("simulate", "--profile is required (a built-in name or a JSON file)");
   if (!program)
     return cli_usage_error("simulate", "--program is required (a JSON file)");
+  const char *ins[] = {profile, program}, *outs[] = {trace, svg};
+  if (cli_refuse_overwrite("simulate", ins, 2, outs, 2))
+    return EXIT_INPUT;
   xs_profile *prof = NULL;
   xs_program *prog = NULL;
   xs_result *sim = NULL, *bg = NULL;

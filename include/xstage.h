@@ -263,6 +263,10 @@ xs_status xs_program_parse(const char *text, size_t length,
                            const char *filename, xs_program **out,
                            xs_error *err);
 xs_status xs_program_load(const char *path, xs_program **out, xs_error *err);
+/* The largest file xs_program_load, xs_profile_load and
+ * xs_samples_load_csv read (XS_INVALID, naming the file and the limit,
+ * past it): 256 MiB. */
+#define XS_INPUT_LIMIT_BYTES ((size_t)256 << 20)
 /* Serialise as program JSON (xs_program_parse gives the same program
  * back); free() the result. NULL when out of memory or when the program's
  * name is not UTF-8 (the builders refuse other names, ids and channels

@@ -67,7 +67,7 @@ xs_status xs__json_fail(xs_error *err, xs_status status, const char *filename,
                         const xs__jpath *path, const char *fmt, ...)
     XS__PRINTF(7, 8);
 
-/* Read a whole file (NUL-terminated). */
+/* Read a whole file (NUL-terminated), at most XS_INPUT_LIMIT_BYTES. */
 xs_status xs__read_file(const char *path, char **text, size_t *length,
                         xs_error *err);
 

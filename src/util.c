@@ -195,15 +195,23 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
     return xs__fail(err, XS_NOMEM, "%s: out of memory", path);
   }
   for (;;) {
+    if (n > XS_INPUT_LIMIT_BYTES) {
+      free(buf);
+      fclose(f);
+      return xs__fail(err, XS_INVALID, "%s: larger than the limit of %zu MiB for an input file",
+                      path, XS_INPUT_LIMIT_BYTES >> 20);
+    }
     if (n + 1 >= cap) {
-      char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+      /* room for one byte past the limit, to see that it is past */
+      size_t want = cap * 2 < XS_INPUT_LIMIT_BYTES + 2 ? cap * 2 : XS_INPUT_LIMIT_BYTES + 2;
+      char *nb = realloc(buf, want);
       if (!nb) {
         free(buf);
         fclose(f);
         return xs__fail(err, XS_NOMEM, "%s: out of memory", path);
       }
       buf = nb;
-      cap *= 2;
+      cap = want;
     }
     size_t got = fread(buf + n, 1, cap - 1 - n, f);
     n += got;

@@ -107,6 +107,25 @@ static void test_bad_flags(void **s) {
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
             "waits form a cycle");
+  /* inputs without end are read up to their limit, outputs never replace
+   * an input */
+  expect_rc("predict --profile h200-nvlink --program /dev/zero", 2,
+            "/dev/zero: larger than the limit of 256 MiB");
+  expect_rc("predict --profile /dev/zero --program examples/hol.json", 2,
+            "/dev/zero: larger than the limit of 256 MiB");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid /dev/zero", 2,
+            "/dev/zero: larger than the limit of 64 MiB");
+  expect_rc("validate megamoe --data /dev/zero", 2, "/dev/zero: larger than the limit of 64 MiB");
+  expect_rc("predict --profile h200-nvlink --program examples/hol.json --svg examples/hol.json",
+            2, "examples/hol.json would overwrite the input examples/hol.json");
+  expect_rc("predict --profile h200-nvlink --program examples/hol.json --trace ./examples/hol.json",
+            2, "would overwrite the input");
+  expect_rc("simulate --profile tests/data/link-only.json --program examples/hol.json "
+            "--svg tests/data/link-only.json", 2, "would overwrite the input");
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --compute tests/data/link-only.json "
+            "--emit-program tests/data/link-only.json", 2, "would overwrite the input");
+  expect_rc("fit tests/data/bad-samples.csv -o tests/data/bad-samples.csv", 2,
+            "would overwrite the input");
   expect_rc("predict --profile h200-nvlink --program tests/data/overflow.json --json", 2,
             "program \"overflow\" (tests/data/overflow.json) is too large to evaluate");
 }
