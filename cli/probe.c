@@ -8,6 +8,7 @@
 #include "common.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -61,6 +62,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
       return cli_usage_error(cmd, "--capacity: %s", e.message);
     if (o->capacity_B < 4096)
       return cli_usage_error(cmd, "--capacity: at least 4KiB, got \"%s\"", val);
+    if (o->capacity_B > INT_MAX)
+      return cli_usage_error(cmd, "--capacity: at most %d bytes (2GiB - 1, what the OS "
+                                  "takes for a pipe's or a socket's size), got \"%s\"",
+                             INT_MAX, val);
   } else if (!strcmp(name, "drain-rate") || !strcmp(name, "drain")) {
     if (!strcmp(val, "max"))
       o->drain_Bps = 0;
@@ -224,7 +229,10 @@ int cmd_probe(int argc, char **argv) {
       int rc = probe_option("probe", probe_opts[idx].name, optarg, &o);
       if (rc)
         return rc;
-    } else
+    } else if (c == 's' || c == 'j')
+      return cli_usage_error("probe", "--%s is not a probe flag",
+                             probe_opts[idx].name);
+    else
       return cli_bad_flag("probe", argc, argv);
   }
   if (optind != argc - 1)
@@ -439,7 +447,9 @@ int cmd_calibrate(int argc, char **argv) {
       int rc = probe_option("calibrate", probe_opts[idx].name, optarg, &o);
       if (rc)
         return rc;
-    } else
+    } else if (c == 'm' || c == 'j')
+      return cli_usage_error("calibrate", "--%s is not a calibrate flag", probe_opts[idx].name);
+    else
       return cli_bad_flag("calibrate", argc, argv);
   }
   if (optind != argc - 1)
@@ -501,6 +511,9 @@ static int parse_channel(const char *spec, char *backend, size_t bsize,
   if (!colon)
     return 0;
   char opts[512];
+  if (strlen(colon + 1) >= sizeof opts)
+    return cli_usage_error("replay", "--channel: the options are longer than %zu characters",
+                           sizeof opts - 1);
   snprintf(opts, sizeof opts, "%s", colon + 1);
   for (char *tok = strtok(opts, ","); tok; tok = strtok(NULL, ",")) {
     char *eq = strchr(tok, '=');

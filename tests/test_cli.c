@@ -420,6 +420,17 @@ static void test_measuring(void **s) {
   expect_rc("replay --program examples/two-bursts.json --channel tcp:threads=64", 2,
             "for the CUDA channels");
   expect_rc("probe pipe --timeout 0", 2, "must be more than 0");
+  /* what the OS calls cannot take is refused, not wrapped around */
+  expect_rc("probe pipe --capacity 2GiB", 2, "--capacity: at most 2147483647 bytes");
+  expect_rc("calibrate tcp --capacity 3GiB", 2, "--capacity: at most 2147483647 bytes");
+  expect_rc("probe pipe --svg x", 2, "--svg is not a probe flag");
+  expect_rc("calibrate pipe --mode put", 2, "--mode is not a calibrate flag");
+  char longchan[700];
+  int ln = snprintf(longchan, sizeof longchan, "replay --program examples/two-bursts.json "
+                                               "--channel pipe:timeout=3s");
+  while (ln < 640)
+    ln += snprintf(longchan + ln, sizeof longchan - (size_t)ln, ",sizes=2");
+  expect_rc(longchan, 2, "--channel: the options are longer than 511 characters");
   expect_rc("probe pipe --capacity 1000", 2, "at least 4KiB");
   expect_rc("plan megamoe --preset glm --profile h200-nvlink --schedule fifo", 2, "--schedule");
   expect_rc("plan megamoe --preset glm --profile h100-pcie5-host --compute examples/hol.json", 2,

@@ -228,6 +228,12 @@ static void test_probe_bounds_and_cleanup(void **st) {
   memset(&o, 0, sizeof o);
   assert_int_equal(xs_probe("mpi", &o, &s, &e), XS_NOTBUILT);
   assert_non_null(strstr(e.message, "mpi under mpirun"));
+  o.capacity_B = 3221225472.0; /* 3 GiB: more than F_SETPIPE_SZ and SO_SNDBUF take */
+  o.min_bytes = 4096;
+  o.max_bytes = 65536;
+  assert_int_equal(xs_probe("pipe", &o, &s, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "expected 1 to 2147483647"));
+  assert_int_equal(xs_probe("tcp", &o, &s, &e), XS_INVALID);
 }
 
 /* A real pipe: 512 KiB drained at 100 MB/s (5 ms of drain). Loose bounds:

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -157,6 +158,9 @@ xs_status xs__rchan_open(xs__rchan *c, const char *backend, double capacity_B,
   atomic_init(&c->stop, 0);
   atomic_init(&c->failed, 0);
   c->rate = drain_Bps;
+  if (!(capacity_B >= 1 && capacity_B <= INT_MAX))
+    return xs__fail(err, XS_INVALID, "%s: capacity %.17g bytes: expected 1 to %d (what "
+                    "F_SETPIPE_SZ and SO_SNDBUF take)", backend, capacity_B, INT_MAX);
   /* reads small next to what a burst takes to drain, large enough not to
    * wake up too often: 8 KiB */
   c->chunk = 8192;
