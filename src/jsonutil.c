@@ -100,9 +100,11 @@ xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
       st = xs__jfail(d, "expected %s, got %g (must be > 0)", what, x);
     else if ((flags & XS__J_NONNEG) && !(x >= 0))
       st = xs__jfail(d, "expected %s, got %g (must be >= 0)", what, x);
-    else if ((flags & XS__J_INTEGER) && (x != floor(x) || x > 4294967295.0))
+    else if ((flags & XS__J_INTEGER) && x != floor(x))
       st = xs__jfail(d, "expected %s, got %g (must be a whole number)", what,
                      x);
+    else if ((flags & XS__J_INTEGER) && x > 4294967295.0)
+      st = xs__jfail(d, "expected %s, got %.17g (too large: at most 4294967295)", what, x);
     else
       *value = x;
   }
