@@ -91,6 +91,10 @@ void cli_flush_stdout(void) {
 }
 
 int cli_write_output(const char *cmd, const char *path, const char *text) {
+  if (!*path) {
+    fprintf(stderr, "xstage %s: an output path is empty (- is standard output)\n", cmd);
+    return EXIT_INPUT;
+  }
   if (strcmp(path, "-") == 0) {
     if (fputs(text, stdout) == EOF && !cli_stdout_errno)
       cli_stdout_errno = errno;

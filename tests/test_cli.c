@@ -105,6 +105,9 @@ static void test_bad_flags(void **s) {
   expect_rc("profiles fly", 2, "unknown subcommand");
   expect_rc("profiles show tests/data/sms-too-large.json", 2,
             "compute.sms: expected a number of SMs, got 4294967296 (too large");
+  expect_rc("demo --emit-program ''", 2, "an output path is empty");
+  expect_rc("predict --profile h200-nvlink --program examples/hol.json --svg ''", 2,
+            "an output path is empty");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
