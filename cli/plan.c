@@ -450,6 +450,12 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
   if (path) {
     if (!(root = cli_load_json("sweep", path)))
       return EXIT_INPUT;
+    if (!json_is_object(root)) {
+      fprintf(stderr, "xstage sweep: %s: a grid is an object of presets, tokens and ep, "
+                      "not %s\n", path, json_is_array(root) ? "an array" : "a single value");
+      json_decref(root);
+      return EXIT_INPUT;
+    }
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {

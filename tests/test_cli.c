@@ -108,6 +108,8 @@ static void test_bad_flags(void **s) {
   expect_rc("demo --emit-program ''", 2, "an output path is empty");
   expect_rc("predict --profile h200-nvlink --program examples/hol.json --svg ''", 2,
             "an output path is empty");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/array-grid.json", 2,
+            "a grid is an object of presets, tokens and ep, not an array");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
