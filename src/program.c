@@ -278,7 +278,8 @@ static int find_auto_id(const xs_program *p, const char *id, uint32_t *send) {
     return 0;
   char *end;
   unsigned long long k = strtoull(hash + 1, &end, 10);
-  if (*end || hash[1] < '0' || hash[1] > '9')
+  /* the op number as auto ids write it: "a#00" and "a#+0" are not "a#0" */
+  if (*end || hash[1] < '0' || hash[1] > '9' || (hash[1] == '0' && hash[2]))
     return 0;
   size_t n = (size_t)(hash - id);
   char name[512];

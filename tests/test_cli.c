@@ -110,6 +110,11 @@ static void test_bad_flags(void **s) {
             "an output path is empty");
   expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/array-grid.json", 2,
             "a grid is an object of presets, tokens and ep, not an array");
+  /* "a#00" is an id of its own, not the automatic "a#0" */
+  expect_rc("predict --profile h200-nvlink --program tests/data/leading-zero-id.json --json",
+            0, NULL);
+  assert_non_null(strstr(out_buf, "\"id\": \"a#0\""));
+  assert_non_null(strstr(out_buf, "\"id\": \"a#00\""));
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
