@@ -83,6 +83,28 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
   return EXIT_OK;
 }
 
+const char *cli_text(const char *s, char *buf, size_t size) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, n = 0;
+  for (; u[i]; i++)
+    if (u[i] < 0x20 || u[i] == 0x7f || (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f))
+      break;
+  if (!u[i])
+    return s;
+  for (i = 0; u[i] && n + 5 < size; i++) {
+    if (u[i] < 0x20 || u[i] == 0x7f) {
+      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i]);
+    } else if (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f) {
+      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i + 1]);
+      i++;
+    } else {
+      buf[n++] = (char)u[i];
+    }
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
 int cli_stdout_errno;
 
 void cli_flush_stdout(void) {

@@ -40,6 +40,10 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
  * file), by the same path or another: the input would be overwritten. */
 int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
                          const char *const *outputs, size_t nout);
+/* A name from an input, safe to print on a terminal: s itself, or a copy
+ * in buf (cut to size) with control characters (C0, DEL, C1) written as
+ * \xNN, so that a name cannot move the cursor or recolour the screen. */
+const char *cli_text(const char *s, char *buf, size_t size);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 /* Standard output is checked once, by main() when the command returns

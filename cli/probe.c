@@ -655,15 +655,16 @@ int cmd_replay(int argc, char **argv) {
     free(t);
     json_decref(root);
   } else {
-    char a[32], b[32], d[32], f1[32], f2[32], f3[32];
-    printf("replay of \"%s\" on %s (predictions from %s)\n\n", xs_program_name(prog), chan,
+    char a[32], b[32], d[32], f1[32], f2[32], f3[32], t1[256];
+    printf("replay of \"%s\" on %s (predictions from %s)\n\n",
+           cli_text(xs_program_name(prog), t1, sizeof t1), chan,
            profile ? profile : "a calibration just run");
     printf("  %-14s %11s %11s %11s   %11s %11s %11s\n", "send", "issued", "burstgap",
            "blocking", "delivered", "burstgap", "blocking");
     for (size_t s = 0; s < meas->nsends && s < 40; s++) {
       char idb[256];
       printf("  %-14s %11s %11s %11s   %11s %11s %11s\n",
-             xs_program_send_id(prog, s, idb, sizeof idb),
+             cli_text(xs_program_send_id(prog, s, idb, sizeof idb), t1, sizeof t1),
              xs_format_time(meas->sends[s].issue_end_s, a, sizeof a),
              xs_format_time(bg->sends[s].issue_end_s, b, sizeof b),
              xs_format_time(bl->sends[s].issue_end_s, d, sizeof d),

@@ -115,6 +115,12 @@ static void test_bad_flags(void **s) {
             0, NULL);
   assert_non_null(strstr(out_buf, "\"id\": \"a#0\""));
   assert_non_null(strstr(out_buf, "\"id\": \"a#00\""));
+  /* names are printed with their control characters escaped */
+  expect_rc("predict --profile h200-nvlink --program tests/data/escape-names.json", 0, NULL);
+  assert_non_null(strstr(out_buf, "evil\\x1b[31mred\\x07"));
+  assert_null(strchr(out_buf, '\x1b'));
+  expect_rc("simulate --profile h200-nvlink --program tests/data/escape-names.json", 0, NULL);
+  assert_null(strchr(out_buf, '\x1b'));
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
