@@ -234,6 +234,27 @@ static void test_probe_bounds_and_cleanup(void **st) {
   assert_int_equal(xs_probe("pipe", &o, &s, &e), XS_INVALID);
   assert_non_null(strstr(e.message, "expected 1 to 2147483647"));
   assert_int_equal(xs_probe("tcp", &o, &s, &e), XS_INVALID);
+  /* tcp reports the send buffer the kernel set, which it caps at
+   * net.core.wmem_max, not the one asked for */
+  memset(&o, 0, sizeof o);
+  o.capacity_B = 1073741824.0;
+  o.min_bytes = 4096;
+  o.max_bytes = 8192;
+  o.sizes = 2;
+  o.repeats = 1;
+  o.timeout_s = 10;
+  assert_int_equal(xs_probe("tcp", &o, &s, &e), XS_OK);
+  double wmax = 0;
+  FILE *f = fopen("/proc/sys/net/core/wmem_max", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &wmax) != 1)
+      wmax = 0;
+    fclose(f);
+  }
+  assert_true(s->capacity_B > 0 && s->capacity_B <= o.capacity_B);
+  if (wmax > 0 && wmax < o.capacity_B)
+    assert_true(s->capacity_B == wmax);
+  xs_samples_free(s);
 }
 
 /* A real pipe: 512 KiB drained at 100 MB/s (5 ms of drain). Loose bounds:

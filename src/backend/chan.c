@@ -146,7 +146,13 @@ static xs_status open_tcp(xs__rchan *c, double cap, xs_error *err) {
   setsockopt(r, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
   c->rfd = r;
   c->wfd = w;
-  c->capacity_B = cap;
+  /* what the kernel set: it caps the size at net.core.wmem_max and
+   * reports it doubled (the other half is its bookkeeping) */
+  int got = 0;
+  socklen_t gl = sizeof got;
+  c->capacity_B = getsockopt(w, SOL_SOCKET, SO_SNDBUF, &got, &gl) == 0 && got > 0
+                      ? fmin(cap, got / 2.0)
+                      : cap;
   return XS_OK;
 }
 
