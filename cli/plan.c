@@ -358,9 +358,10 @@ int cmd_plan(int argc, char **argv) {
     free(s);
   } else {
     const xs_moe_workload *w = &r.work;
-    char a[32], b[32], d[32], e[32];
+    char a[32], b[32], d[32], e[32], pn[256];
+    const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
     printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cfg.name,
-           cfg.tokens, cfg.ep, xs_profile_name(prof));
+           cfg.tokens, cfg.ep, pname);
     printf("  H %g, I %g, %g experts (%g per rank), top-%g, %s GEMMs, "
            "dispatch %g B/element, combine %g B/element\n",
            cfg.hidden, cfg.intermediate, cfg.experts, cfg.experts / cfg.ep, cfg.topk,
@@ -413,7 +414,7 @@ int cmd_plan(int argc, char **argv) {
     if (sens)
       cli_moe_sensitivity_print(prof, &pick, sens, nsens);
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
-           xs_profile_name(prof), xs_profile_name(prof));
+           pname, pname);
   }
   if (emit || trace || svg) {
     xs_program *p;
@@ -647,8 +648,9 @@ int cmd_sweep(int argc, char **argv) {
                r->chosen.l2_sms);
       }
     } else {
-      char a[32], b[32], d[32], e[32];
-      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", xs_profile_name(prof), n);
+      char a[32], b[32], d[32], e[32], pn[256];
+      const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
+      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", pname, n);
       printf("  %-18s %6s %3s %11s %11s %11s %11s %8s %9s %9s\n", "preset", "tokens", "ep",
              "sequential", "baseline", "interleaved", "ideal", "speedup", "blocking", "pattern");
       for (size_t i = 0; i < n; i++) {
@@ -668,7 +670,7 @@ int cmd_sweep(int argc, char **argv) {
       printf("  (pattern: L1:L2 waves, or split N = N SMs on L2 tiles in every wave;\n"
              "  blocking = the same speedup as the blocking model predicts it;\n"
              "  %s's numbers are leads unless measured)\n",
-             xs_profile_name(prof));
+             pname);
     }
   }
   free(res);

@@ -121,6 +121,10 @@ static void test_bad_flags(void **s) {
   assert_null(strchr(out_buf, '\x1b'));
   expect_rc("simulate --profile h200-nvlink --program tests/data/escape-names.json", 0, NULL);
   assert_null(strchr(out_buf, '\x1b'));
+  expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/escape-profile.json "
+            "--compute h200-nvlink", 0, NULL);
+  assert_non_null(strstr(out_buf, "on link\\x1b]0;title\\x07"));
+  assert_null(strchr(out_buf, '\x1b'));
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
