@@ -10,8 +10,9 @@
 #include <jansson.h>
 #include <stdio.h>
 
-/* Exit codes: 0 success, 1 a failure of the machine (I/O, memory),
- * 2 bad input (a flag, a file's contents). */
+/* Exit codes: 0 success, 1 a failure of the machine (I/O, memory, a
+ * timeout), 2 bad input (a flag, a file's contents); probe, calibrate and
+ * replay stopped by SIGINT or SIGTERM exit 128 + the signal (130, 143). */
 enum { EXIT_OK = 0, EXIT_MACHINE = 1, EXIT_INPUT = 2 };
 
 int cli_exit_code(xs_status st);
