@@ -69,7 +69,7 @@ test)
     # the parsers need neither CUDA nor MPI, and libFuzzer links with clang
     CC=clang build build-fuzz -DXSTAGE_FUZZ=ON -DXSTAGE_SANITIZE=ON -DXSTAGE_WITH_CUDA=OFF -DXSTAGE_WITH_MPI=OFF
     secs=${FUZZ_SECONDS:-60}
-    say "fuzzing the program and profile parsers for ${secs}s"
+    say "fuzzing the parsers, serialisers and builders for ${secs}s"
     corpus=$(mktemp -d)
     trap 'rm -rf "$corpus"' EXIT
     cp tests/fuzz-corpus/* "$corpus"/

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_exit_code(xs_status st) {
@@ -48,17 +49,60 @@ int cli_bad_flag(const char *cmd, int argc, char **argv) {
 }
 
 json_t *cli_load_json(const char *cmd, const char *path) {
+  char *text;
+  size_t len;
+  if (cli_read_file(cmd, path, CLI_INPUT_LIMIT, &text, &len))
+    return NULL;
   json_error_t je;
-  errno = 0;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  if (root)
-    return root;
-  if (je.line < 1) /* not read at all */
-    fprintf(stderr, "xstage %s: %s: cannot open: %s\n", cmd, path,
-            errno ? strerror(errno) : je.text);
-  else
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  free(text);
+  if (!root)
     fprintf(stderr, "xstage %s: %s:%d:%d: %s\n", cmd, path, je.line, je.column, je.text);
-  return NULL;
+  return root;
+}
+
+int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
+                         const char *const *outputs, size_t nout) {
+  for (size_t o = 0; o < nout; o++) {
+    struct stat so;
+    if (!outputs[o] || !strcmp(outputs[o], "-"))
+      continue;
+    int out_exists = stat(outputs[o], &so) == 0;
+    for (size_t i = 0; i < nin; i++) {
+      struct stat si;
+      if (!inputs[i] || stat(inputs[i], &si) != 0)
+        continue;
+      if (!strcmp(inputs[i], outputs[o]) ||
+          (out_exists && si.st_dev == so.st_dev && si.st_ino == so.st_ino)) {
+        fprintf(stderr, "xstage %s: %s would overwrite the input %s: write elsewhere\n", cmd,
+                outputs[o], inputs[i]);
+        return EXIT_INPUT;
+      }
+    }
+  }
+  return EXIT_OK;
+}
+
+const char *cli_text(const char *s, char *buf, size_t size) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, n = 0;
+  for (; u[i]; i++)
+    if (u[i] < 0x20 || u[i] == 0x7f || (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f))
+      break;
+  if (!u[i])
+    return s;
+  for (i = 0; u[i] && n + 5 < size; i++) {
+    if (u[i] < 0x20 || u[i] == 0x7f) {
+      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i]);
+    } else if (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f) {
+      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i + 1]);
+      i++;
+    } else {
+      buf[n++] = (char)u[i];
+    }
+  }
+  buf[n] = '\0';
+  return buf;
 }
 
 int cli_stdout_errno;
@@ -69,6 +113,10 @@ void cli_flush_stdout(void) {
 }
 
 int cli_write_output(const char *cmd, const char *path, const char *text) {
+  if (!*path) {
+    fprintf(stderr, "xstage %s: an output path is empty (- is standard output)\n", cmd);
+    return EXIT_INPUT;
+  }
   if (strcmp(path, "-") == 0) {
     if (fputs(text, stdout) == EOF && !cli_stdout_errno)
       cli_stdout_errno = errno;
@@ -262,20 +310,22 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
                   size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "xstage %s: %s: cannot open\n", cmd, path);
+    fprintf(stderr, "xstage %s: %s: cannot open: %s\n", cmd, path, strerror(errno));
     return EXIT_INPUT;
   }
   char *t = NULL;
   size_t n = 0, cap = 0;
   for (;;) {
-    if (n + 4096 + 1 > cap) {
-      if (cap > limit) {
-        free(t);
-        fclose(f);
-        fprintf(stderr, "xstage %s: %s: larger than %zu MiB\n", cmd, path, limit >> 20);
-        return EXIT_INPUT;
-      }
-      cap = cap ? 2 * cap : 65536;
+    if (n > limit) {
+      free(t);
+      fclose(f);
+      fprintf(stderr, "xstage %s: %s: larger than the limit of %zu MiB for this input\n",
+              cmd, path, limit >> 20);
+      return EXIT_INPUT;
+    }
+    if (n + 1 >= cap) {
+      /* room for one byte past the limit, to see that it is past */
+      cap = cap && 2 * cap < limit + 2 ? 2 * cap : cap ? limit + 2 : 65536;
       char *m = realloc(t, cap);
       if (!m) {
         free(t);
@@ -290,11 +340,11 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
     if (!got)
       break;
   }
-  int bad = ferror(f);
+  int bad = ferror(f), e = errno;
   fclose(f);
   if (bad) {
     free(t);
-    fprintf(stderr, "xstage %s: %s: cannot read\n", cmd, path);
+    fprintf(stderr, "xstage %s: %s: cannot read: %s\n", cmd, path, strerror(e));
     return EXIT_INPUT;
   }
   t[n] = '\0';

@@ -10,8 +10,9 @@
 #include <jansson.h>
 #include <stdio.h>
 
-/* Exit codes: 0 success, 1 a failure of the machine (I/O, memory),
- * 2 bad input (a flag, a file's contents). */
+/* Exit codes: 0 success, 1 a failure of the machine (I/O, memory, a
+ * timeout), 2 bad input (a flag, a file's contents); probe, calibrate and
+ * replay stopped by SIGINT or SIGTERM exit 128 + the signal (130, 143). */
 enum { EXIT_OK = 0, EXIT_MACHINE = 1, EXIT_INPUT = 2 };
 
 int cli_exit_code(xs_status st);
@@ -21,13 +22,29 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Unknown flag or missing argument, from getopt's optopt/argv. */
 int cli_bad_flag(const char *cmd, int argc, char **argv);
+/* The largest JSON file (a sweep's grid) and CSV file (validate's data, a
+ * planner's config) the commands read; programs, profiles and samples go
+ * through the library, which reads up to XS_INPUT_LIMIT_BYTES. */
+#define CLI_INPUT_LIMIT ((size_t)64 << 20)
 /* A JSON file (a sweep's grid), or NULL after saying what was wrong:
- * "PATH: cannot open: why" or "PATH:LINE:COL: what". */
+ * "PATH: cannot open: why", "PATH: larger than the limit of 64 MiB..." or
+ * "PATH:LINE:COL: what". */
 json_t *cli_load_json(const char *cmd, const char *path);
 /* Read a whole input file (at most limit bytes) into *text (NUL-terminated,
- * free() it): 0, or the exit code after saying what was wrong. */
+ * free() it): 0, or the exit code (2 for a file that cannot be opened or
+ * read or is over the limit, naming it and the limit) after saying what
+ * was wrong. */
 int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
                   size_t *len);
+/* 0, or 2 after saying so when one of the outputs (NULL or "-": none)
+ * names one of the inputs (NULL: none; a built-in profile's name is no
+ * file), by the same path or another: the input would be overwritten. */
+int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
+                         const char *const *outputs, size_t nout);
+/* A name from an input, safe to print on a terminal: s itself, or a copy
+ * in buf (cut to size) with control characters (C0, DEL, C1) written as
+ * \xNN, so that a name cannot move the cursor or recolour the screen. */
+const char *cli_text(const char *s, char *buf, size_t size);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 /* Standard output is checked once, by main() when the command returns

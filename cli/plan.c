@@ -123,7 +123,7 @@ static int load_config(const char *cmd, const char *preset, const char *file,
   if (file) {
     char *text;
     size_t len;
-    int rrc = cli_read_file(cmd, file, (size_t)64 << 20, &text, &len);
+    int rrc = cli_read_file(cmd, file, CLI_INPUT_LIMIT, &text, &len);
     if (rrc)
       return rrc;
     xs_status st = xs_moe_config_parse(text, len, file, c, &err);
@@ -272,6 +272,9 @@ int cmd_plan(int argc, char **argv) {
                                      "of at most 64 characters", prefix);
   if (!*prefix)
     return cli_usage_error("plan", "--header-prefix: empty");
+  const char *ins[] = {file, profile, compute}, *outs[] = {emit, trace, svg, header};
+  if (cli_refuse_overwrite("plan", ins, 3, outs, 4))
+    return EXIT_INPUT;
   double *grid = NULL, range[2] = {0, 0};
   size_t ngrid = 0;
   if (grid_text && (prc = cli_parse_tokens_grid("plan", "--tokens-grid", grid_text,
@@ -355,9 +358,10 @@ int cmd_plan(int argc, char **argv) {
     free(s);
   } else {
     const xs_moe_workload *w = &r.work;
-    char a[32], b[32], d[32], e[32];
+    char a[32], b[32], d[32], e[32], pn[256];
+    const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
     printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cfg.name,
-           cfg.tokens, cfg.ep, xs_profile_name(prof));
+           cfg.tokens, cfg.ep, pname);
     printf("  H %g, I %g, %g experts (%g per rank), top-%g, %s GEMMs, "
            "dispatch %g B/element, combine %g B/element\n",
            cfg.hidden, cfg.intermediate, cfg.experts, cfg.experts / cfg.ep, cfg.topk,
@@ -410,7 +414,7 @@ int cmd_plan(int argc, char **argv) {
     if (sens)
       cli_moe_sensitivity_print(prof, &pick, sens, nsens);
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
-           xs_profile_name(prof), xs_profile_name(prof));
+           pname, pname);
   }
   if (emit || trace || svg) {
     xs_program *p;
@@ -448,6 +452,12 @@ static int load_grid(const char *path, grid_row **rows, size_t *n) {
   if (path) {
     if (!(root = cli_load_json("sweep", path)))
       return EXIT_INPUT;
+    if (!json_is_object(root)) {
+      fprintf(stderr, "xstage sweep: %s: a grid is an object of presets, tokens and ep, "
+                      "not %s\n", path, json_is_array(root) ? "an array" : "a single value");
+      json_decref(root);
+      return EXIT_INPUT;
+    }
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
@@ -656,8 +666,9 @@ int cmd_sweep(int argc, char **argv) {
                r->chosen.l2_sms);
       }
     } else {
-      char a[32], b[32], d[32], e[32];
-      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", xs_profile_name(prof), n);
+      char a[32], b[32], d[32], e[32], pn[256];
+      const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
+      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", pname, n);
       printf("  %-18s %6s %3s %11s %11s %11s %11s %8s %9s %9s\n", "preset", "tokens", "ep",
              "sequential", "baseline", "interleaved", "ideal", "speedup", "blocking", "pattern");
       for (size_t i = 0; i < n; i++) {
@@ -677,7 +688,7 @@ int cmd_sweep(int argc, char **argv) {
       printf("  (pattern: L1:L2 waves, or split N = N SMs on L2 tiles in every wave;\n"
              "  blocking = the same speedup as the blocking model predicts it;\n"
              "  %s's numbers are leads unless measured)\n",
-             xs_profile_name(prof));
+             pname);
     }
   }
   free(res);

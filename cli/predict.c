@@ -47,8 +47,10 @@ static void print_text(FILE *out, const xs_program *prog,
   double bytes = 0;
   for (size_t s = 0; s < nsends; s++)
     bytes += xs_program_send_bytes(prog, s);
+  char t1[256], t2[256];
   fprintf(out, "program \"%s\" on profile \"%s\": %zu worker%s, %zu send%s, %s\n\n",
-          xs_program_name(prog), xs_profile_name(prof),
+          cli_text(xs_program_name(prog), t1, sizeof t1),
+          cli_text(xs_profile_name(prof), t2, sizeof t2),
           xs_program_worker_count(prog),
           xs_program_worker_count(prog) == 1 ? "" : "s", nsends,
           nsends == 1 ? "" : "s", xs_format_size(bytes, a, sizeof a));
@@ -114,11 +116,11 @@ static void print_text(FILE *out, const xs_program *prog,
       const xs_channel *k = xs_profile_channel(prof, ch);
       if (r->model == XS_MODEL_BLOCKING)
         fprintf(out, "    channel %-14s %s, nothing in flight (blocking)\n",
-                xs_profile_channel_name(prof, ch),
+                cli_text(xs_profile_channel_name(prof, ch), t1, sizeof t1),
                 xs_format_size(r->channels[ch].bytes, a, sizeof a));
       else
         fprintf(out, "    channel %-14s %s, peak backlog %s of %s capacity\n",
-                xs_profile_channel_name(prof, ch),
+                cli_text(xs_profile_channel_name(prof, ch), t1, sizeof t1),
                 xs_format_size(r->channels[ch].bytes, a, sizeof a),
                 xs_format_size(r->channels[ch].peak_backlog_B, b, sizeof b),
                 xs_format_size(k->capacity_B, c, sizeof c));
@@ -133,7 +135,7 @@ static void print_text(FILE *out, const xs_program *prog,
                   "\n  note: worker \"%s\" finishes later under burstgap (%s) "
                   "than blocking (%s):\n        head-of-line blocking, its wait "
                   "queues behind other workers' backlog",
-                  xs_program_worker_name(prog, w),
+                  cli_text(xs_program_worker_name(prog, w), t1, sizeof t1),
                   xs_format_time(bg->workers[w].finish_s, a, sizeof a),
                   xs_format_time(bl->workers[w].finish_s, b, sizeof b));
       }
@@ -152,8 +154,9 @@ static void print_text(FILE *out, const xs_program *prog,
       const xs_send_result *sr = &bg->sends[s];
       char idb[256], f[32], g[32];
       fprintf(out, "    %-14s %-8s %10s %10s %10s %10s %10s %10s\n",
-              xs_program_send_id(prog, s, idb, sizeof idb),
-              xs_program_worker_name(prog, xs_program_send_worker(prog, s)),
+              cli_text(xs_program_send_id(prog, s, idb, sizeof idb), t1, sizeof t1),
+              cli_text(xs_program_worker_name(prog, xs_program_send_worker(prog, s)), t2,
+                       sizeof t2),
               xs_format_size(xs_program_send_bytes(prog, s), a, sizeof a),
               xs_format_time(sr->issue_start_s, b, sizeof b),
               xs_format_time(sr->issue_end_s, c, sizeof c),
@@ -253,6 +256,9 @@ int cmd_predict(int argc, char **argv) {
   xs_model models[XS_MODEL_COUNT];
   size_t nmodels;
   if (cli_parse_models("predict", model, models, &nmodels))
+    return EXIT_INPUT;
+  const char *ins[] = {profile, program}, *outs[] = {trace, svg};
+  if (cli_refuse_overwrite("predict", ins, 2, outs, 2))
     return EXIT_INPUT;
   xs_error err;
   xs_profile *prof = NULL;

@@ -8,6 +8,7 @@
 #include "common.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -16,11 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the signal that stopped a probe, a calibration or a replay (0: none) */
 static volatile int cancelled;
-static void on_sigint(int sig) {
-  (void)sig;
-  cancelled = 1;
-}
+static void on_sigint(int sig) { cancelled = sig; }
 
 static void catch_sigint(void) {
   struct sigaction sa;
@@ -28,6 +27,13 @@ static void catch_sigint(void) {
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+}
+
+/* A failure's exit code: 128 + the signal when SIGINT or SIGTERM stopped
+ * the command (130, 143), as a shell reports a process the signal killed. */
+static int measure_error(const char *cmd, const xs_error *e) {
+  int rc = cli_error(cmd, e);
+  return cancelled ? 128 + cancelled : rc;
 }
 
 static int progress_bar(void *ctx, double done) {
@@ -56,6 +62,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
       return cli_usage_error(cmd, "--capacity: %s", e.message);
     if (o->capacity_B < 4096)
       return cli_usage_error(cmd, "--capacity: at least 4KiB, got \"%s\"", val);
+    if (o->capacity_B > INT_MAX)
+      return cli_usage_error(cmd, "--capacity: at most %d bytes (2GiB - 1, what the OS "
+                                  "takes for a pipe's or a socket's size), got \"%s\"",
+                             INT_MAX, val);
   } else if (!strcmp(name, "drain-rate") || !strcmp(name, "drain")) {
     if (!strcmp(val, "max"))
       o->drain_Bps = 0;
@@ -148,7 +158,7 @@ static int run_probe(const char *cmd, const char *backend, xs_probe_options *o,
   if (tty)
     fprintf(stderr, "\n");
   if (st)
-    return cli_error(cmd, &e);
+    return measure_error(cmd, &e);
   return 0;
 }
 
@@ -219,7 +229,10 @@ int cmd_probe(int argc, char **argv) {
       int rc = probe_option("probe", probe_opts[idx].name, optarg, &o);
       if (rc)
         return rc;
-    } else
+    } else if (c == 's' || c == 'j')
+      return cli_usage_error("probe", "--%s is not a probe flag",
+                             probe_opts[idx].name);
+    else
       return cli_bad_flag("probe", argc, argv);
   }
   if (optind != argc - 1)
@@ -392,6 +405,8 @@ int cmd_fit(int argc, char **argv) {
   }
   if (optind != argc - 1)
     return cli_usage_error("fit", "expected one samples file");
+  if (cli_refuse_overwrite("fit", (const char *const *)&argv[optind], 1, &outp, 1))
+    return EXIT_INPUT;
   xs_samples *s;
   xs_error e;
   if (xs_samples_load_csv(argv[optind], &s, &e))
@@ -432,7 +447,9 @@ int cmd_calibrate(int argc, char **argv) {
       int rc = probe_option("calibrate", probe_opts[idx].name, optarg, &o);
       if (rc)
         return rc;
-    } else
+    } else if (c == 'm' || c == 'j')
+      return cli_usage_error("calibrate", "--%s is not a calibrate flag", probe_opts[idx].name);
+    else
       return cli_bad_flag("calibrate", argc, argv);
   }
   if (optind != argc - 1)
@@ -442,13 +459,11 @@ int cmd_calibrate(int argc, char **argv) {
   int rc = strncmp(backend, "cuda-", 5) ? check_backend("calibrate", backend) : 0;
   if (rc)
     return rc;
-  double t0 = (double)clock() / CLOCKS_PER_SEC;
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   xs_samples *s;
   if ((rc = run_probe("calibrate", backend, &o, &s)))
     return rc;
-  (void)t0;
   xs_fit f;
   xs_error e;
   if (xs_fit_samples(s, &f, &e)) {
@@ -456,9 +471,23 @@ int cmd_calibrate(int argc, char **argv) {
     return cli_error("calibrate", &e);
   }
   clock_gettime(CLOCK_MONOTONIC, &w1);
+  /* --timeout bounds the probe and the fit together, and a signal during
+   * the fit stops it too: in either case nothing is written */
+  double took = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+  double limit = o.timeout_s > 0 ? o.timeout_s : 30;
+  if (cancelled || took > limit) {
+    xs_samples_free(s);
+    if (cancelled) {
+      fprintf(stderr, "xstage calibrate: %s calibration interrupted\n", backend);
+      return 128 + cancelled;
+    }
+    fprintf(stderr, "xstage calibrate: %s calibration: probe and fit not done within "
+                    "--timeout %g s\n", backend, limit);
+    return EXIT_MACHINE;
+  }
   print_fit(&f, s);
-  printf("  calibration took %.2f s, %u bursts repeated because the reader starved\n",
-         (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec), s->retried);
+  printf("  calibration took %.2f s, %u bursts repeated because the reader starved\n", took,
+         s->retried);
   if (outp)
     rc = write_profile("calibrate", outp, &f, s);
   if (!rc && svg) {
@@ -482,6 +511,9 @@ static int parse_channel(const char *spec, char *backend, size_t bsize,
   if (!colon)
     return 0;
   char opts[512];
+  if (strlen(colon + 1) >= sizeof opts)
+    return cli_usage_error("replay", "--channel: the options are longer than %zu characters",
+                           sizeof opts - 1);
   snprintf(opts, sizeof opts, "%s", colon + 1);
   for (char *tok = strtok(opts, ","); tok; tok = strtok(NULL, ",")) {
     char *eq = strchr(tok, '=');
@@ -590,7 +622,7 @@ int cmd_replay(int argc, char **argv) {
   if (xs_evaluate(prog, pred, XS_MODEL_BURSTGAP, NULL, &bg, &e) ||
       xs_evaluate(prog, pred, XS_MODEL_BLOCKING, NULL, &bl, &e) ||
       xs_replay(prog, backend, &o, &meas, &e)) {
-    rc = cli_error("replay", &e);
+    rc = measure_error("replay", &e);
     goto done;
   }
   double ebg = bg->makespan_s / meas->makespan_s - 1, ebl = bl->makespan_s / meas->makespan_s - 1;
@@ -623,15 +655,16 @@ int cmd_replay(int argc, char **argv) {
     free(t);
     json_decref(root);
   } else {
-    char a[32], b[32], d[32], f1[32], f2[32], f3[32];
-    printf("replay of \"%s\" on %s (predictions from %s)\n\n", xs_program_name(prog), chan,
+    char a[32], b[32], d[32], f1[32], f2[32], f3[32], t1[256];
+    printf("replay of \"%s\" on %s (predictions from %s)\n\n",
+           cli_text(xs_program_name(prog), t1, sizeof t1), chan,
            profile ? profile : "a calibration just run");
     printf("  %-14s %11s %11s %11s   %11s %11s %11s\n", "send", "issued", "burstgap",
            "blocking", "delivered", "burstgap", "blocking");
     for (size_t s = 0; s < meas->nsends && s < 40; s++) {
       char idb[256];
       printf("  %-14s %11s %11s %11s   %11s %11s %11s\n",
-             xs_program_send_id(prog, s, idb, sizeof idb),
+             cli_text(xs_program_send_id(prog, s, idb, sizeof idb), t1, sizeof t1),
              xs_format_time(meas->sends[s].issue_end_s, a, sizeof a),
              xs_format_time(bg->sends[s].issue_end_s, b, sizeof b),
              xs_format_time(bl->sends[s].issue_end_s, d, sizeof d),

@@ -79,6 +79,9 @@ int cmd_simulate(int argc, char **argv) {
     return cli_usage_error("simulate", "--profile is required (a built-in name or a JSON file)");
   if (!program)
     return cli_usage_error("simulate", "--program is required (a JSON file)");
+  const char *ins[] = {profile, program}, *outs[] = {trace, svg};
+  if (cli_refuse_overwrite("simulate", ins, 2, outs, 2))
+    return EXIT_INPUT;
   xs_profile *prof = NULL;
   xs_program *prog = NULL;
   xs_result *sim = NULL, *bg = NULL;
@@ -111,11 +114,12 @@ int cmd_simulate(int argc, char **argv) {
     printf("%s\n", text);
     free(text);
   } else {
-    char a[32], b[32], d[32], e[32];
+    char a[32], b[32], d[32], e[32], t1[256], t2[256];
     size_t ns = xs_program_send_count(prog);
     printf("program \"%s\" on profile \"%s\": %zu workers, %zu sends; %llu packet "
            "events, %s arbitration\n\n",
-           xs_program_name(prog), xs_profile_name(prof), xs_program_worker_count(prog),
+           cli_text(xs_program_name(prog), t1, sizeof t1),
+           cli_text(xs_profile_name(prof), t2, sizeof t2), xs_program_worker_count(prog),
            ns, (unsigned long long)sim->events,
            so.arbitration == XS_ARB_RR ? "round-robin" : "FIFO");
     printf("  %-10s %12s %12s\n", "model", "makespan", "issue done");
@@ -127,7 +131,7 @@ int cmd_simulate(int argc, char **argv) {
     for (size_t ch = 0; ch < sim->nchannels; ch++)
       if (sim->channels[ch].sends)
         printf("  channel %-10s peak in flight %s (burstgap %s)\n",
-               xs_profile_channel_name(prof, ch),
+               cli_text(xs_profile_channel_name(prof, ch), t1, sizeof t1),
                xs_format_size(sim->channels[ch].peak_backlog_B, a, sizeof a),
                xs_format_size(bg->channels[ch].peak_backlog_B, b, sizeof b));
     if (ns <= 24) {
@@ -135,7 +139,8 @@ int cmd_simulate(int argc, char **argv) {
              "sim deliv.", "burstgap");
       for (size_t s = 0; s < ns; s++) {
         char idb[256];
-        printf("    %-14s %10s %10s %10s %10s\n", xs_program_send_id(prog, s, idb, sizeof idb),
+        printf("    %-14s %10s %10s %10s %10s\n",
+               cli_text(xs_program_send_id(prog, s, idb, sizeof idb), t1, sizeof t1),
                xs_format_time(sim->sends[s].issue_end_s, a, sizeof a),
                xs_format_time(bg->sends[s].issue_end_s, b, sizeof b),
                xs_format_time(sim->sends[s].deliver_s, d, sizeof d),

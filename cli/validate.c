@@ -91,11 +91,11 @@ int cmd_validate(int argc, char **argv) {
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
   if (!data)
     return cli_usage_error("validate", "--data FILE is required");
-  if (svg && !strcmp(svg, data))
-    return cli_usage_error("validate", "--svg %s would overwrite the data", svg);
+  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
+    return EXIT_INPUT;
   char *text;
   size_t len;
-  int rrc = cli_read_file("validate", data, (size_t)64 << 20, &text, &len);
+  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
   if (rrc)
     return rrc;
   xs_validate_set set;

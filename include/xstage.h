@@ -193,7 +193,9 @@ xs_status xs_profile_parse(const char *text, size_t length,
 /* A built-in profile name (see xs_builtin_profile_*) or a path to JSON. */
 xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
                           xs_error *err);
-/* Serialise as profile JSON; free() the result. NULL when out of memory. */
+/* Serialise as profile JSON, numbers exactly (xs_profile_parse gives the
+ * same profile back); free() the result. NULL when out of memory or when
+ * the profile's name or source is not UTF-8 (JSON holds only UTF-8). */
 char *xs_profile_to_json(const xs_profile *profile);
 
 const char *xs_profile_name(const xs_profile *profile);
@@ -263,7 +265,14 @@ xs_status xs_program_parse(const char *text, size_t length,
                            const char *filename, xs_program **out,
                            xs_error *err);
 xs_status xs_program_load(const char *path, xs_program **out, xs_error *err);
-/* Serialise as program JSON; free() the result. */
+/* The largest file xs_program_load, xs_profile_load and
+ * xs_samples_load_csv read (XS_INVALID, naming the file and the limit,
+ * past it): 256 MiB. */
+#define XS_INPUT_LIMIT_BYTES ((size_t)256 << 20)
+/* Serialise as program JSON (xs_program_parse gives the same program
+ * back); free() the result. NULL when out of memory or when the program's
+ * name is not UTF-8 (the builders refuse other names, ids and channels
+ * that are not). */
 char *xs_program_to_json(const xs_program *program);
 
 const char *xs_program_name(const xs_program *program);
@@ -324,7 +333,7 @@ typedef struct xs_result {
   double makespan_s;   /* last worker finish or last delivery, later one  */
   double issue_done_s; /* last worker finish                              */
   /* serial and ideal terms: max over workers of compute + overheads, and
-   * max over channels with sends of bytes/R_drain + L */
+   * max over channels with sends of bytes/min(R_inj, R_drain) + L */
   double compute_term_s, comm_term_s;
   size_t nworkers, nsends, nchannels; /* channels: the profile's, in order */
   xs_worker_result *workers;          /* NULL for serial and ideal        */
@@ -902,7 +911,10 @@ xs_status xs_samples_parse_csv(const char *text, size_t length,
                                xs_error *err);
 xs_status xs_samples_load_csv(const char *path, xs_samples **out,
                               xs_error *err);
-/* The CSV text, after the comment lines of header (may be NULL). */
+/* The CSV text, after the comment lines of header (may be NULL), numbers
+ * exactly (xs_samples_parse_csv gives the same samples back). NULL when
+ * out of memory or when the backend's name is not UTF-8, holds a comma or
+ * a line break, or starts with '#' or a space. */
 char *xs_samples_to_csv(const xs_samples *samples, const char *header);
 
 typedef struct xs_probe_options {
@@ -1040,7 +1052,8 @@ xs_status xs_cuda_probe(const char *mode, const xs_probe_options *options,
                         xs_samples **out, xs_error *err);
 
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
- * for i < count, each a different model. free() the result. */
+ * for i < count, each a different model. free() the result; NULL when out
+ * of memory or when a name is not UTF-8 or a number not finite. */
 char *xs_report_json(const xs_program *program, const xs_profile *profile,
                      xs_result *const *results, size_t count);
 

@@ -7,6 +7,7 @@
  */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,11 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
                       xs_model model, const xs_eval_options *opt,
                       xs_result **out, xs_error *err) {
   *out = NULL;
-  if ((unsigned)model >= XS_MODEL_COUNT)
+  if ((unsigned)model >= XS_MODEL_COUNT) {
+    if (opt)
+      xs_result_free(opt->reuse); /* consumed either way */
     return xs__fail(err, XS_INVALID, "unknown model %d", (int)model);
+  }
   return run_model(p, prof, model, opt, NULL, out, err);
 }
 
@@ -134,20 +138,54 @@ xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
   return run_model(p, prof, XS_MODEL_SIM, &o, sim, out, err);
 }
 
+/* Every time an evaluation reaches is at most every compute, overhead and
+ * latency one after another plus every byte at the slowest rate any worker
+ * may get (each of n sharing workers gets at least 1/n of it): refuse a
+ * program whose finite numbers add up past what a double holds, before
+ * they turn into infinities and NaNs on the way. */
+static xs_status check_overflow(const xs_program *p, const xs_profile *prof,
+                                const xs__chan *chans, size_t nch, xs_error *err) {
+  double slowest = INFINITY, ovh = 0, lat = 0;
+  for (size_t c = 0; c < nch; c++) {
+    slowest = fmin(slowest, fmin(fmin(chans[c].worker_Bps, chans[c].inject_Bps),
+                                 chans[c].drain_Bps));
+    ovh = fmax(ovh, chans[c].overhead_s);
+    lat = fmax(lat, chans[c].latency_s);
+  }
+  double bound = p->compute_sum + (double)p->nsends * (ovh + lat) +
+                 p->bytes_sum * (double)p->nworkers / slowest;
+  if (isfinite(bound))
+    return XS_OK;
+  char cs[32], bs[32];
+  snprintf(cs, sizeof cs, isfinite(p->compute_sum) ? "%.3g" : "more than %.3g",
+           isfinite(p->compute_sum) ? p->compute_sum : DBL_MAX);
+  snprintf(bs, sizeof bs, isfinite(p->bytes_sum) ? "%.3g" : "more than %.3g",
+           isfinite(p->bytes_sum) ? p->bytes_sum : DBL_MAX);
+  int other_file = p->src_name && strcmp(p->src_name, p->name) != 0;
+  return xs__fail(err, XS_INVALID,
+                  "program \"%s\"%s%s%s is too large to evaluate: its computes add "
+                  "up to %s s and its sends to %s bytes, times that overflow a "
+                  "double on profile \"%s\"",
+                  p->name, other_file ? " (" : "", other_file ? p->src_name : "",
+                  other_file ? ")" : "", cs, bs, xs_profile_name(prof));
+}
+
 /* Bind, allocate, compute the baselines' terms, then run one model. */
 static xs_status run_model(const xs_program *p, const xs_profile *prof,
                            xs_model model, const xs_eval_options *opt,
                            const xs_sim_options *sim, xs_result **out,
                            xs_error *err) {
-  if (!p->finished)
-    return xs__fail(err, XS_INVALID,
-                    "program \"%s\" is not finished: call xs_program_finish "
-                    "first",
-                    p->name);
   size_t nch = xs_profile_channel_count(prof);
-  if (nch == 0)
-    return xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
-                    xs_profile_name(prof));
+  if (!p->finished || nch == 0) {
+    if (opt)
+      xs_result_free(opt->reuse); /* consumed either way */
+    return !p->finished ? xs__fail(err, XS_INVALID,
+                                   "program \"%s\" is not finished: call "
+                                   "xs_program_finish first",
+                                   p->name)
+                        : xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
+                                   xs_profile_name(prof));
+  }
   xs_eval_options defaults = {0, 0, NULL, NULL};
   if (!opt)
     opt = &defaults;
@@ -185,6 +223,8 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
     chans[c].packet_B = pc->packet_B;
     chans[c].worker_inflight_B = pc->worker_inflight_B;
   }
+  if ((st = check_overflow(p, prof, chans, nch, err)))
+    goto done;
 
   r->model = model;
   r->nworkers = p->nworkers;
@@ -222,7 +262,7 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
   for (size_t c = 0; c < nch; c++) {
     if (!r->channels[c].sends)
       continue;
-    double t = r->channels[c].bytes / chans[c].drain_Bps + chans[c].latency_s;
+    double t = xs__chan_comm_s(&chans[c], r->channels[c].bytes);
     if (t > comm_term)
       comm_term = t;
   }

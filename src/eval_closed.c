@@ -150,8 +150,8 @@ xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err) {
   r->compute_term_s = compute + overhead;
   r->comm_term_s = 0;
   for (size_t c = 0; c < nch; c++)
-    if (cres[c].sends && cres[c].bytes * cs[c].inv_rd + cs[c].lat > r->comm_term_s)
-      r->comm_term_s = cres[c].bytes * cs[c].inv_rd + cs[c].lat;
+    if (cres[c].sends && xs__chan_comm_s(&ev->chans[c], cres[c].bytes) > r->comm_term_s)
+      r->comm_term_s = xs__chan_comm_s(&ev->chans[c], cres[c].bytes);
   free(cs);
   free(deliver);
   xs_worker_result *w = &r->workers[0];

@@ -14,6 +14,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,25 @@ xs_status xs_samples_parse_csv(const char *text, size_t len,
     }
     if (st)
       break;
-    if (col[0] >= 0 && col[0] < nf && !s->backend[0])
-      snprintf(s->backend, sizeof s->backend, "%s", field[col[0]]);
+    if (col[0] >= 0 && col[0] < nf && !s->backend[0]) {
+      const char *b = field[col[0]];
+      if (!xs__utf8_ok(b)) {
+        st = xs__fail(err, XS_PARSE, "%s:%d: backend: the name is not UTF-8", fn, line);
+        break;
+      }
+      /* a long name is cut, at a character's start */
+      size_t bl = strlen(b);
+      if (bl >= sizeof s->backend)
+        for (bl = sizeof s->backend - 1; ((unsigned char)b[bl] & 0xC0) == 0x80; bl--)
+          ;
+      memcpy(s->backend, b, bl);
+      s->backend[bl] = '\0';
+    }
+    if (v[5] > UINT_MAX || v[5] != floor(v[5])) {
+      st = xs__fail(err, XS_INVALID, "%s:%d: repeat: %g is not a whole number up to %u",
+                    fn, line, v[5], UINT_MAX);
+      break;
+    }
     if (xs__grow(&s->rows, &s->cap, s->n + 1, sizeof *s->rows)) {
       st = xs__fail(err, XS_NOMEM, "out of memory");
       break;
@@ -141,6 +159,10 @@ xs_status xs_samples_load_csv(const char *path, xs_samples **out,
 }
 
 char *xs_samples_to_csv(const xs_samples *s, const char *header) {
+  /* a backend the reader would take apart, or take as a comment */
+  const char *be = s->backend;
+  if (!xs__utf8_ok(be) || strpbrk(be, ",\r\n") || be[0] == '#' || isspace((unsigned char)be[0]))
+    return NULL;
   xs__sbuf b = {0};
   if (header) {
     const char *h = header;
@@ -154,8 +176,8 @@ char *xs_samples_to_csv(const xs_samples *s, const char *header) {
   xs__sb_printf(&b, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
   for (size_t i = 0; i < s->n; i++) {
     const xs_sample *r = &s->rows[i];
-    xs__sb_printf(&b, "%s,%.0f,%.9g,%.9g,%.9g,%u\n",
-                  s->backend[0] ? s->backend : "unknown", r->bytes, r->gap_s,
+    /* every number exactly: the reader gives the same samples back */
+    xs__sb_printf(&b, "%s,%.17g,%.17g,%.17g,%.17g,%u\n", be, r->bytes, r->gap_s,
                   r->issue_s, r->deliver_s, r->repeat);
   }
   if (b.oom) {

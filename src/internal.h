@@ -25,6 +25,9 @@ xs_status xs__fail(xs_error *err, xs_status status, const char *fmt, ...)
 xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
                     va_list ap);
 char *xs__strdup(const char *s);
+/* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF): what JSON, and so every serialiser, can hold. */
+int xs__utf8_ok(const char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 
@@ -64,7 +67,7 @@ xs_status xs__json_fail(xs_error *err, xs_status status, const char *filename,
                         const xs__jpath *path, const char *fmt, ...)
     XS__PRINTF(7, 8);
 
-/* Read a whole file (NUL-terminated). */
+/* Read a whole file (NUL-terminated), at most XS_INPUT_LIMIT_BYTES. */
 xs_status xs__read_file(const char *path, char **text, size_t *length,
                         xs_error *err);
 
@@ -104,6 +107,10 @@ struct xs_program {
   char **pending; /* ids of waits not yet resolved */
   size_t npending, pending_cap;
   size_t nwaits; /* wait ops, so evaluators know without a scan */
+  /* all workers' compute seconds and all sends' bytes, summed by
+   * xs_program_finish: evaluations refuse a program whose times these
+   * make overflow (run_model in eval.c) */
+  double compute_sum, bytes_sum;
   /* xs_program_finish moves every worker's ops into this one block, in
    * worker order: an evaluation reads all workers' ops at once, and
    * arrays grown op by op lie wherever the allocator had room (measured:
@@ -167,6 +174,14 @@ typedef struct xs__chan {
       overhead_s;
   double packet_B, worker_inflight_B; /* the simulator's */
 } xs__chan;
+
+/* The serial and ideal baselines' communication time of a channel that
+ * carries bytes (docs/model.md "Baselines"): its bytes cannot be issued
+ * faster than R_inj nor delivered faster than R_drain. */
+static inline double xs__chan_comm_s(const xs__chan *c, double bytes) {
+  return bytes / (c->inject_Bps < c->drain_Bps ? c->inject_Bps : c->drain_Bps) +
+         c->latency_s;
+}
 
 typedef struct xs__eval {
   const xs_program *prog;

@@ -100,9 +100,11 @@ xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
       st = xs__jfail(d, "expected %s, got %g (must be > 0)", what, x);
     else if ((flags & XS__J_NONNEG) && !(x >= 0))
       st = xs__jfail(d, "expected %s, got %g (must be >= 0)", what, x);
-    else if ((flags & XS__J_INTEGER) && (x != floor(x) || x > 4294967295.0))
+    else if ((flags & XS__J_INTEGER) && x != floor(x))
       st = xs__jfail(d, "expected %s, got %g (must be a whole number)", what,
                      x);
+    else if ((flags & XS__J_INTEGER) && x > 4294967295.0)
+      st = xs__jfail(d, "expected %s, got %.17g (too large: at most 4294967295)", what, x);
     else
       *value = x;
   }
@@ -149,3 +151,43 @@ xs_status xs__jfail_checked(xs__jdoc *d, json_t *obj, const xs_error *check) {
     xs__jpath_key(&d->path, key);
   return xs__jfail(d, "%s", check->message);
 }
+
+int xs__jput(json_t *o, const char *key, json_t *v) {
+  if (!o || !v) {
+    json_decref(v);
+    return 1;
+  }
+  return json_object_set_new(o, key, v) != 0; /* takes v even when it fails */
+}
+
+int xs__jappend(json_t *a, json_t *v) {
+  if (!a || !v) {
+    json_decref(v);
+    return 1;
+  }
+  return json_array_append_new(a, v) != 0;
+}
+
+static int reals_fit(json_t *v, int digits) {
+  if (json_is_real(v)) {
+    char buf[40];
+    double x = json_real_value(v);
+    snprintf(buf, sizeof buf, "%.*g", digits, x);
+    return strtod(buf, NULL) == x;
+  }
+  const char *key;
+  json_t *item;
+  size_t i;
+  if (json_is_object(v)) {
+    json_object_foreach(v, key, item)
+      if (!reals_fit(item, digits))
+        return 0;
+  } else if (json_is_array(v)) {
+    json_array_foreach(v, i, item)
+      if (!reals_fit(item, digits))
+        return 0;
+  }
+  return 1;
+}
+
+int xs__jdigits(json_t *v) { return reals_fit(v, 15) ? 15 : 17; }

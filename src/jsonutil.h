@@ -50,4 +50,19 @@ xs_status xs__jnumbers(xs__jdoc *d, json_t *obj, const xs__jfield *fields,
  * key at fault ("experts (250) must ..."): fail pointing at that key. */
 xs_status xs__jfail_checked(xs__jdoc *d, json_t *obj, const xs_error *check);
 
+/* Building JSON: set key to v in o, or append v to array a. Each takes v
+ * whatever happens (NULL: nothing to take) and returns 0, or 1 when o, a
+ * or v is NULL (jansson refused a string that is not UTF-8, or ran out of
+ * memory) or jansson could not add it: or the results together, and write
+ * nothing when any is 1. */
+int xs__jput(json_t *o, const char *key, json_t *v);
+int xs__jappend(json_t *a, json_t *v);
+/* Send s's id as a JSON string: its own, or "WORKER#OP" however long the
+ * worker's name (NULL: out of memory). */
+json_t *xs__send_id_json(const xs_program *p, size_t s);
+/* The fewest digits, 15 or 17, at which every real in v reads back as the
+ * same double: JSON_REAL_PRECISION(xs__jdigits(v)) writes numbers typed
+ * by hand as they were typed, and measured ones exactly. */
+int xs__jdigits(json_t *v);
+
 #endif

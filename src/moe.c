@@ -925,10 +925,11 @@ static xs_status search(const workload *wl, const char *name,
   for (size_t k = 0; (have = candidate(wl, s, k, &cand)) != 0; k++) {
     if (have < 0)
       continue;
+    if ((st = build_program(wl, s, &cand, name, 0, NULL, &b, &p, err)))
+      break;
     o.reuse = *spare;
     *spare = NULL;
-    if ((st = build_program(wl, s, &cand, name, 0, NULL, &b, &p, err)) ||
-        (st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, spare, err)))
+    if ((st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, spare, err)))
       break;
     if (count)
       (*count)++;
@@ -1033,11 +1034,12 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
         if (same_knobs(&out[j].knobs, &cand))
           opt->time_s = out[j].time_s; /* a rule that repeats another's */
       if (isnan(opt->time_s)) {
+        if ((st = build_program(&wl, (xs_moe_schedule)s, &cand, c->name, 0,
+                                NULL, NULL, &p, err)))
+          break;
         o.reuse = r;
         r = NULL;
-        if ((st = build_program(&wl, (xs_moe_schedule)s, &cand, c->name, 0,
-                                NULL, NULL, &p, err)) ||
-            (st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err)))
+        if ((st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err)))
           break;
         xs_program_free(p);
         p = NULL;

@@ -131,6 +131,7 @@ xs_profile *xs_profile_new(const char *name, const char *source) {
   xs_profile *p = calloc(1, sizeof *p);
   if (!p)
     return NULL;
+  p->efficiency = 1; /* as a profile file without "efficiency" */
   p->name = xs__strdup(name ? name : "");
   p->source = xs__strdup(source ? source : "");
   if (!p->name || !p->source) {
@@ -172,6 +173,8 @@ static xs_status channel_ok(const char *name, const xs_channel *c,
                             xs_error *err) {
   if (!name || !*name)
     return xs__fail(err, XS_INVALID, "a channel needs a non-empty name");
+  if (!xs__utf8_ok(name))
+    return xs__fail(err, XS_INVALID, "a channel's name must be UTF-8");
   return xs_channel_check(c, name, err);
 }
 
@@ -256,6 +259,8 @@ xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
 /* set dtype's entry of a FLOP/s table, named key in messages */
 static xs_status set_rate(rate_table *t, const char *key, const char *dtype,
                           double flops_per_s, xs_error *err) {
+  if (!dtype || !*dtype || !xs__utf8_ok(dtype))
+    return xs__fail(err, XS_INVALID, "%s: a name must be non-empty UTF-8", key);
   if (!pos_finite(flops_per_s))
     return xs__fail(err, XS_INVALID,
                     "%s.%s must be positive and finite, got %g", key,
@@ -648,71 +653,74 @@ xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
   return st;
 }
 
-static void set_num(json_t *o, const char *k, double v) {
-  json_object_set_new(o, k, json_real(v));
+static int set_num(json_t *o, const char *k, double v) {
+  return xs__jput(o, k, json_real(v));
+}
+
+static int set_rates(json_t *o, const char *key, const rate_table *t) {
+  json_t *g = json_object();
+  int bad = 0;
+  for (size_t i = 0; i < t->n; i++)
+    bad |= set_num(g, t->e[i].dtype, t->e[i].flops_per_s);
+  return bad | xs__jput(o, key, g);
 }
 
 char *xs_profile_to_json(const xs_profile *p) {
   json_t *root = json_object();
-  json_object_set_new(root, "name", json_string(p->name));
-  json_object_set_new(root, "source", json_string(p->source));
+  int bad = xs__jput(root, "name", json_string(p->name)) |
+            xs__jput(root, "source", json_string(p->source));
   json_t *chs = json_object();
   for (size_t i = 0; i < p->nchannels; i++) {
     const xs_channel *c = &p->channels[i].ch;
     json_t *o = json_object();
-    set_num(o, "inject_Bps", c->inject_Bps);
+    bad |= set_num(o, "inject_Bps", c->inject_Bps);
     if (c->worker_inject_Bps != c->inject_Bps)
-      set_num(o, "worker_inject_Bps", c->worker_inject_Bps);
-    set_num(o, "drain_Bps", c->drain_Bps);
-    json_object_set_new(o, "capacity_B", isfinite(c->capacity_B)
-                                             ? json_real(c->capacity_B)
-                                             : json_null());
-    set_num(o, "latency_s", c->latency_s);
+      bad |= set_num(o, "worker_inject_Bps", c->worker_inject_Bps);
+    bad |= set_num(o, "drain_Bps", c->drain_Bps);
+    bad |= xs__jput(o, "capacity_B",
+                    isfinite(c->capacity_B) ? json_real(c->capacity_B) : json_null());
+    bad |= set_num(o, "latency_s", c->latency_s);
     if (c->issue_overhead_s)
-      set_num(o, "issue_overhead_s", c->issue_overhead_s);
+      bad |= set_num(o, "issue_overhead_s", c->issue_overhead_s);
     if (c->packet_B)
-      set_num(o, "packet_B", c->packet_B);
+      bad |= set_num(o, "packet_B", c->packet_B);
     if (isfinite(c->worker_inflight_B))
-      set_num(o, "worker_inflight_B", c->worker_inflight_B);
-    json_object_set_new(chs, p->channels[i].name, o);
+      bad |= set_num(o, "worker_inflight_B", c->worker_inflight_B);
+    bad |= xs__jput(chs, p->channels[i].name, o);
   }
-  json_object_set_new(root, "channels", chs);
-  if (p->sms || p->flops.n) {
+  bad |= xs__jput(root, "channels", chs);
+  int have_costs = 0, have_attn = 0;
+  for (size_t i = 0; i < NCOSTS; i++)
+    have_costs |= COST(&p->costs, i) != 0;
+  for (int t = 0; t < XS_ATTN_TABLES; t++)
+    have_attn |= p->attn[t].n != 0;
+  /* any compute number makes the section: one set through the API without
+   * xs_profile_set_compute still has the parser's default efficiency */
+  if (p->sms || p->flops.n || p->hbm_Bps || p->gemm.n || have_costs || have_attn) {
     json_t *c = json_object();
     if (p->sms)
-      json_object_set_new(c, "sms", json_integer(p->sms));
-    json_t *fl = json_object();
-    for (size_t i = 0; i < p->flops.n; i++)
-      set_num(fl, p->flops.e[i].dtype, p->flops.e[i].flops_per_s);
-    json_object_set_new(c, "flops_per_s", fl);
-    set_num(c, "efficiency", p->efficiency);
+      bad |= xs__jput(c, "sms", json_integer(p->sms));
+    bad |= set_rates(c, "flops_per_s", &p->flops);
+    bad |= set_num(c, "efficiency", p->efficiency);
     if (p->hbm_Bps)
-      set_num(c, "hbm_Bps", p->hbm_Bps);
-    if (p->gemm.n) {
-      json_t *g = json_object();
-      for (size_t i = 0; i < p->gemm.n; i++)
-        set_num(g, p->gemm.e[i].dtype, p->gemm.e[i].flops_per_s);
-      json_object_set_new(c, "gemm_flops_per_s", g);
-    }
+      bad |= set_num(c, "hbm_Bps", p->hbm_Bps);
+    if (p->gemm.n)
+      bad |= set_rates(c, "gemm_flops_per_s", &p->gemm);
     for (int t = 0; t < XS_ATTN_TABLES; t++)
-      if (p->attn[t].n) {
-        json_t *g = json_object();
-        for (size_t i = 0; i < p->attn[t].n; i++)
-          set_num(g, p->attn[t].e[i].dtype, p->attn[t].e[i].flops_per_s);
-        json_object_set_new(c, attn_names[t], g);
-      }
+      if (p->attn[t].n)
+        bad |= set_rates(c, attn_names[t], &p->attn[t]);
     for (size_t i = 0; i < NCOSTS; i++)
       if (COST(&p->costs, i))
-        set_num(c, cost_keys[i].key, COST(&p->costs, i));
-    json_object_set_new(root, "compute", c);
+        bad |= set_num(c, cost_keys[i].key, COST(&p->costs, i));
+    bad |= xs__jput(root, "compute", c);
   }
   if (p->nsources) {
     json_t *so = json_object();
     for (size_t i = 0; i < p->nsources; i++)
-      json_object_set_new(so, p->sources[i].key, json_string(p->sources[i].text));
-    json_object_set_new(root, "sources", so);
+      bad |= xs__jput(so, p->sources[i].key, json_string(p->sources[i].text));
+    bad |= xs__jput(root, "sources", so);
   }
-  char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+  char *s = bad ? NULL : json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(xs__jdigits(root)));
   json_decref(root);
   return s;
 }

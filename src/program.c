@@ -79,6 +79,8 @@ xs_status xs_program_add_worker(xs_program *p, const char *name,
                                 size_t *index, xs_error *err) {
   if (!name || !*name)
     return xs__fail(err, XS_INVALID, "a worker needs a non-empty name");
+  if (!xs__utf8_ok(name))
+    return xs__fail(err, XS_INVALID, "a worker's name must be UTF-8");
   if (p->nworkers >= XS__NONE - 1)
     return xs__fail(err, XS_INVALID, "too many workers");
   int r = xs__strmap_put(&p->worker_map, name, (uint32_t)p->nworkers);
@@ -173,6 +175,8 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
   if (channel) {
     if (!*channel)
       return xs__fail(err, XS_INVALID, "a channel name must not be empty");
+    if (!xs__utf8_ok(channel))
+      return xs__fail(err, XS_INVALID, "a channel name must be UTF-8");
     if (!xs__strmap_get(&p->chan_map, channel, &chan)) {
       if (xs__grow(&p->chan_names, &p->chan_names_cap, p->nchan_names + 1,
                    sizeof *p->chan_names))
@@ -191,6 +195,8 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
   if (id) {
     if (!*id)
       return xs__fail(err, XS_INVALID, "a send id must not be empty");
+    if (!xs__utf8_ok(id))
+      return xs__fail(err, XS_INVALID, "a send id must be UTF-8");
     uint32_t other;
     if (xs__strmap_get(&p->id_map, id, &other)) {
       char buf[256];
@@ -231,6 +237,8 @@ xs_status xs_program_wait(xs_program *p, size_t w, const char *id,
                           xs_error *err) {
   if (!id || !*id)
     return xs__fail(err, XS_INVALID, "wait needs the id of a send");
+  if (!xs__utf8_ok(id))
+    return xs__fail(err, XS_INVALID, "a send id must be UTF-8");
   if (xs__grow(&p->pending, &p->pending_cap, p->npending + 1,
                sizeof *p->pending))
     return xs__fail(err, XS_NOMEM, "out of memory");
@@ -270,7 +278,8 @@ static int find_auto_id(const xs_program *p, const char *id, uint32_t *send) {
     return 0;
   char *end;
   unsigned long long k = strtoull(hash + 1, &end, 10);
-  if (*end || hash[1] < '0' || hash[1] > '9')
+  /* the op number as auto ids write it: "a#00" and "a#+0" are not "a#0" */
+  if (*end || hash[1] < '0' || hash[1] > '9' || (hash[1] == '0' && hash[2]))
     return 0;
   size_t n = (size_t)(hash - id);
   char name[512];
@@ -485,6 +494,15 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   xs_status st = check_cycles(p, err);
   if (st)
     return st;
+  p->compute_sum = p->bytes_sum = 0;
+  for (size_t w = 0; w < p->nworkers; w++)
+    for (size_t i = 0; i < p->workers[w].nops; i++) {
+      const xs__op *op = &p->workers[w].ops[i];
+      if (op->kind == XS_OP_COMPUTE)
+        p->compute_sum += op->value;
+      else if (op->kind == XS_OP_SEND)
+        p->bytes_sum += op->value;
+    }
   /* one block for all ops; when out of memory the arrays stay as they are */
   xs__op *blk = p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
   if (blk) {
@@ -761,52 +779,59 @@ xs_status xs_program_load(const char *path, xs_program **out, xs_error *err) {
   return st;
 }
 
+json_t *xs__send_id_json(const xs_program *p, size_t s) {
+  if (p->send_idoff[s] != XS__NONE)
+    return json_string(p->idpool + p->send_idoff[s]);
+  const char *w = p->workers[p->send_worker[s]].name;
+  size_t n = strlen(w) + 16;
+  char *buf = malloc(n);
+  json_t *v = buf ? json_string(xs_program_send_id(p, s, buf, n)) : NULL;
+  free(buf);
+  return v;
+}
+
 char *xs_program_to_json(const xs_program *p) {
-  json_t *root = json_object();
-  json_object_set_new(root, "name", json_string(p->name));
-  json_t *ws = json_array();
-  for (size_t w = 0; w < p->nworkers; w++) {
+  json_t *root = json_object(), *ws = json_array();
+  int bad = xs__jput(root, "name", json_string(p->name));
+  for (size_t w = 0; w < p->nworkers && !bad; w++) {
     const xs__worker *wk = &p->workers[w];
-    json_t *wo = json_object();
-    json_object_set_new(wo, "name", json_string(wk->name));
-    json_t *ops = json_array();
-    for (size_t i = 0; i < wk->nops; i++) {
+    json_t *wo = json_object(), *ops = json_array();
+    bad = xs__jput(wo, "name", json_string(wk->name));
+    for (size_t i = 0; i < wk->nops && !bad; i++) {
       const xs__op *op = &wk->ops[i];
       json_t *o = json_object();
-      char buf[256];
-      switch (op->kind) {
+      switch (o ? (int)op->kind : -1) {
       case XS_OP_COMPUTE:
-        json_object_set_new(o, "compute", json_real(op->value));
+        bad = xs__jput(o, "compute", json_real(op->value));
         break;
       case XS_OP_SEND: {
-        json_object_set_new(o, "send", json_real(op->value));
+        bad = xs__jput(o, "send", json_real(op->value));
         const char *ch = xs_program_send_channel(p, op->aux);
         if (ch)
-          json_object_set_new(o, "channel", json_string(ch));
+          bad |= xs__jput(o, "channel", json_string(ch));
         if (p->send_idoff[op->aux] != XS__NONE)
-          json_object_set_new(o, "id",
-                              json_string(p->idpool + p->send_idoff[op->aux]));
+          bad |= xs__jput(o, "id", json_string(p->idpool + p->send_idoff[op->aux]));
         break;
       }
       case XS_OP_WAIT:
-        json_object_set_new(
-            o, "wait",
-            json_string(op->pending
-                            ? p->pending[op->aux]
-                            : xs_program_send_id(p, op->aux, buf, sizeof buf)));
+        bad = xs__jput(o, "wait", op->pending ? json_string(p->pending[op->aux])
+                                         : xs__send_id_json(p, op->aux));
+        break;
+      case -1:
+        bad = 1;
         break;
       default:
-        json_object_set_new(o, "fence", json_true());
+        bad = xs__jput(o, "fence", json_true());
         break;
       }
-      json_array_append_new(ops, o);
+      bad |= xs__jappend(ops, o);
     }
-    json_object_set_new(wo, "ops", ops);
-    json_array_append_new(ws, wo);
+    bad |= xs__jput(wo, "ops", ops) | xs__jappend(ws, wo);
   }
-  json_object_set_new(root, "workers", ws);
-  char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17) |
-                                 JSON_COMPACT);
+  bad |= xs__jput(root, "workers", ws);
+  char *s = bad ? NULL
+                : json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17) |
+                                       JSON_COMPACT);
   json_decref(root);
   return s;
 }

@@ -176,7 +176,11 @@ static char *format_scaled(double v, const unit *units, size_t nunits,
     }
   }
   double s = v / units[k].scale;
-  if (fabs(s) >= 99.95)
+  /* beyond the largest unit or below the smallest: a mantissa and an
+   * exponent, still with the unit, rather than 30 digits or "0.00" */
+  if (fabs(s) >= 999999.5 || fabs(s) < 0.005)
+    snprintf(buf, size, "%.3g %s", s, units[k].name);
+  else if (fabs(s) >= 99.95)
     snprintf(buf, size, "%.0f %s", s, units[k].name);
   else if (fabs(s) >= 9.995)
     snprintf(buf, size, "%.1f %s", s, units[k].name);

@@ -50,6 +50,35 @@ char *xs__strdup(const char *s) {
   return d;
 }
 
+int xs__utf8_ok(const char *s) {
+  const unsigned char *u = (const unsigned char *)s;
+  while (*u) {
+    unsigned c = *u, n, cp;
+    if (c < 0x80) {
+      u++;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 3, cp = c & 0x07;
+    else
+      return 0;
+    for (unsigned k = 1; k <= n; k++) {
+      if ((u[k] & 0xC0) != 0x80)
+        return 0;
+      cp = cp << 6 | (u[k] & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return 0;
+    u += n + 1;
+  }
+  return 1;
+}
+
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem) {
   void **pp = (void **)array_ptr;
   if (need <= *capacity)
@@ -166,15 +195,23 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
     return xs__fail(err, XS_NOMEM, "%s: out of memory", path);
   }
   for (;;) {
+    if (n > XS_INPUT_LIMIT_BYTES) {
+      free(buf);
+      fclose(f);
+      return xs__fail(err, XS_INVALID, "%s: larger than the limit of %zu MiB for an input file",
+                      path, XS_INPUT_LIMIT_BYTES >> 20);
+    }
     if (n + 1 >= cap) {
-      char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+      /* room for one byte past the limit, to see that it is past */
+      size_t want = cap * 2 < XS_INPUT_LIMIT_BYTES + 2 ? cap * 2 : XS_INPUT_LIMIT_BYTES + 2;
+      char *nb = realloc(buf, want);
       if (!nb) {
         free(buf);
         fclose(f);
         return xs__fail(err, XS_NOMEM, "%s: out of memory", path);
       }
       buf = nb;
-      cap *= 2;
+      cap = want;
     }
     size_t got = fread(buf + n, 1, cap - 1 - n, f);
     n += got;

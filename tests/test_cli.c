@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xstage.h"
@@ -101,10 +103,53 @@ static void test_bad_flags(void **s) {
   expect_rc("simulate --profile h200-nvlink --program examples/hol.json --svg /no/such/dir/x.svg",
             2, "/no/such/dir/x.svg: cannot create");
   expect_rc("profiles fly", 2, "unknown subcommand");
+  expect_rc("profiles show tests/data/sms-too-large.json", 2,
+            "compute.sms: expected a number of SMs, got 4294967296 (too large");
+  expect_rc("demo --emit-program ''", 2, "an output path is empty");
+  expect_rc("predict --profile h200-nvlink --program examples/hol.json --svg ''", 2,
+            "an output path is empty");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid tests/data/array-grid.json", 2,
+            "a grid is an object of presets, tokens and ep, not an array");
+  /* "a#00" is an id of its own, not the automatic "a#0" */
+  expect_rc("predict --profile h200-nvlink --program tests/data/leading-zero-id.json --json",
+            0, NULL);
+  assert_non_null(strstr(out_buf, "\"id\": \"a#0\""));
+  assert_non_null(strstr(out_buf, "\"id\": \"a#00\""));
+  /* names are printed with their control characters escaped */
+  expect_rc("predict --profile h200-nvlink --program tests/data/escape-names.json", 0, NULL);
+  assert_non_null(strstr(out_buf, "evil\\x1b[31mred\\x07"));
+  assert_null(strchr(out_buf, '\x1b'));
+  expect_rc("simulate --profile h200-nvlink --program tests/data/escape-names.json", 0, NULL);
+  assert_null(strchr(out_buf, '\x1b'));
+  expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/escape-profile.json "
+            "--compute h200-nvlink", 0, NULL);
+  assert_non_null(strstr(out_buf, "on link\\x1b]0;title\\x07"));
+  assert_null(strchr(out_buf, '\x1b'));
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-cycle.json", 2,
             "waits form a cycle");
+  /* inputs without end are read up to their limit, outputs never replace
+   * an input */
+  expect_rc("predict --profile h200-nvlink --program /dev/zero", 2,
+            "/dev/zero: larger than the limit of 256 MiB");
+  expect_rc("predict --profile /dev/zero --program examples/hol.json", 2,
+            "/dev/zero: larger than the limit of 256 MiB");
+  expect_rc("sweep megamoe --profile h200-nvlink --grid /dev/zero", 2,
+            "/dev/zero: larger than the limit of 64 MiB");
+  expect_rc("validate megamoe --data /dev/zero", 2, "/dev/zero: larger than the limit of 64 MiB");
+  expect_rc("predict --profile h200-nvlink --program examples/hol.json --svg examples/hol.json",
+            2, "examples/hol.json would overwrite the input examples/hol.json");
+  expect_rc("predict --profile h200-nvlink --program examples/hol.json --trace ./examples/hol.json",
+            2, "would overwrite the input");
+  expect_rc("simulate --profile tests/data/link-only.json --program examples/hol.json "
+            "--svg tests/data/link-only.json", 2, "would overwrite the input");
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --compute tests/data/link-only.json "
+            "--emit-program tests/data/link-only.json", 2, "would overwrite the input");
+  expect_rc("fit tests/data/bad-samples.csv -o tests/data/bad-samples.csv", 2,
+            "would overwrite the input");
+  expect_rc("predict --profile h200-nvlink --program tests/data/overflow.json --json", 2,
+            "program \"overflow\" (tests/data/overflow.json) is too large to evaluate");
 }
 
 static double num(json_t *o, const char *k) {
@@ -435,6 +480,17 @@ static void test_measuring(void **s) {
   expect_rc("replay --program examples/two-bursts.json --channel tcp:threads=64", 2,
             "for the CUDA channels");
   expect_rc("probe pipe --timeout 0", 2, "must be more than 0");
+  /* what the OS calls cannot take is refused, not wrapped around */
+  expect_rc("probe pipe --capacity 2GiB", 2, "--capacity: at most 2147483647 bytes");
+  expect_rc("calibrate tcp --capacity 3GiB", 2, "--capacity: at most 2147483647 bytes");
+  expect_rc("probe pipe --svg x", 2, "--svg is not a probe flag");
+  expect_rc("calibrate pipe --mode put", 2, "--mode is not a calibrate flag");
+  char longchan[700];
+  int ln = snprintf(longchan, sizeof longchan, "replay --program examples/two-bursts.json "
+                                               "--channel pipe:timeout=3s");
+  while (ln < 640)
+    ln += snprintf(longchan + ln, sizeof longchan - (size_t)ln, ",sizes=2");
+  expect_rc(longchan, 2, "--channel: the options are longer than 511 characters");
   expect_rc("probe pipe --capacity 1000", 2, "at least 4KiB");
   expect_rc("plan megamoe --preset glm --profile h200-nvlink --schedule fifo", 2, "--schedule");
   expect_rc("plan megamoe --preset glm --profile h100-pcie5-host --compute examples/hol.json", 2,
@@ -454,6 +510,26 @@ static void test_measuring(void **s) {
   assert_non_null(strstr(out_buf, "drain rate"));
   assert_non_null(strstr(out_buf, "in-flight capacity"));
   remove(path);
+  /* a backend name longer than the samples keep, cut inside a character:
+   * the profile still has its name and channel */
+  snprintf(path, sizeof path, "/tmp/xstage-cut-%d.csv", (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "backend,bytes,gap_s,issue_s,deliver_s,repeat\n");
+  for (int k = 1; k <= 8; k++)
+    fprintf(f, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\xc3\xa9yz,%d,0,%g,%g,0\n", k * 1000, k * 1e-6,
+            k * 2e-6 + 1e-6);
+  fclose(f);
+  char prof[128];
+  snprintf(prof, sizeof prof, "/tmp/xstage-cut-%d.json", (int)getpid());
+  snprintf(args, sizeof args, "fit %s -o %s", path, prof);
+  expect_rc(args, 0, NULL);
+  snprintf(args, sizeof args, "profiles show %s", prof);
+  expect_rc(args, 0, NULL);
+  assert_non_null(strstr(out_buf, "\"name\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-measured\""));
+  assert_non_null(strstr(out_buf, "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\": {"));
+  remove(path);
+  remove(prof);
   snprintf(path, sizeof path, "/tmp/xstage-profile-%d.json", (int)getpid());
   snprintf(args, sizeof args, "calibrate tcp --capacity 128KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);
   expect_rc(args, 0, NULL);
@@ -461,6 +537,75 @@ static void test_measuring(void **s) {
   expect_rc(args, 0, NULL);
   assert_non_null(strstr(out_buf, "measured by xstage"));
   remove(path);
+}
+
+/* Start "xstage ARGS", send it sig after delay seconds (none when 0) and
+ * return its exit code (-1: killed), with how long it ran in *took. */
+static int run_signalled(const char *args, int sig, double delay, double *took) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' %s >/tmp/xstage-test-sig.%d 2>&1",
+           XSTAGE_SRC, XSTAGE_BIN, args, (int)getpid());
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  if (delay > 0) {
+    struct timespec d = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+    nanosleep(&d, NULL);
+    kill(pid, sig);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  snprintf(cmd, sizeof cmd, "/tmp/xstage-test-sig.%d", (int)getpid());
+  remove(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A replay's compute op, a calibration and a probe stop at --timeout
+ * (exit 1) and on SIGINT or SIGTERM (exit 130, 143), writing nothing. */
+static void test_timeouts_and_signals(void **s) {
+  (void)s;
+  char dir[64], prog[160], out[160], args[1024];
+  snprintf(dir, sizeof dir, "/tmp/xstage-sig-%d", (int)getpid());
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(prog, sizeof prog, "%s/spin.json", dir);
+  FILE *f = fopen(prog, "w");
+  assert_non_null(f);
+  fputs("{\"workers\":[{\"ops\":[{\"compute\":1e9},{\"send\":4096}]}]}\n", f);
+  fclose(f);
+  double took;
+  snprintf(args, sizeof args, "replay --program %s --channel pipe:timeout=1s --profile h200-nvlink",
+           prog);
+  assert_int_equal(run_signalled(args, 0, 0, &took), 1);
+  assert_true(took < 5);
+  snprintf(args, sizeof args, "replay --program %s --channel pipe:timeout=60s --profile h200-nvlink",
+           prog);
+  assert_int_equal(run_signalled(args, SIGINT, 0.5, &took), 130);
+  assert_true(took < 5);
+  assert_int_equal(run_signalled(args, SIGTERM, 0.5, &took), 143);
+  assert_true(took < 5);
+  snprintf(out, sizeof out, "%s/profile.json", dir);
+  snprintf(args, sizeof args, "calibrate pipe --capacity 4KiB --min-bytes 1KiB --max-bytes 16KiB "
+           "--sizes 100 --repeats 100 --timeout 60s -o %s", out);
+  assert_int_equal(run_signalled(args, SIGINT, 0.5, &took), 130);
+  assert_true(took < 5);
+  assert_int_equal(access(out, F_OK), -1);
+  snprintf(args, sizeof args, "calibrate pipe --capacity 4KiB --min-bytes 1KiB --max-bytes 16KiB "
+           "--sizes 100 --repeats 100 --timeout 1s -o %s", out);
+  assert_int_equal(run_signalled(args, 0, 0, &took), 1);
+  assert_true(took < 5);
+  assert_int_equal(access(out, F_OK), -1);
+  snprintf(args, sizeof args, "probe pipe --capacity 4KiB --sizes 100 --repeats 100 -o %s", out);
+  assert_int_equal(run_signalled(args, SIGTERM, 0.5, &took), 143);
+  assert_int_equal(access(out, F_OK), -1);
+  remove(prog);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_demo(void **s) {
@@ -620,6 +765,7 @@ int main(void) {
       cmocka_unit_test(test_predict_json), cmocka_unit_test(test_auto_ids_and_text),
       cmocka_unit_test(test_simulate), cmocka_unit_test(test_plan_sweep), cmocka_unit_test(test_validate),
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
+      cmocka_unit_test(test_timeouts_and_signals),
       cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors),
       cmocka_unit_test(test_output_paths)};
   return cmocka_run_group_tests(tests, NULL, NULL);

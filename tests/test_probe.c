@@ -228,6 +228,33 @@ static void test_probe_bounds_and_cleanup(void **st) {
   memset(&o, 0, sizeof o);
   assert_int_equal(xs_probe("mpi", &o, &s, &e), XS_NOTBUILT);
   assert_non_null(strstr(e.message, "mpi under mpirun"));
+  o.capacity_B = 3221225472.0; /* 3 GiB: more than F_SETPIPE_SZ and SO_SNDBUF take */
+  o.min_bytes = 4096;
+  o.max_bytes = 65536;
+  assert_int_equal(xs_probe("pipe", &o, &s, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "expected 1 to 2147483647"));
+  assert_int_equal(xs_probe("tcp", &o, &s, &e), XS_INVALID);
+  /* tcp reports the send buffer the kernel set, which it caps at
+   * net.core.wmem_max, not the one asked for */
+  memset(&o, 0, sizeof o);
+  o.capacity_B = 1073741824.0;
+  o.min_bytes = 4096;
+  o.max_bytes = 8192;
+  o.sizes = 2;
+  o.repeats = 1;
+  o.timeout_s = 10;
+  assert_int_equal(xs_probe("tcp", &o, &s, &e), XS_OK);
+  double wmax = 0;
+  FILE *f = fopen("/proc/sys/net/core/wmem_max", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &wmax) != 1)
+      wmax = 0;
+    fclose(f);
+  }
+  assert_true(s->capacity_B > 0 && s->capacity_B <= o.capacity_B);
+  if (wmax > 0 && wmax < o.capacity_B)
+    assert_true(s->capacity_B == wmax);
+  xs_samples_free(s);
 }
 
 /* A real pipe: 512 KiB drained at 100 MB/s (5 ms of drain). Loose bounds:
@@ -288,11 +315,74 @@ static void test_pipe_calibration_and_replay(void **st) {
   xs_profile_free(prof);
 }
 
+/* A compute op longer than the timeout stops at the timeout, and at once
+ * on cancel, leaving no thread or descriptor behind. */
+static void test_replay_compute_bounded(void **st) {
+  (void)st;
+  xs_error e;
+  xs_program *p = xs_program_new("spin");
+  assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+  assert_int_equal(xs_program_compute(p, 0, 1e9, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, 0, 4096, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  xs_probe_options o;
+  memset(&o, 0, sizeof o);
+  o.capacity_B = 65536;
+  o.timeout_s = 0.3;
+  int before = count_fds();
+  xs_result *r = NULL;
+  double t0 = now();
+  assert_int_equal(xs_replay(p, "pipe", &o, &r, &e), XS_TIMEOUT);
+  assert_true(now() - t0 < 2.0);
+  assert_null(r);
+  assert_non_null(strstr(e.message, "timeout"));
+  volatile int cancel = 1;
+  o.cancel = &cancel;
+  o.timeout_s = 30;
+  t0 = now();
+  assert_int_equal(xs_replay(p, "pipe", &o, &r, &e), XS_TIMEOUT);
+  assert_true(now() - t0 < 2.0);
+  assert_non_null(strstr(e.message, "interrupted"));
+  assert_int_equal(count_fds(), before);
+  xs_program_free(p);
+}
+
+/* A zero-byte send is a signal: delivered when issued, first, last or
+ * alone, not after the whole timeout. */
+static void test_replay_zero_byte_send(void **st) {
+  (void)st;
+  const double progs[][3] = {{0, -1, -1}, {0, 4096, -1}, {4096, 0, -1}, {4096, 0, 0}};
+  for (size_t k = 0; k < sizeof progs / sizeof *progs; k++) {
+    xs_error e;
+    xs_program *p = xs_program_new("zero");
+    assert_int_equal(xs_program_add_worker(p, "w", NULL, &e), XS_OK);
+    for (int i = 0; i < 3 && progs[k][i] >= 0; i++)
+      assert_int_equal(xs_program_send(p, 0, progs[k][i], NULL, NULL, NULL, &e), XS_OK);
+    assert_int_equal(xs_program_finish(p, &e), XS_OK);
+    xs_probe_options o;
+    memset(&o, 0, sizeof o);
+    o.capacity_B = 65536;
+    o.timeout_s = 5;
+    xs_result *r = NULL;
+    double t0 = now();
+    assert_int_equal(xs_replay(p, "pipe", &o, &r, &e), XS_OK);
+    assert_true(now() - t0 < 2.0);
+    /* (a write may return after the reader on the other core has read
+     * it: delivery is not always after issue here) */
+    for (size_t s = 0; s < r->nsends; s++)
+      assert_true(r->sends[s].deliver_s > 0 && r->sends[s].deliver_s < 1);
+    xs_result_free(r);
+    xs_program_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_synthetic),
                                      cmocka_unit_test(test_fit_bootstrap_fixed),
                                      cmocka_unit_test(test_csv),
                                      cmocka_unit_test(test_probe_bounds_and_cleanup),
-                                     cmocka_unit_test(test_pipe_calibration_and_replay)};
+                                     cmocka_unit_test(test_pipe_calibration_and_replay),
+                                     cmocka_unit_test(test_replay_compute_bounded),
+                                     cmocka_unit_test(test_replay_zero_byte_send)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

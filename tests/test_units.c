@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -89,6 +90,14 @@ static void test_format(void **s) {
   assert_string_equal(xs_format_size(4194304, b, sizeof b), "4.00 MiB");
   assert_string_equal(xs_format_size(INFINITY, b, sizeof b), "unbounded");
   assert_string_equal(xs_format_rate(3.7e11, b, sizeof b), "370 GB/s");
+  /* any finite value keeps its unit, however large or small */
+  assert_string_equal(xs_format_time(1e100, b, sizeof b), "1e+100 s");
+  assert_string_equal(xs_format_time(-1e100, b, sizeof b), "-1e+100 s");
+  assert_string_equal(xs_format_time(123456, b, sizeof b), "123456 s");
+  assert_string_equal(xs_format_time(1.5e-15, b, sizeof b), "1.5e-06 ns");
+  assert_string_equal(xs_format_size(DBL_MAX, b, sizeof b), "1.67e+299 GiB");
+  assert_string_equal(xs_format_rate(2.5e30, b, sizeof b), "2.5e+18 TB/s");
+  assert_string_equal(xs_format_rate(1e-3, b, sizeof b), "0.001 B/s");
   assert_string_equal(xs_strerror(XS_CYCLE), "waits form a cycle");
 }
 

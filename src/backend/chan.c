@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -76,11 +77,12 @@ static void *reader_main(void *arg) {
         break;
       continue;
     }
-    double t = xs__now_s();
     if (c->rate > 0)
       next += (double)n / c->rate;
     uint64_t rx = atomic_fetch_add(&c->rx, (uint64_t)n) + (uint64_t)n;
     pthread_mutex_lock(&c->mu);
+    /* stamped under the lock: no mark gets a time before it was made */
+    double t = xs__now_s();
     while (c->next_mark < c->nmarks && c->mark_off[c->next_mark] <= rx)
       c->mark_t[c->next_mark++] = t;
     pthread_mutex_unlock(&c->mu);
@@ -144,7 +146,13 @@ static xs_status open_tcp(xs__rchan *c, double cap, xs_error *err) {
   setsockopt(r, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
   c->rfd = r;
   c->wfd = w;
-  c->capacity_B = cap;
+  /* what the kernel set: it caps the size at net.core.wmem_max and
+   * reports it doubled (the other half is its bookkeeping) */
+  int got = 0;
+  socklen_t gl = sizeof got;
+  c->capacity_B = getsockopt(w, SOL_SOCKET, SO_SNDBUF, &got, &gl) == 0 && got > 0
+                      ? fmin(cap, got / 2.0)
+                      : cap;
   return XS_OK;
 }
 
@@ -156,6 +164,9 @@ xs_status xs__rchan_open(xs__rchan *c, const char *backend, double capacity_B,
   atomic_init(&c->stop, 0);
   atomic_init(&c->failed, 0);
   c->rate = drain_Bps;
+  if (!(capacity_B >= 1 && capacity_B <= INT_MAX))
+    return xs__fail(err, XS_INVALID, "%s: capacity %.17g bytes: expected 1 to %d (what "
+                    "F_SETPIPE_SZ and SO_SNDBUF take)", backend, capacity_B, INT_MAX);
   /* reads small next to what a burst takes to drain, large enough not to
    * wake up too often: 8 KiB */
   c->chunk = 8192;
@@ -206,6 +217,15 @@ double xs__rchan_send(xs__rchan *c, const char *data, size_t bytes,
     c->mark_off[c->nmarks] = c->tx;
     c->mark_t[c->nmarks] = NAN;
     c->nmarks++;
+  }
+  if (bytes == 0) {
+    /* a signal: no byte for the reader to stamp it by, so it arrives when
+     * it is issued if every send before it has, else with the last of them */
+    double t = xs__now_s();
+    while (c->next_mark < c->nmarks && c->mark_off[c->next_mark] <= atomic_load(&c->rx))
+      c->mark_t[c->next_mark++] = t;
+    pthread_mutex_unlock(&c->mu);
+    return t;
   }
   pthread_mutex_unlock(&c->mu);
   size_t done = 0;

@@ -126,6 +126,11 @@ xs_status xs_probe(const char *backend, const xs_probe_options *opt,
     double b = warmup ? sizes[nsz - 1] : sizes[(k - warm) % nsz];
     unsigned rep = warmup ? 0 : (k - warm) / nsz;
     for (int attempt = 0;; attempt++) {
+      /* the waits below look at the clock and cancel only while they
+       * wait: look here too, so that a channel that never makes them wait
+       * stops in time */
+      if ((opt->cancel && *opt->cancel) || xs__now_s() > deadline)
+        goto stopped;
       /* start from an empty channel, and a reader that has been idle */
       if (xs__rchan_drained(&c, deadline, opt->cancel) < 0)
         goto stopped;
@@ -159,7 +164,8 @@ xs_status xs_probe(const char *backend, const xs_probe_options *opt,
     if (opt->progress && opt->progress(opt->progress_ctx, (double)count / total))
       goto stopped;
     if (c.nmarks + 8 >= c.max_marks) { /* reuse the marks: the channel is empty */
-      xs__rchan_drained(&c, deadline, opt->cancel);
+      if (xs__rchan_drained(&c, deadline, opt->cancel) < 0)
+        goto stopped;
       pthread_mutex_lock(&c.mu);
       c.nmarks = c.next_mark = 0;
       pthread_mutex_unlock(&c.mu);
@@ -264,8 +270,11 @@ xs_status xs_replay(const xs_program *p, const char *backend,
       /* a timed spin: the worker is busy, as a compute op is; it yields
        * the CPU at each turn so that a reader sharing the core still runs */
       double until = xs__now_s() + op->value;
-      while (xs__now_s() < until)
+      for (double t = xs__now_s(); t < until; t = xs__now_s()) {
+        if ((opt->cancel && *opt->cancel) || t > deadline)
+          goto stopped;
         sched_yield();
+      }
       w->compute_s += op->value;
       break;
     }
