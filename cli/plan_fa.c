@@ -297,15 +297,14 @@ static int load(const char *preset, const char *file, const char *seq, const cha
   if (preset && xs_fa_preset(preset, c))
     return cli_usage_error("plan", "--preset: unknown \"%s\" (llama3-8b, llama3-70b, mha)", preset);
   if (file) {
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-      fprintf(stderr, "xstage plan: %s: cannot open\n", file);
-      return EXIT_INPUT;
-    }
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text, f);
-    fclose(f);
-    if (xs_fa_config_parse(text, n, file, c, &err))
+    char *text;
+    size_t n;
+    int rrc = cli_read_file("plan", file, CLI_INPUT_LIMIT, &text, &n);
+    if (rrc)
+      return rrc;
+    xs_status st = xs_fa_config_parse(text, n, file, c, &err);
+    free(text);
+    if (st)
       return cli_error("plan", &err);
   }
   char *end;
@@ -370,6 +369,9 @@ int cmd_plan_flashattn(int argc, char **argv) {
     return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
   if (!profile)
     return cli_usage_error("plan", "--profile is required");
+  const char *ins[] = {file, profile}, *outs[] = {emit, trace, svg, header};
+  if (cli_refuse_overwrite("plan", ins, 2, outs, 4))
+    return EXIT_INPUT;
   xs_fa_config cfg;
   int rc = load(preset, file, seq, cp, causal, &cfg);
   if (rc)
@@ -507,6 +509,12 @@ static int grid(const char *path, row **rows, size_t *n) {
   if (path) {
     if (!(root = cli_load_json("sweep", path)))
       return EXIT_INPUT;
+    if (!json_is_object(root)) {
+      fprintf(stderr, "xstage sweep: %s: a grid is an object of presets, seq, cp and "
+                      "causal, not %s\n", path, json_is_array(root) ? "an array" : "a single value");
+      json_decref(root);
+      return EXIT_INPUT;
+    }
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
@@ -538,13 +546,27 @@ static int grid(const char *path, row **rows, size_t *n) {
       pre[np++] = xs_fa_preset_name(i);
   }
   if (root && (a = json_object_get(root, "seq"))) {
-    json_array_foreach(a, i, v) seqs[ns++] = json_number_value(v);
+    json_array_foreach(a, i, v) {
+      if (!json_is_number(v)) {
+        fprintf(stderr, "xstage sweep: %s: seq[%zu]: expected a number of tokens\n", path, i);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+      seqs[ns++] = json_number_value(v);
+    }
   } else {
     for (double s = 4096; s <= 65536; s *= 2)
       seqs[ns++] = s;
   }
   if (root && (a = json_object_get(root, "cp"))) {
-    json_array_foreach(a, i, v) cps[nc++] = json_number_value(v);
+    json_array_foreach(a, i, v) {
+      if (!json_is_number(v)) {
+        fprintf(stderr, "xstage sweep: %s: cp[%zu]: expected a number of ranks\n", path, i);
+        json_decref(root);
+        return EXIT_INPUT;
+      }
+      cps[nc++] = json_number_value(v);
+    }
   } else {
     cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
   }

@@ -332,7 +332,8 @@ void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
                  s[i].replan_change[f] * 100);
       }
     }
-    printf("  %-34s %13s %-11s %7s %7s %7s %7s  %s\n", s[i].param,
+    char pn[96];
+    printf("  %-34s %13s %-11s %7s %7s %7s %7s  %s\n", cli_text(s[i].param, pn, sizeof pn),
            value_words(s[i].param, s[i].value, v, sizeof v),
            source_kind(prof, s[i].param, k, sizeof k), pc[0], pc[1], pc[2], pc[3],
            *nc ? nc : "-");

@@ -331,6 +331,27 @@ static void test_plan_sweep(void **s) {
            (int)getpid(), (int)getpid());
   assert_int_equal(system(hcmd), 0);
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --kernel fa9", 2, "--kernel");
+  FILE *cf = fopen("/tmp/xstage-test-fa.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"seq\": 4096,%70000s\"cp\": 4}\n", ""); /* over 64 KiB */
+  fclose(cf);
+  expect_rc("plan flashattn --config /tmp/xstage-test-fa.json --profile h100-nvlink", 0, NULL);
+  expect_rc("plan flashattn --config /tmp/xstage-test-fa.json --profile h100-nvlink "
+            "--emit-program /tmp/xstage-test-fa.json", 2, NULL);
+  remove("/tmp/xstage-test-fa.json");
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"seq\": [\"x\"]}\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
+            "seq[0]: expected a number");
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "[1, 2]\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
+            "not an array");
+  remove("/tmp/xstage-test-grid.json");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --layout ring", 2, "--layout");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --seq-grid 8:4", 2,
             "runs backwards");
