@@ -500,6 +500,8 @@ typedef struct {
   int causal;
 } row;
 
+#define FA_SWEEP_RANKS 32768.0
+
 static int grid(const char *path, row **rows, size_t *n) {
   const char *pre[8];
   double seqs[32], cps[16];
@@ -583,6 +585,18 @@ static int grid(const char *path, row **rows, size_t *n) {
     cz[nz++] = 1, cz[nz++] = 0;
   }
   *n = np * ns * nc * nz;
+  /* a plan's work grows with its ranks: about 1.2 ms each here */
+  double ranks = 0;
+  for (size_t c = 0; c < nc; c++)
+    ranks += cps[c] > 0 ? cps[c] : 0;
+  ranks *= (double)(np * ns * nz);
+  if (ranks > FA_SWEEP_RANKS) {
+    fprintf(stderr, "xstage sweep: %s: the grid's configs add up to %.3g ranks, more than "
+                    "the limit of %g (about 40 s of planning)\n", path, ranks,
+            FA_SWEEP_RANKS);
+    json_decref(root);
+    return EXIT_INPUT;
+  }
   *rows = calloc(*n, sizeof **rows);
   size_t k = 0;
   for (size_t p = 0; p < np; p++)

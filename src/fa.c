@@ -68,6 +68,9 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
       return xs__fail(err, XS_INVALID, "%s must be a number in [%g, %g]%s, got %g",
                       f[i].key, f[i].lo, f[i].hi,
                       strcmp(f[i].key, "bytes") ? " and whole" : "", f[i].v);
+  if (c->sms == 1)
+    return xs__fail(err, XS_INVALID, "sms must be 0 (the profile's) or at least 2: "
+                    "the dedicated schedules need an SM to forward and one to compute");
   if (fmod(c->heads_q, c->heads_kv) != 0)
     return xs__fail(err, XS_INVALID,
                     "heads_kv (%g) must divide heads_q (%g): each KV head "

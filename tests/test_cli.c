@@ -351,7 +351,20 @@ static void test_plan_sweep(void **s) {
   fclose(cf);
   expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
             "not an array");
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"cp\": [4096], \"seq\": [4096, 8192, 16384]}\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
+            "more than the limit of 32768");
   remove("/tmp/xstage-test-grid.json");
+  cf = fopen("/tmp/xstage-test-fa.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"sms\": 1}\n");
+  fclose(cf);
+  expect_rc("plan flashattn --config /tmp/xstage-test-fa.json --profile h100-nvlink", 2,
+            "sms must be 0 (the profile's) or at least 2");
+  remove("/tmp/xstage-test-fa.json");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --layout ring", 2, "--layout");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --seq-grid 8:4", 2,
             "runs backwards");
