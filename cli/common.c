@@ -42,6 +42,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   return EXIT_INPUT;
 }
 
+const char *cli_profile_text(const xs_profile *profile) {
+  static char buf[192];
+  return cli_text(xs_profile_name(profile), buf, sizeof buf);
+}
+
+const char *cli_name_text(const char *name) {
+  static char buf[192];
+  return cli_text(name, buf, sizeof buf);
+}
+
+int cli_out_of_memory(const char *cmd) {
+  fprintf(stderr, "xstage %s: out of memory\n", cmd);
+  return EXIT_MACHINE;
+}
+
 int cli_bad_flag(const char *cmd, int argc, char **argv) {
   extern int optind;
   const char *arg = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";

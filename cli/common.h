@@ -22,6 +22,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Unknown flag or missing argument, from getopt's optopt/argv. */
 int cli_bad_flag(const char *cmd, int argc, char **argv);
+/* "xstage CMD: out of memory", exit status 1 (the machine, not the input) */
+int cli_out_of_memory(const char *cmd);
 /* The largest JSON file (a sweep's grid) and CSV file (validate's data, a
  * planner's config) the commands read; programs, profiles and samples go
  * through the library, which reads up to XS_INPUT_LIMIT_BYTES. */
@@ -45,6 +47,10 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
  * in buf (cut to size) with control characters (C0, DEL, C1) written as
  * \xNN, so that a name cannot move the cursor or recolour the screen. */
 const char *cli_text(const char *s, char *buf, size_t size);
+/* cli_text of a profile's name and of a config's, each into its own
+ * static buffer (one of each per printf) */
+const char *cli_profile_text(const xs_profile *profile);
+const char *cli_name_text(const char *name);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 /* Standard output is checked once, by main() when the command returns

@@ -307,6 +307,7 @@ int cmd_plan(int argc, char **argv) {
     xs_profile *cp;
     if (xs_profile_load(compute, &cp, &err)) {
       xs_profile_free(prof);
+      free(grid);
       return cli_error("plan", &err);
     }
     xs_status cst = xs_profile_copy_compute(prof, cp, &err);
@@ -336,7 +337,7 @@ int cmd_plan(int argc, char **argv) {
   if (sensitivity) {
     sens = malloc(XS_MOE_SENS_MAX * sizeof *sens);
     if (!sens) {
-      rc = cli_usage_error("plan", "out of memory");
+      rc = cli_out_of_memory("plan");
       goto done;
     }
     if (xs_moe_sensitivity_run(&cfg, prof, tol, schedules, &pick, sens, &nsens, &err)) {

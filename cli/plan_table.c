@@ -17,7 +17,7 @@ int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
   size_t cap = 64;
   double *g = malloc(cap * sizeof *g);
   if (!g)
-    return cli_usage_error(cmd, "out of memory");
+    return cli_out_of_memory(cmd);
   *n = 0;
   const char *p = text;
   int rc = 0;
@@ -64,7 +64,7 @@ int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
       if (*n == cap) {
         double *ng = realloc(g, 2 * cap * sizeof *g);
         if (!ng) {
-          rc = cli_usage_error(cmd, "out of memory");
+          rc = cli_out_of_memory(cmd);
           break;
         }
         g = ng;
@@ -208,7 +208,7 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
              xs_moe_table_pick(t, 0)->tokens, xs_moe_table_pick(t, n - 1)->tokens, tol);
     char *h = xs_moe_table_header(t, prefix, comment);
     if (!h)
-      rc = cli_usage_error(cmd, "out of memory");
+      rc = cli_out_of_memory(cmd);
     else
       rc = cli_write_output(cmd, header, h);
     free(h);
@@ -226,8 +226,8 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
     printf("%s\n", s ? s : "null");
     free(s);
   } else if (!rc && !header_out) {
-    printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n", cfg->name,
-           cfg->ep, xs_profile_name(prof), tol * 100);
+    printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n",
+           cli_name_text(cfg->name), cfg->ep, cli_profile_text(prof), tol * 100);
     printf("  %8s %8s  %-18s %-14s %-18s %7s %10s %10s  %-18s %10s %4s\n",
            "tokens", "from", "schedule", "rule", "knobs", "block_m", "predicted",
            "fastest", "runner-up", "its time", "near");
@@ -236,7 +236,7 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
       char kb[48], a[32], b[32], c[32];
       int changed = i && !xs_moe_same_choice(&xs_moe_table_pick(t, i - 1)->chosen,
                                              &p->chosen);
-      printf("%c %8g %8g  %-18s %-14s %-18s %7g %10s %10s  %-18s %10s %4zu\n",
+      printf("%c %8.0f %8.0f  %-18s %-14s %-18s %7g %10s %10s  %-18s %10s %4zu\n",
              changed ? '*' : ' ', p->tokens, p->lo,
              xs_moe_schedule_name(p->chosen.schedule),
              xs_moe_rule_name(p->chosen.schedule, p->chosen.rule),
@@ -297,7 +297,8 @@ json_t *cli_moe_sensitivity_json(const xs_profile *prof,
       json_array_append_new(f, json_real(s[i].factor[k]));
       json_array_append_new(tc, isnan(s[i].time_change[k])
                                     ? json_null() : json_real(s[i].time_change[k]));
-      json_array_append_new(rc, json_real(s[i].replan_change[k]));
+      json_array_append_new(rc, isnan(s[i].replan_change[k])
+                                    ? json_null() : json_real(s[i].replan_change[k]));
       json_array_append_new(ch, s[i].changed[k] ? cli_moe_option_json(&s[i].choice[k])
                                                 : json_null());
     }
@@ -317,13 +318,16 @@ void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
          "  choice a new plan makes where it differs; the first row is what to\n"
          "  measure first\n",
          option_words(&base->chosen, w, sizeof w),
-         xs_format_time(base->chosen.time_s, a, sizeof a), xs_profile_name(prof));
+         xs_format_time(base->chosen.time_s, a, sizeof a), cli_profile_text(prof));
   printf("  %-34s %13s %-11s %7s %7s %7s %7s  %s\n", "parameter", "value", "source",
          "x0.5", "x0.9", "x1.1", "x1.5", "new choice");
   for (size_t i = 0; i < n; i++) {
     char v[32], k[32], pc[4][16], nc[160] = "";
     for (int f = 0; f < XS_MOE_SENS_FACTORS; f++) {
-      snprintf(pc[f], sizeof pc[f], "%+.1f%%", s[i].time_change[f] * 100);
+      if (isnan(s[i].time_change[f]))
+        snprintf(pc[f], sizeof pc[f], "n/a");
+      else
+        snprintf(pc[f], sizeof pc[f], "%+.1f%%", s[i].time_change[f] * 100);
       if (s[i].changed[f]) {
         char ow[128];
         size_t used = strlen(nc);

@@ -646,7 +646,8 @@ int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
 
 typedef struct xs_moe_table_options {
   const double *tokens; /* grid points, whole and ascending; NULL: from
-                           min_tokens to max_tokens, 8 points per octave  */
+                           min_tokens to max_tokens, 32 points per octave,
+                           more where a lookup would lose                 */
   size_t ntokens;       /* at most XS_MOE_TABLE_MAX                       */
   double min_tokens, max_tokens;
   double tolerance;     /* relative, 0 to 1 (xstage plan's default: 0.01) */
@@ -677,6 +678,10 @@ const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
  * (a C identifier). free() the result; NULL when out of memory. */
 char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
                           const char *comment);
+/* A copy of text safe inside a C block comment: a comment's ends ("*" "/"
+ * and "/" "*") and control characters rewritten; free() it. NULL when out
+ * of memory. */
+char *xs_c_comment_text(const char *text);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue
@@ -696,6 +701,8 @@ typedef struct xs_moe_sensitivity {
                                                relative to the base time */
   xs_moe_option choice[XS_MOE_SENS_FACTORS];/* the new choice            */
   int changed[XS_MOE_SENS_FACTORS];         /* 1: another choice         */
+  /* time_change and replan_change are NAN at a factor that moves the
+   * number out of its valid range (roofline p below 1) */
   double score;          /* the largest |time_change|: the sort key       */
 } xs_moe_sensitivity;
 #define XS_MOE_SENS_MAX 64

@@ -188,22 +188,26 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
   double kv_el = c->batch * S * c->heads_kv * c->head_dim;
   double kv_B = 2 * kv_el * c->bytes;
   double drain = xs_profile_channel(prof, 0)->drain_Bps;
+  /* the kernels a step can run, each timed once */
+  double k_full = kernel_s(k, S, S, 0), k_causal = c->causal ? kernel_s(k, S, S, 1) : 0;
+  double k_a = c->causal && c->layout == XS_FA_ZIGZAG ? kernel_s(k, S, h, 0) : 0;
+  double k_b = c->causal && c->layout == XS_FA_ZIGZAG ? kernel_s(k, h, S, 0) : 0;
   for (size_t s = 0; s < P; s++) {
     double mq = 1; /* share of the output this step merges */
     if (!c->causal) {
-      r->c[s] = r->mean[s] = kernel_s(k, S, S, 0);
+      r->c[s] = r->mean[s] = k_full;
     } else if (s == 0 || c->layout == XS_FA_STRIPE) {
       /* own block (and, striped, every block): a causal square */
-      r->c[s] = r->mean[s] = kernel_s(k, S, S, 1);
+      r->c[s] = r->mean[s] = k_causal;
     } else if (c->layout == XS_FA_CONTIGUOUS) {
       /* step s: ranks r >= s hold an earlier block (full), the others a
        * later one (masked, skipped) */
-      r->c[s] = kernel_s(k, S, S, 0);
+      r->c[s] = k_full;
       r->mean[s] = r->c[s] * (double)(P - s) / (double)P;
     } else {
       /* zigzag: an earlier rank's block: all queries against its first
        * half; a later one's: the second half of the queries against all */
-      double a = kernel_s(k, S, h, 0), b = kernel_s(k, h, S, 0);
+      double a = k_a, b = k_b;
       double early = (double)(P - s) / (double)P; /* ranks with j < r */
       /* the busier of the two kinds of rank: an early block merges the
        * whole output, a late one half of it */
@@ -218,8 +222,9 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
     if (c->backward)
       m += GRAD_B * (out_el + 2 * kv_el);
     r->merge[s] = m / bw;
-    /* the next block; backward also passes dK, dV in FP32 */
-    r->bytes[s] = s + 1 < P ? kv_B * (c->backward ? 4 : 1) : 0;
+    /* the next block; forward and backward send it in both passes, and
+     * the backward pass dK and dV in FP32 too */
+    r->bytes[s] = s + 1 < P ? (c->backward ? 2 * kv_B + 2 * kv_el * 4 : kv_B) : 0;
     /* a communication kernel on its own stream holds comm_sms SMs while
      * its bytes drain: the kernel beside it loses their share */
     if (kc.comm_sms > 0 && kc.comm_sms < k->sms && r->c[s] > 0) {
@@ -310,23 +315,21 @@ static xs_status evaluate(const xs_program *p, const xs_profile *prof,
 
 /* the profile for k forwarding SMs: the comm worker issues at k SMs'
  * share of the injection rate */
-static xs_profile *with_sms(const xs_profile *prof, double sms, unsigned k,
-                            xs_error *err) {
+static xs_status with_sms(const xs_profile *prof, double sms, unsigned k,
+                          xs_profile **out, xs_error *err) {
+  *out = NULL;
   char *text = xs_profile_to_json(prof);
-  xs_profile *q = NULL;
-  if (!text) {
-    xs__fail(err, XS_NOMEM, "out of memory");
-    return NULL;
-  }
-  xs_status st = xs_profile_parse(text, strlen(text), NULL, &q, err);
+  if (!text)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = xs_profile_parse(text, strlen(text), NULL, out, err);
   free(text);
   if (st)
-    return NULL;
-  for (size_t i = 0; i < xs_profile_channel_count(q); i++) {
-    xs_channel *ch = xs__profile_channel_mut(q, i);
+    return st;
+  for (size_t i = 0; i < xs_profile_channel_count(*out); i++) {
+    xs_channel *ch = xs__profile_channel_mut(*out, i);
     ch->worker_inject_Bps = fmin(ch->worker_inject_Bps, ch->inject_Bps * k / sms);
   }
-  return q;
+  return XS_OK;
 }
 
 xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
@@ -372,11 +375,9 @@ xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
       continue;
     double slow = kk ? sms / (sms - kk) : 1, t = 0;
     xs_program *p = NULL;
-    xs_profile *q = kk ? with_sms(prof, sms, kk, err) : NULL;
-    if (kk && !q) {
-      st = err->status;
+    xs_profile *q = NULL;
+    if (kk && (st = with_sms(prof, sms, kk, &q, err)))
       break;
-    }
     if (!(st = ring_program(&r, path, slow, sp, &p, err)))
       st = evaluate(p, q ? q : prof, &t, err);
     xs_program_free(p);
@@ -400,6 +401,9 @@ xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
   ring_free(&r);
   if (st)
     return st;
+  if (isinf(best))
+    return xs__fail(err, XS_INVALID, "%g SMs: dedicated-sms needs one to forward and "
+                    "one to compute", sms);
   const char *names[4] = {"compute", "merge", "fixed", "exposed"};
   double v[4] = {bd->compute_s, bd->merge_s, bd->fixed_s, bd->exposed_s};
   int b = 0;

@@ -22,10 +22,10 @@ typedef struct {
 } field;
 
 /* Splits one CSV line (fields may be double-quoted, "" inside quotes is a
- * quote); line is modified in place. Returns the field count, or -1 for
- * an unterminated quote. */
+ * quote); line is modified in place. Returns the field count, -1 for an
+ * unterminated quote, -2 for more than max fields. */
 static int split(char *line, field *f, int max) {
-  int n = 0;
+  int n = 0, ended = 0;
   char *r = line, *w;
   while (n < max) {
     f[n].col = (size_t)(r - line) + 1;
@@ -55,11 +55,13 @@ static int split(char *line, field *f, int max) {
     int last = *r != ',';
     *w = '\0';
     n++;
-    if (last)
+    if (last) {
+      ended = 1;
       break;
+    }
     r++;
   }
-  return n;
+  return ended ? n : -2;
 }
 
 static const char *const need[] = {
@@ -205,7 +207,8 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     field f[MAX_COLS];
     int nf = split(buf, f, MAX_COLS);
     if (nf < 0) {
-      st = row_fail(err, j->file, lineno, 1, "a quoted field is not closed");
+      st = nf == -1 ? row_fail(err, j->file, lineno, 1, "a quoted field is not closed")
+                    : row_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS);
       break;
     }
     if (!have_header) {
@@ -363,7 +366,10 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   c->causal = (int)causal;
   /* batch: a column of its own when the source ran several sequences */
   c->batch = 1;
-  snprintf(c->kernel, sizeof c->kernel, "%.7s", F[F_KERNEL]->s);
+  if (strlen(F[F_KERNEL]->s) >= sizeof c->kernel)
+    return row_fail(err, file, lineno, F[F_KERNEL]->col,
+                    "kernel: expected fa2, fa3 or fa4, got \"%s\"", F[F_KERNEL]->s);
+  snprintf(c->kernel, sizeof c->kernel, "%s", F[F_KERNEL]->s);
   if (!strcmp(F[F_PASS]->s, "fwd_bwd"))
     c->backward = 1;
   else if (strcmp(F[F_PASS]->s, "fwd"))
@@ -451,14 +457,18 @@ double xs_validate_median(const xs_validate_set *set,
 static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
   if (a->kind != b->kind)
     return 0;
-  if (a->kind == 1) { /* attention: any layout of a ring beside local */
+  if (a->kind == 1) {
+    /* attention, one shape: a ring beside the local arm, or two layouts
+     * of one ring arm */
     const xs_fa_config *x = &a->fa, *y = &b->fa;
+    int la = !strcmp(a->arm, "local"), lb = !strcmp(b->arm, "local");
     return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
            x->seq == y->seq && x->cp == y->cp && x->heads_q == y->heads_q &&
            x->heads_kv == y->heads_kv && x->head_dim == y->head_dim &&
            x->causal == y->causal && x->backward == y->backward &&
            !strcmp(x->kernel, y->kernel) && x->batch == y->batch &&
-           (strcmp(a->arm, b->arm) != 0 || strcmp(a->layout, b->layout) != 0);
+           (la != lb || (!la && !strcmp(a->arm, b->arm) &&
+                         strcmp(a->layout, b->layout) != 0));
   }
   const xs_moe_config *x = &a->config, *y = &b->config;
   return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&

@@ -267,6 +267,39 @@ static void test_plan_sweep(void **s) {
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens 0", 2, "--tokens");
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --config x.json", 2, "one of");
   expect_rc("plan gemm", 2, "megamoe");
+  /* names that would break a generated header, a roofline p that x0.5
+   * moves out of range */
+  char pcmd[2048];
+  int pid = (int)getpid();
+  snprintf(pcmd, sizeof pcmd,
+           "'%s' profiles show h800-nvlink | sed 's|\"name\": \"h800-nvlink\"|\"name\": "
+           "\"evil*/ int injected; /* x\"|; s|\"roofline_p\": 2.5|\"roofline_p\": 1.5|' "
+           "> /tmp/xstage-evil-%d.json", XSTAGE_BIN, pid);
+  assert_int_equal(system(pcmd), 0);
+  snprintf(pcmd, sizeof pcmd, "plan megamoe --preset deepseek-v3 --profile "
+           "/tmp/xstage-evil-%d.json --tokens 4096 --sensitivity", pid);
+  expect_rc(pcmd, 0, NULL);
+  assert_non_null(strstr(out_buf, "n/a"));
+  snprintf(pcmd, sizeof pcmd, "plan megamoe --preset deepseek-v3 --profile "
+           "/tmp/xstage-evil-%d.json --tokens-grid 64,128 --emit-header /tmp/xstage-evil-%d.h",
+           pid, pid);
+  expect_rc(pcmd, 0, NULL);
+  snprintf(pcmd, sizeof pcmd, "plan flashattn --preset llama3-8b --profile "
+           "/tmp/xstage-evil-%d.json --seq-grid 4096,8192 --emit-header /tmp/xstage-evil-%d-r.h",
+           pid, pid);
+  expect_rc(pcmd, 0, NULL);
+  snprintf(pcmd, sizeof pcmd,
+           "cd /tmp && printf '#include \"xstage-evil-%d.h\"\\n#include \"xstage-evil-%d-r.h\"\\n"
+           "int main(void) { return xstage_moe_lookup(64)->lo + xstage_ring_lookup(1)->lo > 0 "
+           "? 0 : 1; }\\n' > xstage-evil-%d.c && cc -std=c11 -Wall -Wextra -Werror -pedantic "
+           "-o xstage-evil-%d xstage-evil-%d.c && ./xstage-evil-%d && ! grep -q '^ *int injected' "
+           "xstage-evil-%d.h xstage-evil-%d-r.h; r=$?; rm -f /tmp/xstage-evil-%d*; exit $r",
+           pid, pid, pid, pid, pid, pid, pid, pid, pid);
+  assert_int_equal(system(pcmd), 0);
+  expect_rc("plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens-range "
+            "1:1000000000", 2, "the table's largest");
+  expect_rc("plan flashattn --preset mha --profile h100-nvlink --seq-grid 4096 "
+            "--emit-header - --header-prefix ''", 2, "--header-prefix: empty");
   /* work bounds: refused at once, with the limit */
   expect_rc("plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens 10000000 "
             "--trace /tmp/never.json --svg /tmp/never.svg", 2, "planner's limit of 1e+07");
