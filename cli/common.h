@@ -74,6 +74,11 @@ int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
                           double **out, size_t *n);
 int cli_parse_tolerance(const char *cmd, const char *text, double *out);
 int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
+/* --header-prefix: it needs --emit-header, is a C identifier of at most
+ * 64 characters, dflt when not given; 0, or the exit code after saying
+ * what was wrong */
+int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
+                      const char *dflt, const char **out);
 json_t *cli_moe_option_json(const xs_moe_option *o);
 json_t *cli_moe_pick_json(const xs_moe_pick *p, double tol);
 void cli_moe_pick_print(const xs_moe_pick *p, double tol);

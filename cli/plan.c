@@ -261,17 +261,8 @@ int cmd_plan(int argc, char **argv) {
                            table_flag);
   if (header && !grid_text && !range_text)
     return cli_usage_error("plan", "--emit-header needs --tokens-grid or --tokens-range");
-  if (prefix && !header)
-    return cli_usage_error("plan", "--header-prefix needs --emit-header");
-  if (!prefix)
-    prefix = "xstage_moe";
-  for (const char *q = prefix; *q; q++)
-    if (!(*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-          (q > prefix && *q >= '0' && *q <= '9')) || q - prefix >= 64)
-      return cli_usage_error("plan", "--header-prefix: \"%s\" is not a C identifier "
-                                     "of at most 64 characters", prefix);
-  if (!*prefix)
-    return cli_usage_error("plan", "--header-prefix: empty");
+  if ((prc = cli_header_prefix("plan", header, prefix, "xstage_moe", &prefix)))
+    return prc;
   const char *ins[] = {file, profile, compute}, *outs[] = {emit, trace, svg, header};
   if (cli_refuse_overwrite("plan", ins, 3, outs, 4))
     return EXIT_INPUT;

@@ -406,23 +406,10 @@ int cmd_plan_flashattn(int argc, char **argv) {
     xs_profile_free(prof);
     return cli_usage_error("plan", "--emit-header needs --seq-grid");
   }
-  if (prefix && !header) {
+  if ((prc = cli_header_prefix("plan", header, prefix, "xstage_ring", &prefix))) {
     xs_profile_free(prof);
-    return cli_usage_error("plan", "--header-prefix needs --emit-header");
+    return prc;
   }
-  if (prefix && !*prefix) {
-    xs_profile_free(prof);
-    return cli_usage_error("plan", "--header-prefix: empty");
-  }
-  if (!prefix)
-    prefix = "xstage_ring";
-  for (const char *q = prefix; *q; q++)
-    if (!(*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-          (q > prefix && *q >= '0' && *q <= '9')) || q - prefix >= 64 || !*prefix) {
-      xs_profile_free(prof);
-      return cli_usage_error("plan", "--header-prefix: \"%s\" is not a C identifier of "
-                                     "at most 64 characters", prefix);
-    }
   if (grid_text) {
     if (seq || emit || trace || svg) {
       xs_profile_free(prof);

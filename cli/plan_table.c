@@ -128,6 +128,19 @@ int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask) {
   }
 }
 
+int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
+                      const char *dflt, const char **out) {
+  if (prefix && !header)
+    return cli_usage_error(cmd, "--header-prefix needs --emit-header");
+  if (prefix && !*prefix)
+    return cli_usage_error(cmd, "--header-prefix: empty");
+  if (prefix && !xs_c_identifier(prefix))
+    return cli_usage_error(cmd, "--header-prefix: \"%s\" is not a C identifier of at "
+                                "most 64 characters", prefix);
+  *out = prefix ? prefix : dflt;
+  return 0;
+}
+
 json_t *cli_moe_option_json(const xs_moe_option *o) {
   if (isnan(o->time_s))
     return json_null();

@@ -682,6 +682,8 @@ char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
 char *xs_c_comment_text(const char *text);
+/* 1 when name is a C identifier of 1 to 64 characters (a header prefix) */
+int xs_c_identifier(const char *name);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue

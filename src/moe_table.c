@@ -372,8 +372,8 @@ static int letter(char c) {
   return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static int c_identifier(const char *s) {
-  if (!s || !letter(*s))
+int xs_c_identifier(const char *s) {
+  if (!s || !letter(*s) || strlen(s) > 64)
     return 0;
   for (; *s; s++)
     if (!letter(*s) && !(*s >= '0' && *s <= '9'))
@@ -383,7 +383,7 @@ static int c_identifier(const char *s) {
 
 char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
                           const char *comment) {
-  if (!c_identifier(prefix) || strlen(prefix) > 64)
+  if (!xs_c_identifier(prefix))
     return NULL;
   char up[65];
   size_t k = 0;
