@@ -508,6 +508,23 @@ typedef struct {
   int causal;
 } row;
 
+/* a grid list of numbers (its size checked already): -1 after naming
+ * the first entry that is not one */
+static int grid_numbers(const char *path, const char *key, const char *what,
+                        json_t *a, double *out, size_t *n) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(a, i, v) {
+    if (!json_is_number(v)) {
+      fprintf(stderr, "xstage sweep: %s: %s[%zu]: expected a number of %s\n", path, key,
+              i, what);
+      return -1;
+    }
+    out[(*n)++] = json_number_value(v);
+  }
+  return 0;
+}
+
 #define FA_SWEEP_RANKS 32768.0
 
 static int grid(const char *path, row **rows, size_t *n) {
@@ -556,26 +573,18 @@ static int grid(const char *path, row **rows, size_t *n) {
       pre[np++] = xs_fa_preset_name(i);
   }
   if (root && (a = json_object_get(root, "seq"))) {
-    json_array_foreach(a, i, v) {
-      if (!json_is_number(v)) {
-        fprintf(stderr, "xstage sweep: %s: seq[%zu]: expected a number of tokens\n", path, i);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-      seqs[ns++] = json_number_value(v);
+    if (grid_numbers(path, "seq", "tokens", a, seqs, &ns)) {
+      json_decref(root);
+      return EXIT_INPUT;
     }
   } else {
     for (double s = 4096; s <= 65536; s *= 2)
       seqs[ns++] = s;
   }
   if (root && (a = json_object_get(root, "cp"))) {
-    json_array_foreach(a, i, v) {
-      if (!json_is_number(v)) {
-        fprintf(stderr, "xstage sweep: %s: cp[%zu]: expected a number of ranks\n", path, i);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-      cps[nc++] = json_number_value(v);
+    if (grid_numbers(path, "cp", "ranks", a, cps, &nc)) {
+      json_decref(root);
+      return EXIT_INPUT;
     }
   } else {
     cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
