@@ -136,24 +136,9 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
     st = xs__jfail(&d, "unknown layout \"%s\" (contiguous, zigzag, stripe)", s);
     goto done;
   }
-  json_t *bw = json_object_get(root, "backward");
-  if (bw) {
-    if (!json_is_boolean(bw)) {
-      xs__jpath_key(&d.path, "backward");
-      st = xs__jfail(&d, "expected true or false, got %s", xs__jtype(bw));
-      goto done;
-    }
-    c.backward = json_is_true(bw);
-  }
-  json_t *cz = json_object_get(root, "causal");
-  if (cz) {
-    if (!json_is_boolean(cz)) {
-      xs__jpath_key(&d.path, "causal");
-      st = xs__jfail(&d, "expected true or false, got %s", xs__jtype(cz));
-      goto done;
-    }
-    c.causal = json_is_true(cz);
-  }
+  if ((st = xs__jbool(&d, root, "backward", &c.backward)) ||
+      (st = xs__jbool(&d, root, "causal", &c.causal)))
+    goto done;
   const xs__jfield nums[] = {{"seq", &c.seq},         {"heads_q", &c.heads_q},
               {"heads_kv", &c.heads_kv}, {"head_dim", &c.head_dim},
               {"cp", &c.cp},           {"bytes", &c.bytes},

@@ -132,6 +132,18 @@ xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
   return XS_OK;
 }
 
+xs_status xs__jbool(xs__jdoc *d, json_t *obj, const char *key, int *value) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return XS_OK;
+  if (!json_is_boolean(v)) {
+    xs__jpath_key(&d->path, key);
+    return xs__jfail(d, "expected true or false, got %s", xs__jtype(v));
+  }
+  *value = json_is_true(v);
+  return XS_OK;
+}
+
 xs_status xs__jnumbers(xs__jdoc *d, json_t *obj, const xs__jfield *fields,
                        size_t n) {
   for (size_t i = 0; i < n; i++) {

@@ -37,6 +37,9 @@ xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
 /* A string at obj[key]; *present as above. */
 xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
                       const char **value, int *present);
+/* An optional true or false at obj[key]: *value 1 or 0, untouched when
+ * absent. */
+xs_status xs__jbool(xs__jdoc *d, json_t *obj, const char *key, int *value);
 const char *xs__jtype(const json_t *v);
 /* Optional numbers >= 0 at obj[key] for each entry; absent keys keep their
  * values. */
