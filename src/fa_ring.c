@@ -29,19 +29,13 @@ const char *xs_fa_layout_name(xs_fa_layout l) {
   return (unsigned)l < XS_FA_LAYOUTS ? layout_names[l] : NULL;
 }
 int xs_fa_layout_from_name(const char *n) {
-  for (int i = 0; i < XS_FA_LAYOUTS; i++)
-    if (strcmp(n, layout_names[i]) == 0)
-      return i;
-  return -1;
+  return xs__name_index(layout_names, XS_FA_LAYOUTS, n);
 }
 const char *xs_fa_path_name(xs_fa_path p) {
   return (unsigned)p < XS_FA_PATHS ? path_names[p] : NULL;
 }
 int xs_fa_path_from_name(const char *n) {
-  for (int i = 0; i < XS_FA_PATHS; i++)
-    if (strcmp(n, path_names[i]) == 0)
-      return i;
-  return -1;
+  return xs__name_index(path_names, XS_FA_PATHS, n);
 }
 
 #define MERGE_B 38.0  /* bytes an output element, one merge           */

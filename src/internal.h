@@ -271,6 +271,9 @@ void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
 /* text with XML's special characters escaped and control bytes dropped */
 void xs__sb_escaped(xs__sbuf *b, const char *text);
 
+/* The index of name in names[0..n), or -1 */
+int xs__name_index(const char *const *names, size_t n, const char *name);
+
 /* A profile's channel to change in place (the planners' sensitivity
  * works on a copy). */
 xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i);

@@ -618,9 +618,9 @@ const char *xs_moe_schedule_name(xs_moe_schedule s) {
 }
 
 int xs_moe_schedule_from_name(const char *name) {
-  for (int i = 0; i < XS_MOE_SCHEDULES; i++)
-    if (strcmp(name, sched_names[i]) == 0)
-      return i;
+  int i = xs__name_index(sched_names, XS_MOE_SCHEDULES, name);
+  if (i >= 0)
+    return i;
   if (strcmp(name, "interleaved") == 0)
     return XS_MOE_INTERLEAVED;
   return -1;

@@ -340,6 +340,13 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
 
 /* ---- growable strings, for the SVG and CSV writers ---- */
 
+int xs__name_index(const char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(names[i], name) == 0)
+      return (int)i;
+  return -1;
+}
+
 void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) {
   if (b->oom)
     return;
