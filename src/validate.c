@@ -259,30 +259,40 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
   return st;
 }
 
+typedef struct {
+  int col;     /* into the needed columns, source and gpu first */
+  double *dst;
+} row_number;
+
+/* A row's source, gpu and arm, and its numbers, each named with its
+ * column when it is not one */
+static xs_status row_start(csv_job *j, const field **F, size_t lineno,
+                           xs_validate_row *row, int arm,
+                           const row_number *nums, size_t n, xs_error *err) {
+  snprintf(row->source, sizeof row->source, "%s", F[0]->s);
+  snprintf(row->gpu, sizeof row->gpu, "%s", F[1]->s);
+  snprintf(row->arm, sizeof row->arm, "%s", F[arm]->s);
+  for (size_t i = 0; i < n; i++)
+    if (number(F[nums[i].col]->s, nums[i].dst))
+      return row_fail(err, j->file, lineno, F[nums[i].col]->col,
+                      "%s: expected a number, got \"%s\"", j->need[nums[i].col],
+                      F[nums[i].col]->s);
+  return XS_OK;
+}
+
 static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
                          xs_validate_row *row, xs_error *err) {
   const char *file = j->file;
   xs_status st = XS_OK;
-  snprintf(row->source, sizeof row->source, "%s", F[C_SOURCE]->s);
-  snprintf(row->gpu, sizeof row->gpu, "%s", F[C_GPU]->s);
-  snprintf(row->arm, sizeof row->arm, "%s", F[C_ARM]->s);
   /* the config: from the row's shape, never from time_us */
   xs_moe_config *c = &row->config;
   xs_moe_preset("deepseek-v3", c);
   snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
-  const struct {
-    int col;
-    double *dst;
-  } nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
-              {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
-              {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
-              {C_TOKENS, &c->tokens}};
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0] && !st; i++)
-    if (number(F[nums[i].col]->s, nums[i].dst))
-      st = row_fail(err, file, lineno, F[nums[i].col]->col,
-                    "%s: expected a number, got \"%s\"", need[nums[i].col],
-                    F[nums[i].col]->s);
-  if (st)
+  const row_number nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
+                             {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
+                             {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
+                             {C_TOKENS, &c->tokens}};
+  if ((st = row_start(j, F, lineno, row, C_ARM, nums, sizeof nums / sizeof nums[0], err)))
     return st;
   c->act_bytes = dtype_bytes(F[C_ACT]->s);
   c->weight_bytes = dtype_bytes(F[C_WEIGHT]->s);
@@ -342,24 +352,17 @@ enum { F_SOURCE, F_GPU, F_CP, F_SEQ, F_HEADS, F_KV, F_D, F_CAUSAL, F_LAYOUT,
 static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
                         xs_validate_row *row, xs_error *err) {
   const char *file = j->file;
-  snprintf(row->source, sizeof row->source, "%s", F[F_SOURCE]->s);
-  snprintf(row->gpu, sizeof row->gpu, "%s", F[F_GPU]->s);
-  snprintf(row->arm, sizeof row->arm, "%s", F[F_ARM]->s);
   row->kind = 1;
   xs_fa_config *c = &row->fa;
   xs_fa_preset("llama3-8b", c);
   snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
   double causal = 0;
-  const struct {
-    int col;
-    double *dst;
-  } nums[] = {{F_CP, &c->cp},       {F_SEQ, &c->seq},     {F_HEADS, &c->heads_q},
-              {F_KV, &c->heads_kv}, {F_D, &c->head_dim},  {F_CAUSAL, &causal}};
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-    if (number(F[nums[i].col]->s, nums[i].dst))
-      return row_fail(err, file, lineno, F[nums[i].col]->col,
-                      "%s: expected a number, got \"%s\"", fa_need[nums[i].col],
-                      F[nums[i].col]->s);
+  const row_number nums[] = {{F_CP, &c->cp},       {F_SEQ, &c->seq},
+                             {F_HEADS, &c->heads_q}, {F_KV, &c->heads_kv},
+                             {F_D, &c->head_dim},  {F_CAUSAL, &causal}};
+  xs_status st0 = row_start(j, F, lineno, row, F_ARM, nums, sizeof nums / sizeof nums[0], err);
+  if (st0)
+    return st0;
   if (causal != 0 && causal != 1)
     return row_fail(err, file, lineno, F[F_CAUSAL]->col,
                     "causal: expected 0 or 1, got \"%s\"", F[F_CAUSAL]->s);
