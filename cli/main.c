@@ -92,7 +92,7 @@ static int run_main(int argc, char **argv, const char **cmd_name) {
     return EXIT_OK;
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-    printf("xstage %s\n", XSTAGE_VERSION);
+    printf("xstage %s\n", xs_version());
     printf("models: burstgap blocking serial ideal; packet simulator\n");
     printf("probe backends:");
     for (size_t i = 0; i < xs_backend_count(); i++)

@@ -29,7 +29,34 @@
 extern "C" {
 #endif
 
-#define XSTAGE_VERSION "0.1.0"
+/* The version, kept here only: CMake reads these three lines. */
+#define XSTAGE_VERSION_MAJOR 0
+#define XSTAGE_VERSION_MINOR 2
+#define XSTAGE_VERSION_PATCH 0
+#define XSTAGE_VERSION_STR2(x) #x
+#define XSTAGE_VERSION_STR(a, b, c)                                           \
+  XSTAGE_VERSION_STR2(a) "." XSTAGE_VERSION_STR2(b) "." XSTAGE_VERSION_STR2(c)
+#define XSTAGE_VERSION                                                        \
+  XSTAGE_VERSION_STR(XSTAGE_VERSION_MAJOR, XSTAGE_VERSION_MINOR,              \
+                     XSTAGE_VERSION_PATCH)
+/* One number that grows with every release: 10000*major + 100*minor + patch */
+#define XSTAGE_VERSION_NUMBER                                                 \
+  (XSTAGE_VERSION_MAJOR * 10000 + XSTAGE_VERSION_MINOR * 100 + XSTAGE_VERSION_PATCH)
+
+/* XS_API marks what the shared libraries export; everything else is
+ * hidden. XSTAGE_STATIC (set by the static library's users, through
+ * pkg-config or the CMake target) leaves declarations plain. */
+#if defined(XSTAGE_STATIC) || !defined(__GNUC__)
+#define XS_API
+#else
+#define XS_API __attribute__((visibility("default")))
+#endif
+
+/* The version of the library linked at run time ("0.2.0"), which may differ
+ * from XSTAGE_VERSION, the header's. */
+XS_API const char *xs_version(void);
+/* XSTAGE_VERSION_NUMBER of the library linked at run time. */
+XS_API int xs_version_number(void);
 
 /* ---- Status codes: one table; numbers never change once used. ---- */
 #define XS_STATUS_MAP(X)                                                     \
@@ -52,7 +79,7 @@ typedef enum {
 } xs_status;
 
 /* A fixed string for the status ("invalid input"); never NULL. */
-const char *xs_strerror(xs_status status);
+XS_API const char *xs_strerror(xs_status status);
 
 /* Detail travels with the error: "prog.json:4:17: workers[0].ops[2].send:
  * expected a number of bytes >= 0, got -5". Caller-allocated. */
@@ -65,18 +92,18 @@ typedef struct xs_error {
 
 /* "64KiB", "1.5MB", "4096" (bytes). Decimal (kB, MB, GB, TB) and binary
  * (KiB, MiB, GiB, TiB) prefixes; "B" optional. Result >= 0 and finite. */
-xs_status xs_parse_size(const char *text, double *bytes, xs_error *err);
+XS_API xs_status xs_parse_size(const char *text, double *bytes, xs_error *err);
 /* "2us", "1.5ms", "3e-6" (seconds); s, ms, us, ns, ps. >= 0 and finite. */
-xs_status xs_parse_time(const char *text, double *seconds, xs_error *err);
+XS_API xs_status xs_parse_time(const char *text, double *seconds, xs_error *err);
 /* "300MB/s", "1.6Gbit/s", "2e9" (bytes/s); byte or bit units with decimal or
  * binary prefixes, "/s" or "ps" suffix. > 0 and finite. */
-xs_status xs_parse_rate(const char *text, double *bytes_per_s,
+XS_API xs_status xs_parse_rate(const char *text, double *bytes_per_s,
                         xs_error *err);
 /* Human formatting into buf (at least 32 bytes): "12.3 us", "4.00 MiB",
  * "370 GB/s". Returns buf. */
-char *xs_format_time(double seconds, char *buf, size_t size);
-char *xs_format_size(double bytes, char *buf, size_t size);
-char *xs_format_rate(double bytes_per_s, char *buf, size_t size);
+XS_API char *xs_format_time(double seconds, char *buf, size_t size);
+XS_API char *xs_format_size(double bytes, char *buf, size_t size);
+XS_API char *xs_format_rate(double bytes_per_s, char *buf, size_t size);
 
 /* ---- Channels and profiles ---- */
 
@@ -95,25 +122,25 @@ typedef struct xs_channel {
 } xs_channel;
 
 /* Fill with defaults for the given rates (unbounded capacity, no latency). */
-void xs_channel_init(xs_channel *channel, double inject_Bps,
+XS_API void xs_channel_init(xs_channel *channel, double inject_Bps,
                      double drain_Bps);
 /* Checks the rules of DESIGN.md (rates positive and finite, ...). */
-xs_status xs_channel_check(const xs_channel *channel, const char *name,
+XS_API xs_status xs_channel_check(const xs_channel *channel, const char *name,
                            xs_error *err);
 
 typedef struct xs_profile xs_profile;
 
 /* An empty profile to fill with xs_profile_add_channel. */
-xs_profile *xs_profile_new(const char *name, const char *source);
-void xs_profile_free(xs_profile *profile);
+XS_API xs_profile *xs_profile_new(const char *name, const char *source);
+XS_API void xs_profile_free(xs_profile *profile);
 /* Copies *channel; channels are kept in name order. */
-xs_status xs_profile_add_channel(xs_profile *profile, const char *name,
+XS_API xs_status xs_profile_add_channel(xs_profile *profile, const char *name,
                                  const xs_channel *channel, xs_error *err);
 /* Compute section (for planners). flops_per_s keyed by dtype ("bf16"). */
-xs_status xs_profile_set_compute(xs_profile *profile, unsigned sms,
+XS_API xs_status xs_profile_set_compute(xs_profile *profile, unsigned sms,
                                  double efficiency, double hbm_Bps,
                                  xs_error *err);
-xs_status xs_profile_set_flops(xs_profile *profile, const char *dtype,
+XS_API xs_status xs_profile_set_flops(xs_profile *profile, const char *dtype,
                                double flops_per_s, xs_error *err);
 
 /* The kernel model's costs (docs/plan-megamoe.md "Kernel model"), part of
@@ -139,13 +166,13 @@ typedef struct xs_kernel_costs {
                             (NCCL's send and receive) holds while it runs */
 } xs_kernel_costs;
 
-xs_status xs_profile_set_kernel_costs(xs_profile *profile,
+XS_API xs_status xs_profile_set_kernel_costs(xs_profile *profile,
                                       const xs_kernel_costs *costs,
                                       xs_error *err);
-void xs_profile_kernel_costs(const xs_profile *profile, xs_kernel_costs *out);
+XS_API void xs_profile_kernel_costs(const xs_profile *profile, xs_kernel_costs *out);
 /* Achievable grouped-GEMM throughput for a dtype ("fp8", "fp8xfp4") at
  * large M, as published microbenchmarks measure it. */
-xs_status xs_profile_set_gemm_flops(xs_profile *profile, const char *dtype,
+XS_API xs_status xs_profile_set_gemm_flops(xs_profile *profile, const char *dtype,
                                     double flops_per_s, xs_error *err);
 /* The attention kernel model's numbers (docs/plan-flashattn.md "Kernel
  * model"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
@@ -161,62 +188,62 @@ typedef enum {
                          the work it skips (masking the diagonal tiles)  */
   XS_ATTN_TABLES = 3
 } xs_attn_table;
-xs_status xs_profile_set_attn(xs_profile *profile, xs_attn_table table,
+XS_API xs_status xs_profile_set_attn(xs_profile *profile, xs_attn_table table,
                               const char *kernel, double value,
                               xs_error *err);
 /* 0 when the profile does not give it */
-double xs_profile_attn(const xs_profile *profile, xs_attn_table table,
+XS_API double xs_profile_attn(const xs_profile *profile, xs_attn_table table,
                        const char *kernel);
 /* The GEMM throughput the planners use for a dtype: the gemm_flops_per_s
  * entry when there is one, else flops_per_s x efficiency; 0 when neither. */
-double xs_profile_gemm_flops_per_s(const xs_profile *profile,
+XS_API double xs_profile_gemm_flops_per_s(const xs_profile *profile,
                                    const char *dtype);
 /* Where a number of the profile comes from: "sources" maps a key path
  * ("compute.hbm_Bps", "channels.nvlink.drain_Bps") to a text that starts
  * with its kind (measurement, derived, datasheet or lead). NULL if none. */
-const char *xs_profile_number_source(const xs_profile *profile,
+XS_API const char *xs_profile_number_source(const xs_profile *profile,
                                      const char *key);
-size_t xs_profile_source_count(const xs_profile *profile);
-const char *xs_profile_source_key(const xs_profile *profile, size_t i);
+XS_API size_t xs_profile_source_count(const xs_profile *profile);
+XS_API const char *xs_profile_source_key(const xs_profile *profile, size_t i);
 
 /* Give `to` the compute section of `from` (sms, efficiency, hbm_Bps,
  * every dtype's flops and GEMM throughput, the kernel costs), replacing its
  * own: a measured channel with a published machine's compute, for the
  * planners. */
-xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
+XS_API xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
                                   xs_error *err);
 
 /* Parse profile JSON; filename is used in messages only (may be NULL). */
-xs_status xs_profile_parse(const char *text, size_t length,
+XS_API xs_status xs_profile_parse(const char *text, size_t length,
                            const char *filename, xs_profile **out,
                            xs_error *err);
 /* A built-in profile name (see xs_builtin_profile_*) or a path to JSON. */
-xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
+XS_API xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
                           xs_error *err);
 /* Serialise as profile JSON, numbers exactly (xs_profile_parse gives the
  * same profile back); free() the result. NULL when out of memory or when
  * the profile's name or source is not UTF-8 (JSON holds only UTF-8). */
-char *xs_profile_to_json(const xs_profile *profile);
+XS_API char *xs_profile_to_json(const xs_profile *profile);
 
-const char *xs_profile_name(const xs_profile *profile);
-const char *xs_profile_source(const xs_profile *profile);
-size_t xs_profile_channel_count(const xs_profile *profile);
-const char *xs_profile_channel_name(const xs_profile *profile, size_t i);
-const xs_channel *xs_profile_channel(const xs_profile *profile, size_t i);
+XS_API const char *xs_profile_name(const xs_profile *profile);
+XS_API const char *xs_profile_source(const xs_profile *profile);
+XS_API size_t xs_profile_channel_count(const xs_profile *profile);
+XS_API const char *xs_profile_channel_name(const xs_profile *profile, size_t i);
+XS_API const xs_channel *xs_profile_channel(const xs_profile *profile, size_t i);
 /* Index of the named channel, or -1. */
-long xs_profile_find_channel(const xs_profile *profile, const char *name);
+XS_API long xs_profile_find_channel(const xs_profile *profile, const char *name);
 /* 0 SMs when the profile has no compute section. */
-unsigned xs_profile_sms(const xs_profile *profile);
-double xs_profile_efficiency(const xs_profile *profile);
-double xs_profile_hbm_Bps(const xs_profile *profile);
+XS_API unsigned xs_profile_sms(const xs_profile *profile);
+XS_API double xs_profile_efficiency(const xs_profile *profile);
+XS_API double xs_profile_hbm_Bps(const xs_profile *profile);
 /* 0 when the dtype is not listed. */
-double xs_profile_flops_per_s(const xs_profile *profile, const char *dtype);
+XS_API double xs_profile_flops_per_s(const xs_profile *profile, const char *dtype);
 
 /* Built-in profiles (profiles/ in the source tree), in name order. */
-size_t xs_builtin_profile_count(void);
-const char *xs_builtin_profile_name(size_t i);
+XS_API size_t xs_builtin_profile_count(void);
+XS_API const char *xs_builtin_profile_name(size_t i);
 /* The profile's JSON text, as shipped. */
-const char *xs_builtin_profile_text(size_t i);
+XS_API const char *xs_builtin_profile_text(size_t i);
 
 /* ---- Programs: the schedule of a fused kernel ---- */
 
@@ -236,35 +263,35 @@ typedef struct xs_op_info {
 
 typedef struct xs_program xs_program;
 
-xs_program *xs_program_new(const char *name);
-void xs_program_free(xs_program *program);
+XS_API xs_program *xs_program_new(const char *name);
+XS_API void xs_program_free(xs_program *program);
 
 /* Builder. Ops are appended to worker w. Ids and waits are checked by
  * xs_program_finish, which must succeed before the program is evaluated. */
-xs_status xs_program_add_worker(xs_program *program, const char *name,
+XS_API xs_status xs_program_add_worker(xs_program *program, const char *name,
                                 size_t *index, xs_error *err);
-xs_status xs_program_compute(xs_program *program, size_t w, double seconds,
+XS_API xs_status xs_program_compute(xs_program *program, size_t w, double seconds,
                              xs_error *err);
 /* channel NULL: the profile's first channel in name order. id NULL: the
  * send is named "<worker>#<op index>". *send_index (if not NULL) receives
  * the send's index, usable with xs_program_wait_send. */
-xs_status xs_program_send(xs_program *program, size_t w, double bytes,
+XS_API xs_status xs_program_send(xs_program *program, size_t w, double bytes,
                           const char *channel, const char *id,
                           size_t *send_index, xs_error *err);
-xs_status xs_program_wait(xs_program *program, size_t w, const char *id,
+XS_API xs_status xs_program_wait(xs_program *program, size_t w, const char *id,
                           xs_error *err);
-xs_status xs_program_wait_send(xs_program *program, size_t w,
+XS_API xs_status xs_program_wait_send(xs_program *program, size_t w,
                                size_t send_index, xs_error *err);
-xs_status xs_program_fence(xs_program *program, size_t w, xs_error *err);
+XS_API xs_status xs_program_fence(xs_program *program, size_t w, xs_error *err);
 /* Resolves waits, rejects duplicate ids, empty programs and waits that form
  * a cycle (the message names the ops in it). Idempotent. */
-xs_status xs_program_finish(xs_program *program, xs_error *err);
+XS_API xs_status xs_program_finish(xs_program *program, xs_error *err);
 
 /* Parse program JSON (DESIGN.md "Programs"), finished on success. */
-xs_status xs_program_parse(const char *text, size_t length,
+XS_API xs_status xs_program_parse(const char *text, size_t length,
                            const char *filename, xs_program **out,
                            xs_error *err);
-xs_status xs_program_load(const char *path, xs_program **out, xs_error *err);
+XS_API xs_status xs_program_load(const char *path, xs_program **out, xs_error *err);
 /* The largest file xs_program_load, xs_profile_load and
  * xs_samples_load_csv read (XS_INVALID, naming the file and the limit,
  * past it): 256 MiB. */
@@ -273,21 +300,21 @@ xs_status xs_program_load(const char *path, xs_program **out, xs_error *err);
  * back); free() the result. NULL when out of memory or when the program's
  * name is not UTF-8 (the builders refuse other names, ids and channels
  * that are not). */
-char *xs_program_to_json(const xs_program *program);
+XS_API char *xs_program_to_json(const xs_program *program);
 
-const char *xs_program_name(const xs_program *program);
-size_t xs_program_worker_count(const xs_program *program);
-const char *xs_program_worker_name(const xs_program *program, size_t w);
-size_t xs_program_op_count(const xs_program *program, size_t w);
-void xs_program_op(const xs_program *program, size_t w, size_t i,
+XS_API const char *xs_program_name(const xs_program *program);
+XS_API size_t xs_program_worker_count(const xs_program *program);
+XS_API const char *xs_program_worker_name(const xs_program *program, size_t w);
+XS_API size_t xs_program_op_count(const xs_program *program, size_t w);
+XS_API void xs_program_op(const xs_program *program, size_t w, size_t i,
                    xs_op_info *out);
-size_t xs_program_send_count(const xs_program *program);
-size_t xs_program_send_worker(const xs_program *program, size_t s);
-double xs_program_send_bytes(const xs_program *program, size_t s);
+XS_API size_t xs_program_send_count(const xs_program *program);
+XS_API size_t xs_program_send_worker(const xs_program *program, size_t s);
+XS_API double xs_program_send_bytes(const xs_program *program, size_t s);
 /* The send's channel name as written, NULL for the default channel. */
-const char *xs_program_send_channel(const xs_program *program, size_t s);
+XS_API const char *xs_program_send_channel(const xs_program *program, size_t s);
 /* The send's id, explicit or "<worker>#<op index>", into buf. */
-const char *xs_program_send_id(const xs_program *program, size_t s,
+XS_API const char *xs_program_send_id(const xs_program *program, size_t s,
                                char *buf, size_t size);
 
 /* ---- Evaluation ---- */
@@ -301,9 +328,9 @@ typedef enum {
   XS_MODEL_SIM = 4       /* the packet simulator's results (xs_simulate)  */
 } xs_model;
 
-const char *xs_model_name(xs_model model);
+XS_API const char *xs_model_name(xs_model model);
 /* Returns 0 and sets *model when name is known, -1 otherwise. */
-int xs_model_from_name(const char *name, xs_model *model);
+XS_API int xs_model_from_name(const char *name, xs_model *model);
 
 typedef struct xs_send_result {
   double issue_start_s; /* the worker reached the send (before overhead) */
@@ -381,8 +408,8 @@ typedef struct xs_timeline {
 } xs_timeline;
 
 /* An empty timeline to pass in options; freed with xs_timeline_free. */
-xs_timeline *xs_timeline_new(void);
-void xs_timeline_free(xs_timeline *timeline);
+XS_API xs_timeline *xs_timeline_new(void);
+XS_API void xs_timeline_free(xs_timeline *timeline);
 
 typedef struct xs_eval_options {
   int event_driven; /* 1: never take the one-worker closed-form path      */
@@ -400,10 +427,10 @@ typedef struct xs_eval_options {
 /* Evaluate a finished program on a profile under one model. options may be
  * NULL. Unknown channel names are reported here. *out is freed with
  * xs_result_free. */
-xs_status xs_evaluate(const xs_program *program, const xs_profile *profile,
+XS_API xs_status xs_evaluate(const xs_program *program, const xs_profile *profile,
                       xs_model model, const xs_eval_options *options,
                       xs_result **out, xs_error *err);
-void xs_result_free(xs_result *result);
+XS_API void xs_result_free(xs_result *result);
 
 /* ---- The packet-level simulator (docs/simulate.md) ---- */
 
@@ -428,7 +455,7 @@ typedef struct xs_sim_options {
  * inject_Bps per channel and worker_inject_Bps and worker_inflight_B per
  * worker, latency_s added at delivery. Deterministic. The result has model
  * XS_MODEL_SIM and events = packet events; free it with xs_result_free. */
-xs_status xs_simulate(const xs_program *program, const xs_profile *profile,
+XS_API xs_status xs_simulate(const xs_program *program, const xs_profile *profile,
                       const xs_sim_options *options, xs_result **out,
                       xs_error *err);
 
@@ -465,20 +492,20 @@ typedef struct xs_moe_config {
 /* Presets: deepseek-v3, deepseek-v4-flash, deepseek-v4-pro, qwen3.5, glm,
  * qwen3-235b, mixtral-8x7b; EP 8, 4096 tokens, FP8 dispatch, BF16
  * combine, FP8 weights. Returns 0, or -1 for an unknown name. */
-int xs_moe_preset(const char *name, xs_moe_config *out);
-size_t xs_moe_preset_count(void);
-const char *xs_moe_preset_name(size_t i);
+XS_API int xs_moe_preset(const char *name, xs_moe_config *out);
+XS_API size_t xs_moe_preset_count(void);
+XS_API const char *xs_moe_preset_name(size_t i);
 /* A config from JSON (keys as the fields; unset ones from "preset" when
  * given, else deepseek-v3's), checked; messages name file:line:column. */
-xs_status xs_moe_config_parse(const char *text, size_t length,
+XS_API xs_status xs_moe_config_parse(const char *text, size_t length,
                               const char *filename, xs_moe_config *out,
                               xs_error *err);
-xs_status xs_moe_config_check(const xs_moe_config *config, xs_error *err);
+XS_API xs_status xs_moe_config_check(const xs_moe_config *config, xs_error *err);
 /* The GEMM tiles a plan of the config builds (an upper bound; 0 for an
  * invalid config): a plan refuses more than XS_MOE_MAX_TILES, about 4 s
  * of planning on one core of the development machine. */
 #define XS_MOE_MAX_TILES 1e7
-double xs_moe_tiles(const xs_moe_config *config);
+XS_API double xs_moe_tiles(const xs_moe_config *config);
 
 /* The schedules (docs/plan-megamoe.md "Schedules"). */
 typedef enum {
@@ -501,9 +528,9 @@ typedef enum {
 
 /* "sequential", "baseline", "searched", "fused-split", "fused-wave",
  * "fused-interleaved", "fused-lag"; NULL past the last. */
-const char *xs_moe_schedule_name(xs_moe_schedule schedule);
+XS_API const char *xs_moe_schedule_name(xs_moe_schedule schedule);
 /* The schedule of a name (also "interleaved" for searched), or -1. */
-int xs_moe_schedule_from_name(const char *name);
+XS_API int xs_moe_schedule_from_name(const char *name);
 
 /* A schedule's knobs. searched: with l2_sms > 0 every wave is split: up
  * to l2_sms SMs take ready L2 tiles, the rest L1 tiles; otherwise l1_waves
@@ -571,17 +598,17 @@ typedef struct xs_moe_result {
  * candidates, so searched is never slower than it), evaluate each chosen
  * program under burstgap, blocking and ideal. The profile needs a compute
  * section. */
-xs_status xs_moe_plan(const xs_moe_config *config, const xs_profile *profile,
+XS_API xs_status xs_moe_plan(const xs_moe_config *config, const xs_profile *profile,
                       xs_moe_result *out, xs_error *err);
 /* One schedule only, its knobs searched: burstgap makespan, knobs and
  * breakdown (any may be NULL). */
-xs_status xs_moe_predict(const xs_moe_config *config,
+XS_API xs_status xs_moe_predict(const xs_moe_config *config,
                          const xs_profile *profile, xs_moe_schedule schedule,
                          double *time_s, xs_moe_pattern *knobs,
                          xs_moe_breakdown *breakdown, xs_error *err);
 /* The program of one schedule with the given knobs (NULL: the schedule's
  * defaults), finished; free it with xs_program_free. */
-xs_status xs_moe_program(const xs_moe_config *config,
+XS_API xs_status xs_moe_program(const xs_moe_config *config,
                          const xs_profile *profile, xs_moe_schedule schedule,
                          const xs_moe_pattern *pattern, xs_program **out,
                          xs_error *err);
@@ -603,11 +630,11 @@ typedef struct xs_moe_option {
 } xs_moe_option;
 
 /* The rule's name ("default", "half", ...), or NULL for no such rule. */
-const char *xs_moe_rule_name(xs_moe_schedule schedule, unsigned rule);
+XS_API const char *xs_moe_rule_name(xs_moe_schedule schedule, unsigned rule);
 /* Every option of the schedules in the mask (bit 1u << schedule; 0: all)
  * evaluated under burstgap, in schedule and rule order; out has room for
  * XS_MOE_MAX_OPTIONS. work (may be NULL) receives the workload. */
-xs_status xs_moe_options(const xs_moe_config *config,
+XS_API xs_status xs_moe_options(const xs_moe_config *config,
                          const xs_profile *profile, unsigned schedules,
                          xs_moe_option *out, size_t *n, xs_moe_workload *work,
                          xs_error *err);
@@ -631,18 +658,18 @@ typedef struct xs_moe_pick {
 } xs_moe_pick;
 
 /* Pick among n options (from xs_moe_options) as above. */
-void xs_moe_pick_options(const xs_moe_option *options, size_t n,
+XS_API void xs_moe_pick_options(const xs_moe_option *options, size_t n,
                          double tolerance, const xs_moe_option *prev,
                          xs_moe_pick *out);
 /* The pick at the config's token count with no previous choice: the
  * recommended option of `xstage plan megamoe`. */
-xs_status xs_moe_recommend(const xs_moe_config *config,
+XS_API xs_status xs_moe_recommend(const xs_moe_config *config,
                            const xs_profile *profile, double tolerance,
                            unsigned schedules, xs_moe_pick *out,
                            xs_error *err);
 /* Whether two options are the same choice: one schedule, and the same
  * rule or the same knob values. */
-int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
+XS_API int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
 
 typedef struct xs_moe_table_options {
   const double *tokens; /* grid points, whole and ascending; NULL: from
@@ -662,28 +689,28 @@ typedef struct xs_moe_table xs_moe_table;
  * bisection and becomes the upper one's lo, so a lookup between grid
  * points takes the choice that is still good there. The config's tokens
  * are replaced by each point's. */
-xs_status xs_moe_plan_table(const xs_moe_config *config,
+XS_API xs_status xs_moe_plan_table(const xs_moe_config *config,
                             const xs_profile *profile,
                             const xs_moe_table_options *options,
                             xs_moe_table **out, xs_error *err);
-void xs_moe_table_free(xs_moe_table *table);
-size_t xs_moe_table_size(const xs_moe_table *table);
-const xs_moe_pick *xs_moe_table_pick(const xs_moe_table *table, size_t i);
+XS_API void xs_moe_table_free(xs_moe_table *table);
+XS_API size_t xs_moe_table_size(const xs_moe_table *table);
+XS_API const xs_moe_pick *xs_moe_table_pick(const xs_moe_table *table, size_t i);
 /* The pick for any token count: the last whose lo <= tokens (the first
  * below the first lo). A binary search; no allocation. */
-const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
+XS_API const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
                                       double tokens);
 /* A C header with the table as constant arrays and a lookup function,
  * for host code with no dependency on xstage; names start with prefix
  * (a C identifier). free() the result; NULL when out of memory. */
-char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
+XS_API char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
                           const char *comment);
 /* A copy of text safe inside a C block comment: a comment's ends ("*" "/"
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
-char *xs_c_comment_text(const char *text);
+XS_API char *xs_c_comment_text(const char *text);
 /* 1 when name is a C identifier of 1 to 64 characters (a header prefix) */
-int xs_c_identifier(const char *name);
+XS_API int xs_c_identifier(const char *name);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue
@@ -710,7 +737,7 @@ typedef struct xs_moe_sensitivity {
 #define XS_MOE_SENS_MAX 64
 /* Fills out (room for XS_MOE_SENS_MAX) sorted by score, largest first;
  * *base receives the unmoved pick. */
-xs_status xs_moe_sensitivity_run(const xs_moe_config *config,
+XS_API xs_status xs_moe_sensitivity_run(const xs_moe_config *config,
                                  const xs_profile *profile, double tolerance,
                                  unsigned schedules, xs_moe_pick *base,
                                  xs_moe_sensitivity *out, size_t *n,
@@ -748,18 +775,18 @@ typedef enum {
   XS_FA_STRIPE = 2,
   XS_FA_LAYOUTS = 3
 } xs_fa_layout;
-const char *xs_fa_layout_name(xs_fa_layout layout);
-int xs_fa_layout_from_name(const char *name); /* -1: none */
+XS_API const char *xs_fa_layout_name(xs_fa_layout layout);
+XS_API int xs_fa_layout_from_name(const char *name); /* -1: none */
 
 /* Presets llama3-8b (32 query heads, 8 KV heads, d 128), llama3-70b (64,
  * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal, BF16. */
-int xs_fa_preset(const char *name, xs_fa_config *out);
-size_t xs_fa_preset_count(void);
-const char *xs_fa_preset_name(size_t i);
-xs_status xs_fa_config_parse(const char *text, size_t length,
+XS_API int xs_fa_preset(const char *name, xs_fa_config *out);
+XS_API size_t xs_fa_preset_count(void);
+XS_API const char *xs_fa_preset_name(size_t i);
+XS_API xs_status xs_fa_config_parse(const char *text, size_t length,
                              const char *filename, xs_fa_config *out,
                              xs_error *err);
-xs_status xs_fa_config_check(const xs_fa_config *config, xs_error *err);
+XS_API xs_status xs_fa_config_check(const xs_fa_config *config, xs_error *err);
 
 typedef enum {
   XS_FA_SEQUENTIAL = 0, /* compute the step, then forward the block       */
@@ -792,7 +819,7 @@ typedef struct xs_fa_result {
   unsigned searched;
 } xs_fa_result;
 
-xs_status xs_fa_plan(const xs_fa_config *config, const xs_profile *profile,
+XS_API xs_status xs_fa_plan(const xs_fa_config *config, const xs_profile *profile,
                      xs_fa_result *out, xs_error *err);
 
 /* How the KV blocks are forwarded (docs/plan-flashattn.md "Paths"). */
@@ -806,8 +833,8 @@ typedef enum {
   XS_FA_PATHS = 5
 } xs_fa_path;
 /* "local", "sequential", "dedicated-stream", "dedicated-sms", "piggyback" */
-const char *xs_fa_path_name(xs_fa_path path);
-int xs_fa_path_from_name(const char *name); /* -1: none */
+XS_API const char *xs_fa_path_name(xs_fa_path path);
+XS_API int xs_fa_path_from_name(const char *name); /* -1: none */
 
 /* Where one ring's time goes on its critical rank, seconds; compute,
  * merge, fixed and exposed add up to the time. */
@@ -825,13 +852,13 @@ typedef struct xs_fa_breakdown {
 /* One ring (or the local arm) under the kernel model and burstgap: its
  * time on the critical rank and where it goes (either may be NULL). The
  * profile needs attn_flops_per_s for the config's kernel and pass. */
-xs_status xs_fa_predict(const xs_fa_config *config, const xs_profile *profile,
+XS_API xs_status xs_fa_predict(const xs_fa_config *config, const xs_profile *profile,
                         xs_fa_path path, double *time_s,
                         xs_fa_breakdown *breakdown, xs_error *err);
 /* The program of a schedule with a choice (NULL: the plan's default). The
  * dedicated schedule is meant for *profile_out: the profile with each
  * worker held to one SM's share of the injection rate (free it). */
-xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *profile,
+XS_API xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *profile,
                         xs_fa_schedule schedule, const xs_fa_choice *choice,
                         xs_program **out, xs_profile **profile_out,
                         xs_error *err);
@@ -862,23 +889,23 @@ typedef struct xs_validate_set {
 
 /* Parse and predict every row (progress: called after each row, may be
  * NULL). Errors name file:line:column. */
-xs_status xs_validate_megamoe(const char *text, size_t length,
+XS_API xs_status xs_validate_megamoe(const char *text, size_t length,
                               const char *filename, xs_validate_set *out,
                               void (*progress)(size_t done, void *ctx),
                               void *ctx, xs_error *err);
-void xs_validate_free(xs_validate_set *set);
+XS_API void xs_validate_free(xs_validate_set *set);
 /* Ring attention (docs/validate.md): a CSV with the columns source, gpu,
  * cp, seq_per_rank, heads, kv_heads, head_dim, causal, layout, kernel,
  * pass, arm, time_us; each row predicted by xs_fa_predict on the built-in
  * profile named by gpu, without reading time_us. Pairs (compare_arms) are
  * a ring and the local arm, or two layouts, of one shape. */
-xs_status xs_validate_flashattn(const char *text, size_t length,
+XS_API xs_status xs_validate_flashattn(const char *text, size_t length,
                                 const char *filename, xs_validate_set *out,
                                 void (*progress)(size_t, void *), void *ctx,
                                 xs_error *err);
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */
-double xs_validate_median(const xs_validate_set *set,
+XS_API double xs_validate_median(const xs_validate_set *set,
                           int (*keep)(const xs_validate_row *, void *),
                           void *ctx, size_t *n, double *max_abs);
 /* Over pairs of rows that measure two arms of one config (same source,
@@ -888,11 +915,11 @@ typedef struct xs_validate_pairs {
   size_t pairs, agree;
   double median_ratio_error, max_ratio_error; /* NAN when no pairs */
 } xs_validate_pairs;
-xs_status xs_validate_compare_arms(const xs_validate_set *set,
+XS_API xs_status xs_validate_compare_arms(const xs_validate_set *set,
                                    xs_validate_pairs *out, xs_error *err);
 /* Predicted against measured on log axes, one colour per arm, y = x and a
  * +-20% band; free() the result. */
-char *xs_validate_svg(const xs_validate_set *set, const char *title);
+XS_API char *xs_validate_svg(const xs_validate_set *set, const char *title);
 
 /* ---- Probes of real channels, samples and the fit (docs/probe.md) ---- */
 
@@ -912,19 +939,19 @@ typedef struct xs_samples {
   unsigned retried;   /* trials repeated because the reader starved    */
 } xs_samples;
 
-void xs_samples_free(xs_samples *samples);
+XS_API void xs_samples_free(xs_samples *samples);
 /* DESIGN.md's CSV (backend,bytes,gap_s,issue_s,deliver_s,repeat) after
  * "# " comment lines; bad rows are refused with their line number. */
-xs_status xs_samples_parse_csv(const char *text, size_t length,
+XS_API xs_status xs_samples_parse_csv(const char *text, size_t length,
                                const char *filename, xs_samples **out,
                                xs_error *err);
-xs_status xs_samples_load_csv(const char *path, xs_samples **out,
+XS_API xs_status xs_samples_load_csv(const char *path, xs_samples **out,
                               xs_error *err);
 /* The CSV text, after the comment lines of header (may be NULL), numbers
  * exactly (xs_samples_parse_csv gives the same samples back). NULL when
  * out of memory or when the backend's name is not UTF-8, holds a comma or
  * a line break, or starts with '#' or a space. */
-char *xs_samples_to_csv(const xs_samples *samples, const char *header);
+XS_API char *xs_samples_to_csv(const xs_samples *samples, const char *header);
 
 typedef struct xs_probe_options {
   double capacity_B;  /* pipe size / socket buffers (0: 1 MiB / 256 KiB) */
@@ -969,17 +996,17 @@ typedef struct xs_replay_info {
 /* Probe backends built in: "pipe" (a pipe whose size F_SETPIPE_SZ sets,
  * drained by a reader thread) and "tcp" (a loopback TCP connection with
  * set send and receive buffers). */
-size_t xs_backend_count(void);
-const char *xs_backend_name(size_t i);
-const char *xs_backend_description(size_t i);
+XS_API size_t xs_backend_count(void);
+XS_API const char *xs_backend_name(size_t i);
+XS_API const char *xs_backend_description(size_t i);
 /* 1 when usable here; otherwise 0 and why in buf. */
-int xs_backend_available(const char *name, char *why, size_t size);
+XS_API int xs_backend_available(const char *name, char *why, size_t size);
 
 /* Bursts of log-spaced sizes from an empty channel; a trial in which the
  * reader found the channel empty mid-burst (it starved, so the drain lost
  * time) is repeated, not kept. Bounded by timeout_s; every thread and file
  * descriptor is gone when it returns, whatever happened. */
-xs_status xs_probe(const char *backend, const xs_probe_options *options,
+XS_API xs_status xs_probe(const char *backend, const xs_probe_options *options,
                    xs_samples **out, xs_error *err);
 
 typedef struct xs_fit {
@@ -999,10 +1026,10 @@ typedef struct xs_fit {
  * issue time against burst size, piecewise linear with a scanned knee
  * (slope 1/R_inj below, 1/R_drain above); delivery past the knee gives
  * R_drain again and L. */
-xs_status xs_fit_samples(const xs_samples *samples, xs_fit *out,
+XS_API xs_status xs_fit_samples(const xs_samples *samples, xs_fit *out,
                          xs_error *err);
 /* A profile of one channel named after the backend, from a fit. */
-xs_profile *xs_fit_profile(const xs_fit *fit, const char *name,
+XS_API xs_profile *xs_fit_profile(const xs_fit *fit, const char *name,
                            const char *channel, const char *source);
 
 /* Run a program on a real channel: compute ops as timed spin waits, sends
@@ -1010,7 +1037,7 @@ xs_profile *xs_fit_profile(const xs_fit *fit, const char *name,
  * XS_MODEL_BURSTGAP's shape) holds the measured times. "pipe" and "tcp"
  * run one-worker programs; "cuda-host" and "cuda-p2p" run any program in
  * a persistent kernel, each worker on options->cuda_widths' CTAs. */
-xs_status xs_replay(const xs_program *program, const char *backend,
+XS_API xs_status xs_replay(const xs_program *program, const char *backend,
                     const xs_probe_options *options, xs_result **out,
                     xs_error *err);
 /* Whether xs_replay would take this program and these options on this
@@ -1019,63 +1046,63 @@ xs_status xs_replay(const xs_program *program, const char *backend,
  * no width= or threads=, the CUDA widths name workers and fit the grid,
  * threads is a multiple of 32, no compute outlasts half the timeout. So a
  * caller can refuse bad options before a calibration that takes seconds. */
-xs_status xs_replay_check(const xs_program *program, const char *backend,
+XS_API xs_status xs_replay_check(const xs_program *program, const char *backend,
                           const xs_probe_options *options, xs_error *err);
 
 /* ---- MPI (docs/mpi.md): probes between ranks, sweeps spread over them.
  * In a build without MPI these return XS_NOTBUILT and say how to rebuild. */
 
 /* 1 when libxstage was built with MPI. */
-int xs_mpi_built(void);
+XS_API int xs_mpi_built(void);
 /* 1 when this process was started by mpirun or srun (from the environment,
  * without touching MPI). */
-int xs_mpi_launched(void);
+XS_API int xs_mpi_launched(void);
 /* MPI_Init, once; *rank and *size of MPI_COMM_WORLD. */
-xs_status xs_mpi_init(int *argc, char ***argv, int *rank, int *size,
+XS_API xs_status xs_mpi_init(int *argc, char ***argv, int *rank, int *size,
                       xs_error *err);
-void xs_mpi_finalize(void);
+XS_API void xs_mpi_finalize(void);
 /* OR the bytes of buf over the ranks into rank 0's: a sweep's ranks each
  * fill their own configs' results and leave the rest zero, so rank 0 gets
  * every result bit for bit. */
-xs_status xs_mpi_or_to_root(void *buf, size_t bytes, xs_error *err);
+XS_API xs_status xs_mpi_or_to_root(void *buf, size_t bytes, xs_error *err);
 /* `mpirun -n 2 xstage probe mpi`: rank 0 sends bursts to rank 1, with
  * MPI_Isend (mode "isend") or MPI_Put in a passive-target epoch ("put").
  * Delivery is timed from rank 0 by round trips (rank 1 answers each burst
  * with a byte; half the median ping-pong time is taken off), so no clocks
  * need to agree. Rank 0 gets the samples; other ranks get NULL. */
-xs_status xs_mpi_probe(const char *mode, const xs_probe_options *options,
+XS_API xs_status xs_mpi_probe(const char *mode, const xs_probe_options *options,
                        xs_samples **out, xs_error *err);
 
 /* ---- CUDA probes (docs/cuda.md) ---- */
 
 /* 1 when libxstage was built with CUDA. */
-int xs_cuda_built(void);
+XS_API int xs_cuda_built(void);
 /* 1 when a CUDA device is there; otherwise 0 and why ("no CUDA device
  * found", or how to rebuild in a build without CUDA). */
-int xs_cuda_available(char *why, size_t size);
+XS_API int xs_cuda_available(char *why, size_t size);
 /* "cuda-host": 132 CTAs of 512 threads store 16-byte vectors into pinned,
  * mapped host memory; "cuda-tma": cp.async.bulk from shared to host
  * memory; "cuda-ce": cudaMemcpyAsync. Samples as xs_probe's. XS_NOTBUILT
  * in a build without CUDA, XS_NODEV without a device. */
-xs_status xs_cuda_probe(const char *mode, const xs_probe_options *options,
+XS_API xs_status xs_cuda_probe(const char *mode, const xs_probe_options *options,
                         xs_samples **out, xs_error *err);
 
 /* The JSON report of `xstage predict --json` (docs/predict.md): results[i]
  * for i < count, each a different model. free() the result; NULL when out
  * of memory or when a name is not UTF-8 or a number not finite. */
-char *xs_report_json(const xs_program *program, const xs_profile *profile,
+XS_API char *xs_report_json(const xs_program *program, const xs_profile *profile,
                      xs_result *const *results, size_t count);
 
 /* A Chrome trace (JSON, for ui.perfetto.dev and chrome://tracing) of a
  * result and the timeline recorded with it: a track per worker (compute,
  * overhead, issue, stall, blocked slices), a track per channel (a backlog
  * counter, each send's X-stage as a span). free() the result. */
-char *xs_timeline_trace_json(const xs_program *program,
+XS_API char *xs_timeline_trace_json(const xs_program *program,
                              const xs_profile *profile, const xs_result *result,
                              const xs_timeline *timeline);
 /* An SVG: worker lanes over time (grouped past 33 workers), under them each
  * channel's backlog with its capacity line and the X-stages shaded. */
-char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
+XS_API char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
                       const xs_result *result, const xs_timeline *timeline);
 
 /* Write data to path through a temporary file and a rename, so that a
@@ -1083,7 +1110,7 @@ char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
  * umask. A symbolic link stays a link: its target is written so (a
  * dangling link's target is created through it). A device or a FIFO
  * (/dev/null) is written in place. */
-xs_status xs_write_file_atomic(const char *path, const char *data,
+XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
 
 #ifdef __cplusplus

@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *xs_version(void) { return XSTAGE_VERSION; }
+int xs_version_number(void) { return XSTAGE_VERSION_NUMBER; }
+
 const char *xs_strerror(xs_status status) {
   switch (status) {
 #define XS_STATUS_TEXT(name, num, text)                                      \
