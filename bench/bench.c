@@ -13,7 +13,7 @@
  *                        against burstgap and blocking
  */
 #define _POSIX_C_SOURCE 200809L
-#include "xstage.h"
+#include "xstage_measure.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #ifndef XSTAGE_CLI_COMMON_H
 #define XSTAGE_CLI_COMMON_H
 
-#include "xstage.h"
+#include "xstage_measure.h"
 
 #include <jansson.h>
 #include <stdio.h>

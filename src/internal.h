@@ -307,15 +307,6 @@ xs_status xs__fa_audit_program(const xs_fa_config *c, const xs_profile *prof,
                                xs__fa_audit *audit, xs_program **out,
                                xs_error *err);
 
-/* CUDA probes' host logic, for tests: the bursts a probe would make, and
- * samples from measured stamps (see src/backend/cuda_probe.h). */
-xs_status xs__cuda_plan_for_test(const xs_probe_options *o, double **bytes,
-                                 size_t *n, unsigned *warm, xs_error *err);
-xs_status xs__cuda_samples(const char *mode, const double *bytes, size_t n,
-                           unsigned warm, const double *issue_s,
-                           const double *deliver_s, unsigned nsz,
-                           xs_samples **out, xs_error *err);
-
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);
 /* Any program, exact event-driven fluid evaluation; fills r. */

@@ -6,7 +6,7 @@ set -eu
 nvcc=$1 src=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$nvcc" -ptx -arch=sm_90 -I"$src/src/backend" -I"$src/include" "$src/src/backend/cuda.cu" -o "$out"
+"$nvcc" -ptx -arch=sm_90 -I"$src/src/measure" -I"$src/include" "$src/src/measure/cuda.cu" -o "$out"
 grep -q "st.global.v4" "$out" || { echo "no st.global.v4 in the PTX"; exit 1; }
 grep -q "cp.async.bulk.global.shared::cta.bulk_group" "$out" || { echo "no cp.async.bulk"; exit 1; }
 grep -q "cp.async.bulk.wait_group.read 0" "$out" || { echo "no wait_group.read"; exit 1; }

@@ -13,8 +13,8 @@ fi
 [ -n "$cuobjdump" ] || { echo "skip: no cuobjdump (scripts/fetch-cuobjdump.sh fetches one)"; exit 77; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$nvcc" -cubin -arch=sm_90 -O3 -I"$src/src/backend" -I"$src/include" \
-  "$src/src/backend/cuda.cu" -o "$dir/k.cubin"
+"$nvcc" -cubin -arch=sm_90 -O3 -I"$src/src/measure" -I"$src/include" \
+  "$src/src/measure/cuda.cu" -o "$dir/k.cubin"
 "$cuobjdump" -sass "$dir/k.cubin" > "$dir/k.sass" 2> "$dir/err" ||
   { echo "skip: $cuobjdump cannot read this cubin: $(head -1 "$dir/err")"; exit 77; }
 grep -q "Function" "$dir/k.sass" || { echo "skip: $cuobjdump printed no functions"; exit 77; }

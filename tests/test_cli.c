@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "xstage.h"
+#include "xstage_measure.h"
 
 static char out_buf[1 << 22], err_buf[1 << 16];
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "backend/cuda_probe.h"
+#include "measure/cuda_probe.h"
 
 static void test_plan(void **st) {
   (void)st;

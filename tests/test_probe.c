@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "testutil.h"
-#include "xstage.h"
+#include "xstage_measure.h"
 
 static double gauss(rng *g) {
   double u = rng_unit(g) + 1e-12, v = rng_unit(g);

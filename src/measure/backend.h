@@ -1,11 +1,12 @@
 /*
  * backend.h: what the probe and replay backends share: a real channel with
- * its reader thread, and the clock. Only src/backend/ includes this.
+ * its reader thread, and the clock. Only src/measure/ includes this.
  */
 #ifndef XSTAGE_BACKEND_H
 #define XSTAGE_BACKEND_H
 
 #include "../internal.h"
+#include "xstage_measure.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "xstage.h"
+#include "xstage_measure.h"
 
 typedef struct xs__cuda_plan {
   double *bytes;     /* one burst per entry, in order */
@@ -96,5 +96,14 @@ xs_status xs__cuda_replay(const xs_program *p, const char *channel,
  * caller to the plan's sizes. 0, or an XS__CUDA_ code. */
 int xs__cuda_replay_run(const char *channel, const xs__gplan *plan,
                         xs__gstamps *out, char *why, size_t size);
+
+/* CUDA probes' host logic, for tests: the bursts a probe would make, and
+ * samples from measured stamps (below). */
+xs_status xs__cuda_plan_for_test(const xs_probe_options *o, double **bytes,
+                                 size_t *n, unsigned *warm, xs_error *err);
+xs_status xs__cuda_samples(const char *mode, const double *bytes, size_t n,
+                           unsigned warm, const double *issue_s,
+                           const double *deliver_s, unsigned nsz,
+                           xs_samples **out, xs_error *err);
 
 #endif

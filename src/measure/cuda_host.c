@@ -4,6 +4,7 @@
  * and the samples made of what the kernels measured. docs/cuda.md.
  */
 #include "../internal.h"
+#include "xstage_measure.h"
 #include "cuda_probe.h"
 
 #include <math.h>

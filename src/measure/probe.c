@@ -55,13 +55,6 @@ int xs_backend_available(const char *name, char *why, size_t size) {
   return 1;
 }
 
-void xs_samples_free(xs_samples *s) {
-  if (!s)
-    return;
-  free(s->rows);
-  free(s);
-}
-
 static int push_sample(xs_samples *s, double bytes, double gap, double issue,
                        double deliver, unsigned rep) {
   if (xs__grow(&s->rows, &s->cap, s->n + 1, sizeof *s->rows))

@@ -3,6 +3,7 @@
  * rebuild rather than failing silently.
  */
 #include "../internal.h"
+#include "xstage_measure.h"
 
 #include <stdlib.h>
 

@@ -9,7 +9,7 @@
  * By symmetry every rank sends what it receives at the same time, so step
  * s+1 waits for the delivery of this rank's own forward of step s.
  */
-#include "jsonutil.h"
+#include "formats/jsonutil.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  * worker issuing S*b at R_inj (tests/test_model.c checks this), so the
  * aggregate loses nothing while the SMs of a wave move together.
  */
-#include "jsonutil.h"
+#include "formats/jsonutil.h"
 
 #include <math.h>
 #include <stdlib.h>

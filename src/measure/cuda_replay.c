@@ -6,6 +6,7 @@
  * stamps. The kernel itself is in cuda.cu; docs/cuda.md.
  */
 #include "../internal.h"
+#include "xstage_measure.h"
 #include "cuda_probe.h"
 
 #include <ctype.h>

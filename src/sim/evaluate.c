@@ -1,5 +1,8 @@
 /*
- * eval.c: xs_evaluate, the entry to every model. It binds a program's
+ * evaluate.c: xs_evaluate and xs_simulate, the entry to every model. It sits
+ * in the sim layer because it is the one place that sees all three
+ * evaluators: the closed forms and the fluid evaluation below it
+ * (src/model/) and the packet simulator beside it. It binds a program's
  * channel names to a profile, applies the model's overrides (blocking:
  * C = 0 and a fence after every send), computes the serial and ideal
  * baselines, and hands burstgap and blocking to the one-worker closed forms
@@ -11,31 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const model_names[XS_MODEL_COUNT + 1] = {
-    "burstgap", "blocking", "serial", "ideal", "sim"};
-
-const char *xs_model_name(xs_model m) {
-  return (unsigned)m <= XS_MODEL_SIM ? model_names[m] : "unknown";
-}
-
-int xs_model_from_name(const char *name, xs_model *m) {
-  for (int i = 0; i < XS_MODEL_COUNT; i++)
-    if (strcmp(name, model_names[i]) == 0) {
-      *m = (xs_model)i;
-      return 0;
-    }
-  return -1;
-}
-
-void xs_result_free(xs_result *r) {
-  if (!r)
-    return;
-  free(r->workers);
-  free(r->sends);
-  free(r->channels);
-  free(r);
-}
 
 /* An array of at least need elements in *array, reusing it when it is
  * large enough; zeroed when zero is set. */

@@ -4,7 +4,7 @@
  * a run-time lookup, the tables as a C header, and the sensitivity of a
  * plan to each number of the profile (docs/plan-megamoe.md "Knob tables").
  */
-#include "jsonutil.h"
+#include "formats/jsonutil.h"
 
 #include <math.h>
 #include <stddef.h>

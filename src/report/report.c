@@ -3,7 +3,7 @@
  * other tools parse (docs/predict.md): program and profile names, then one
  * object per model under "models".
  */
-#include "jsonutil.h"
+#include "formats/jsonutil.h"
 
 #include <jansson.h>
 #include <stdlib.h>

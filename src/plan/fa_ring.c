@@ -13,7 +13,7 @@
  * bytes an output element, each an unfused elementwise kernel; 6 bytes at
  * the first step (the conversion) and at the end (back to BF16).
  */
-#include "jsonutil.h"
+#include "formats/jsonutil.h"
 
 #include <math.h>
 #include <stdio.h>

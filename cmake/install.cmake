@@ -1,0 +1,49 @@
+# install.cmake: headers, both libraries (shared and static), the command,
+# pkg-config files and a CMake package (find_package(xstage) gives
+# xstage::xstage and xstage::measure, and the static ones as
+# xstage::xstage_static and xstage::measure_static). docs/api.md "Using
+# the library".
+include(CMakePackageConfigHelpers)
+
+set_target_properties(xstage_shared PROPERTIES EXPORT_NAME xstage)
+set_target_properties(xstage_static PROPERTIES EXPORT_NAME xstage_static)
+set_target_properties(xstage_measure_shared PROPERTIES EXPORT_NAME measure)
+set_target_properties(xstage_measure_static PROPERTIES EXPORT_NAME measure_static)
+
+install(TARGETS xstage xstage-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS xstage_shared xstage_static xstage_measure_shared xstage_measure_static
+  EXPORT xstageTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/xstage.h ${PROJECT_SOURCE_DIR}/include/xstage_measure.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT xstageTargets NAMESPACE xstage::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xstage)
+
+set(XSTAGE_CONFIG_MPI ${XSTAGE_HAVE_MPI})
+set(XSTAGE_CONFIG_CUDA ${XSTAGE_HAVE_CUDA})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/xstageConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/xstageConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xstage)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/xstageConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/xstageConfig.cmake ${PROJECT_BINARY_DIR}/xstageConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xstage)
+
+# pkg-config: Libs.private and Requires.private serve `pkg-config --static`
+set(XSTAGE_PC_MEASURE_PRIVATE "-lpthread")
+if(XSTAGE_HAVE_MPI)
+  string(APPEND XSTAGE_PC_MEASURE_PRIVATE " ${MPI_C_LINK_FLAGS}")
+  foreach(lib ${MPI_C_LIBRARIES})
+    string(APPEND XSTAGE_PC_MEASURE_PRIVATE " ${lib}")
+  endforeach()
+endif()
+if(XSTAGE_HAVE_CUDA)
+  string(APPEND XSTAGE_PC_MEASURE_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lstdc++")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage.pc.in ${PROJECT_BINARY_DIR}/xstage.pc @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage-measure.pc.in ${PROJECT_BINARY_DIR}/xstage-measure.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/xstage.pc ${PROJECT_BINARY_DIR}/xstage-measure.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
