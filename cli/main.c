@@ -94,17 +94,11 @@ static int run_main(int argc, char **argv, const char **cmd_name) {
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
     printf("xstage %s\n", xs_version());
     printf("models: burstgap blocking serial ideal; packet simulator\n");
-    printf("probe backends:");
+    printf("backends:");
     for (size_t i = 0; i < xs_backend_count(); i++)
       printf(" %s", xs_backend_name(i));
-    if (xs_mpi_built())
-      printf(" mpi");
-    if (xs_cuda_built())
-      printf(" cuda-host cuda-tma cuda-ce");
-    if (!xs_mpi_built() || !xs_cuda_built())
-      printf(" (not built in:%s%s)", xs_mpi_built() ? "" : " mpi",
-             xs_cuda_built() ? "" : " cuda");
-    printf("\n");
+    printf("\nbuilt with: MPI %s, CUDA %s\n", xs_mpi_built() ? "yes" : "no",
+           xs_cuda_built() ? "yes" : "no");
     return EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

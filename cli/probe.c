@@ -127,21 +127,53 @@ static int check_backend(const char *cmd, const char *backend) {
   return EXIT_INPUT;
 }
 
+/* "  NAME          text" with the text wrapped at 78 columns */
+static void print_wrapped(const char *name, const char *text) {
+  const int indent = 16, width = 78 - indent;
+  printf("  %-13s ", name);
+  while (*text) {
+    int n = (int)strlen(text);
+    if (n > width) {
+      n = width;
+      while (n > 0 && text[n] != ' ')
+        n--;
+      if (n == 0)
+        n = width;
+    }
+    printf("%.*s\n", n, text);
+    text += n;
+    while (*text == ' ')
+      text++;
+    if (*text)
+      printf("%*s", indent, "");
+  }
+}
+
 static char *probe_header(const char *backend, const xs_probe_options *o,
                           const xs_samples *s) {
-  char *h = malloc(1024), host[256] = "";
+  char *h = malloc(2048), host[256] = "";
   char a[32], b[32];
   gethostname(host, sizeof host - 1);
   time_t now = time(NULL);
   char when[64];
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  if (h)
-    snprintf(h, 1024,
-             "xstage %s probe %s on %s, %s\n"
+  const char *what = "";
+  for (size_t i = 0; i < xs_backend_count(); i++)
+    if (strcmp(backend, xs_backend_name(i)) == 0)
+      what = xs_backend_description(i);
+  if (!h)
+    return NULL;
+  int at = snprintf(h, 2048, "xstage %s probe %s on %s, %s\n%s\n", xs_version(), backend,
+                    host, when, what);
+  if (s->capacity_B > 0) /* a channel of a set size: pipe, tcp */
+    snprintf(h + at, 2048 - (size_t)at,
              "capacity set %s, reader %s, %zu bursts kept, %u repeated (reader starved)",
-             XSTAGE_VERSION, backend, host, when, xs_format_size(s->capacity_B, a, sizeof a),
+             xs_format_size(s->capacity_B, a, sizeof a),
              o->drain_Bps > 0 ? xs_format_rate(o->drain_Bps, b, sizeof b) : "as fast as it can",
              s->n, s->retried);
+  else
+    snprintf(h + at, 2048 - (size_t)at,
+             "%zu bursts kept; GPU timers for issue, host round trips for delivery", s->n);
   return h;
 }
 
@@ -153,8 +185,7 @@ static int run_probe(const char *cmd, const char *backend, xs_probe_options *o,
   int tty = isatty(2);
   if (tty)
     o->progress = progress_bar;
-  xs_status st = strncmp(backend, "cuda-", 5) == 0 ? xs_cuda_probe(backend, o, s, &e)
-                                                   : xs_probe(backend, o, s, &e);
+  xs_status st = xs_probe(backend, o, s, &e);
   if (tty)
     fprintf(stderr, "\n");
   if (st)
@@ -173,7 +204,8 @@ static int probe_mpi(const char *mode, xs_probe_options *o, const char *outp,
   int rc = EXIT_OK;
   if (rank == 0 && isatty(2))
     o->progress = progress_bar;
-  if (xs_mpi_probe(mode, o, &s, &e)) {
+  o->mpi_mode = mode;
+  if (xs_probe("mpi", o, &s, &e)) {
     if (rank == 0)
       rc = cli_error("probe", &e);
     else
@@ -209,14 +241,16 @@ int cmd_probe(int argc, char **argv) {
              "Measures a real channel: bursts of log-spaced sizes from an empty channel,\n"
              "each row the time the writer was busy issuing (issue_s) and when the reader\n"
              "held the last byte (deliver_s). Backends:\n");
-      for (size_t i = 0; i < xs_backend_count(); i++)
-        printf("  %-6s %s\n", xs_backend_name(i), xs_backend_description(i));
-      printf("  %-9s %s\n", "cuda-host", xs_cuda_built() ? "CTAs store 16-byte vectors into pinned, "
-             "mapped host memory" : "not built in (rebuild with the CUDA toolkit)");
-      printf("  %-9s %s\n", "cuda-tma", "cp.async.bulk stores from shared to host memory (sm_90)");
-      printf("  %-9s %s\n", "cuda-ce", "cudaMemcpyAsync device to pinned host (the copy engine)");
-      printf("  %-6s %s\n", "mpi", xs_mpi_built() ? "mpirun -n 2 xstage probe mpi: rank 0 bursts to rank 1 "
-             "(--mode isend or put)" : "not built in (rebuild with libopenmpi-dev)");
+      for (size_t i = 0; i < xs_backend_count(); i++) {
+        char why[512];
+        const char *name = xs_backend_name(i);
+        print_wrapped(name, xs_backend_description(i));
+        if (!xs_backend_available(name, why, sizeof why)) {
+          char line[600];
+          snprintf(line, sizeof line, "(not usable here: %s)", why);
+          print_wrapped("", line);
+        }
+      }
       printf("\n" PROBE_FLAGS "  --mode M          mpi: isend (default) or put\n"
              "  -o FILE           samples CSV (default standard output)\n");
       return EXIT_OK;
@@ -238,28 +272,8 @@ int cmd_probe(int argc, char **argv) {
   if (optind != argc - 1)
     return cli_usage_error("probe", "expected one backend (pipe, tcp)");
   const char *backend = argv[optind];
-  if (strncmp(backend, "cuda-", 5) == 0) {
-    xs_samples *s;
-    int rc = run_probe("probe", backend, &o, &s);
-    if (rc)
-      return rc;
-    char h[256];
-    snprintf(h, sizeof h, "xstage %s probe %s (GPU timers for issue, host round trips for delivery)",
-             XSTAGE_VERSION, backend);
-    char *csv = xs_samples_to_csv(s, h);
-    int r = csv ? cli_write_output("probe", outp, csv) : EXIT_MACHINE;
-    free(csv);
-    xs_samples_free(s);
-    return r;
-  }
-  if (strcmp(backend, "mpi") == 0) {
-    if (!xs_mpi_built()) {
-      fprintf(stderr, "xstage probe: this xstage was built without MPI: install "
-                      "libopenmpi-dev and rebuild with cmake -DXSTAGE_WITH_MPI=ON\n");
-      return EXIT_INPUT;
-    }
-    return probe_mpi(mode, &o, outp, argc, argv);
-  }
+  if (strcmp(backend, "mpi") == 0)
+    return xs_mpi_built() ? probe_mpi(mode, &o, outp, argc, argv) : check_backend("probe", backend);
   int rc = check_backend("probe", backend);
   if (rc)
     return rc;
@@ -455,8 +469,7 @@ int cmd_calibrate(int argc, char **argv) {
   if (optind != argc - 1)
     return cli_usage_error("calibrate", "expected one backend (pipe, tcp)");
   const char *backend = argv[optind];
-  /* the CUDA probes check themselves (built, device) in run_probe */
-  int rc = strncmp(backend, "cuda-", 5) ? check_backend("calibrate", backend) : 0;
+  int rc = check_backend("calibrate", backend);
   if (rc)
     return rc;
   struct timespec w0, w1;
@@ -570,8 +583,7 @@ int cmd_replay(int argc, char **argv) {
   xs_probe_options o;
   memset(&o, 0, sizeof o);
   int rc = parse_channel(chan, backend, sizeof backend, &o);
-  int cuda = strncmp(backend, "cuda-", 5) == 0;
-  if (rc || (!cuda && (rc = check_backend("replay", backend))))
+  if (rc)
     return rc;
   xs_error e;
   xs_program *prog;
@@ -582,6 +594,10 @@ int cmd_replay(int argc, char **argv) {
     fprintf(stderr, "xstage replay: %s on --channel %s: %s\n", program, chan, e.message);
     xs_program_free(prog);
     return EXIT_INPUT;
+  }
+  if ((rc = check_backend("replay", backend))) {
+    xs_program_free(prog);
+    return rc;
   }
   xs_profile *base = NULL;
   if (profile) {
@@ -616,7 +632,7 @@ int cmd_replay(int argc, char **argv) {
   xs_result *meas = NULL, *bg = NULL, *bl = NULL;
   xs_replay_info info;
   memset(&info, 0, sizeof info);
-  o.info = cuda ? &info : NULL;
+  o.info = &info; /* filled by the backends that run a kernel */
   catch_sigint();
   o.cancel = &cancelled;
   if (xs_evaluate(prog, pred, XS_MODEL_BURSTGAP, NULL, &bg, &e) ||
@@ -642,7 +658,7 @@ int cmd_replay(int argc, char **argv) {
           bl->sends[s].issue_end_s, "blocking_deliver_s", bl->sends[s].deliver_s));
     }
     json_object_set_new(root, "sends", ss);
-    if (cuda)
+    if (info.ctas)
       json_object_set_new(root, "cuda", json_pack(
           "{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I}", "ctas", (int)info.ctas, "threads",
           (int)info.threads, "timer_tick_s", info.timer_tick_s, "fma_per_ns", info.fma_per_ns,
@@ -675,7 +691,7 @@ int cmd_replay(int argc, char **argv) {
     printf("\n  makespan: measured %s, burstgap %s (%+.1f%%), blocking %s (%+.1f%%)\n",
            xs_format_time(meas->makespan_s, a, sizeof a), xs_format_time(bg->makespan_s, b, sizeof b),
            100 * ebg, xs_format_time(bl->makespan_s, d, sizeof d), 100 * ebl);
-    if (cuda) {
+    if (info.ctas) {
       printf("  kernel: %u CTAs x %u threads (+1 tracker warp); timer step %s; compute loop "
              "%.3g iterations/ns\n", info.ctas, info.threads,
              xs_format_time(info.timer_tick_s, a, sizeof a), info.fma_per_ns);

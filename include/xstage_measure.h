@@ -39,6 +39,8 @@ typedef struct xs_probe_options {
   unsigned cuda_threads;
   /* replay on a CUDA channel: what was measured besides the times, or NULL */
   struct xs_replay_info *info;
+  /* the MPI probe's mode, "isend" (NULL) or "put" */
+  const char *mpi_mode;
 } xs_probe_options;
 
 /* What a replay on a CUDA channel measured besides the program's times. */
@@ -57,13 +59,18 @@ typedef struct xs_replay_info {
   size_t tags_checked, tags_missing;
 } xs_replay_info;
 
-/* Probe backends built in: "pipe" (a pipe whose size F_SETPIPE_SZ sets,
- * drained by a reader thread) and "tcp" (a loopback TCP connection with
- * set send and receive buffers). */
+/* Every backend xstage knows, one table whatever the build: "pipe", "tcp",
+ * "mpi", "cuda-host", "cuda-tma", "cuda-ce", "cuda-p2p", "cuda-p2p-tma".
+ * i < xs_backend_count(); NULL past the end. */
 XS_API size_t xs_backend_count(void);
 XS_API const char *xs_backend_name(size_t i);
 XS_API const char *xs_backend_description(size_t i);
-/* 1 when usable here; otherwise 0 and why in buf. */
+/* 1 when the named backend replays programs (xs_replay), 0 when it only
+ * probes or is unknown. */
+XS_API int xs_backend_replays(const char *name);
+/* 1 when usable here; otherwise 0 and why in buf: unknown, not built in
+ * (and how to rebuild), no device, not under mpirun, or the channel would
+ * not open. */
 XS_API int xs_backend_available(const char *name, char *why, size_t size);
 
 /* Bursts of log-spaced sizes from an empty channel; a trial in which the
@@ -72,6 +79,9 @@ XS_API int xs_backend_available(const char *name, char *why, size_t size);
  * descriptor is gone when it returns, whatever happened. */
 XS_API xs_status xs_probe(const char *backend, const xs_probe_options *options,
                    xs_samples **out, xs_error *err);
+/* Any backend of the table: pipe and tcp as above; "mpi" calls
+ * xs_mpi_probe (after xs_mpi_init, under mpirun) and the CUDA ones
+ * xs_cuda_probe. XS_NOTBUILT for a name not in the table or not built. */
 
 /* Run a program on a real channel: compute ops as timed spin waits, sends
  * as real writes, waits and fences on real delivery. The result (model

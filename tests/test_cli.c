@@ -518,7 +518,7 @@ static void test_flashattn(void **s) {
 
 static void test_measuring(void **s) {
   (void)s;
-  expect_rc("probe cuda", 2, "no probe backend \"cuda\""); /* probe mpi: mpi_check.sh */
+  expect_rc("probe cuda", 2, "no backend \"cuda\""); /* probe mpi: mpi_check.sh */
   expect_rc("probe", 2, "expected one backend");
   expect_rc("probe pipe --drain-rate fast", 2, "bad rate");
   expect_rc("probe pipe --capacity 1KiB", 2, "--capacity");
@@ -527,7 +527,7 @@ static void test_measuring(void **s) {
   expect_rc("fit tests/data/bad-samples.csv", 2, "bad-samples.csv:4: deliver_s: \"x\" is not a number");
   expect_rc("replay --program examples/hol.json --channel pipe", 2, "one-worker");
   expect_rc("replay --program examples/two-bursts.json --channel pipe:speed=9", 2, "unknown option");
-  expect_rc("replay --program examples/two-bursts.json --channel nope", 2, "no probe backend \"nope\"");
+  expect_rc("replay --program examples/two-bursts.json --channel nope", 2, "no backend \"nope\"");
   expect_rc("replay --program examples/hol.json --channel cuda-tma", 2, "a probe only");
   /* the profiles' sources say to run this: it reaches the CUDA probe */
   char why[512];

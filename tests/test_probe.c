@@ -226,8 +226,18 @@ static void test_probe_bounds_and_cleanup(void **st) {
   xs_samples *s;
   xs_probe_options o;
   memset(&o, 0, sizeof o);
-  assert_int_equal(xs_probe("mpi", &o, &s, &e), XS_NOTBUILT);
-  assert_non_null(strstr(e.message, "mpi under mpirun"));
+  /* every backend is in the one table; mpi outside mpirun is refused, not
+   * aborted, and a name not in the table lists the ones that are */
+  assert_int_equal(xs_probe("mpi", &o, &s, &e), xs_mpi_built() ? XS_INVALID : XS_NOTBUILT);
+  assert_non_null(strstr(e.message, xs_mpi_built() ? "mpirun -n 2" : "MPI"));
+  assert_int_equal(xs_probe("nope", &o, &s, &e), XS_NOTBUILT);
+  assert_non_null(strstr(e.message, "pipe, tcp, mpi, cuda-host, cuda-tma, cuda-ce, cuda-p2p"));
+  char why[512];
+  assert_int_equal(xs_backend_count(), 8);
+  assert_int_equal(xs_backend_replays("pipe") + xs_backend_replays("cuda-p2p"), 2);
+  assert_int_equal(xs_backend_replays("cuda-tma") + xs_backend_replays("mpi"), 0);
+  assert_int_equal(xs_backend_available("nope", why, sizeof why), 0);
+  assert_non_null(strstr(why, "no backend \"nope\""));
   o.capacity_B = 3221225472.0; /* 3 GiB: more than F_SETPIPE_SZ and SO_SNDBUF take */
   o.min_bytes = 4096;
   o.max_bytes = 65536;

@@ -39,4 +39,26 @@ double xs__rchan_delivered(xs__rchan *c, size_t mark, double deadline,
                            volatile int *cancel);
 int xs__rchan_drained(xs__rchan *c, double deadline, volatile int *cancel);
 
+/* One backend of the table in backends.c. replay and replay_check are
+ * NULL for a backend that only probes. */
+typedef struct xs__backend {
+  const char *name, *description;
+  int (*available)(const char *name, char *why, size_t size);
+  xs_status (*probe)(const char *name, const xs_probe_options *o,
+                     xs_samples **out, xs_error *err);
+  xs_status (*replay_check)(const xs_program *p, const char *name,
+                            const xs_probe_options *o, xs_error *err);
+  xs_status (*replay)(const xs_program *p, const char *name,
+                      const xs_probe_options *o, xs_result **out, xs_error *err);
+} xs__backend;
+
+/* pipe and tcp (probe.c) */
+int xs__chan_available(const char *name, char *why, size_t size);
+xs_status xs__chan_probe(const char *name, const xs_probe_options *o,
+                         xs_samples **out, xs_error *err);
+xs_status xs__chan_replay_check(const xs_program *p, const char *name,
+                                const xs_probe_options *o, xs_error *err);
+xs_status xs__chan_replay(const xs_program *p, const char *name,
+                          const xs_probe_options *o, xs_result **out, xs_error *err);
+
 #endif

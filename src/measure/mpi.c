@@ -75,7 +75,13 @@ xs_status xs_mpi_probe(const char *mode, const xs_probe_options *opt,
   int put = strcmp(mode, "put") == 0;
   if (!put && strcmp(mode, "isend") != 0)
     return xs__fail(err, XS_INVALID, "--mode: expected isend or put, got \"%s\"", mode);
-  int rank, size;
+  int rank, size, inited = 0, ended = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&ended);
+  if (!inited || ended)
+    return xs__fail(err, XS_INVALID,
+                    "the MPI probe runs between ranks after xs_mpi_init: "
+                    "mpirun -n 2 xstage probe mpi");
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size < 2)

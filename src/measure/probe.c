@@ -1,7 +1,7 @@
 /*
- * probe.c: the probe framework (a table of backends, each with a name, a
- * description and an availability check), the burst sweep that measures a
- * channel, and the replay of a one-worker program on a real channel.
+ * probe.c: the pipe and tcp backends: the burst sweep that measures a
+ * channel, and the replay of a one-worker program on a real channel. The
+ * table that dispatches to every backend is backends.c.
  * Docs: docs/probe.md.
  */
 #define _GNU_SOURCE
@@ -15,37 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static const struct {
-  const char *name, *description;
-} backends[] = {
-    {"pipe", "a pipe of a set size (F_SETPIPE_SZ), drained by a reader thread "
-             "at a set rate or as fast as it can"},
-    {"tcp", "a loopback TCP connection with set send and receive buffers, "
-            "drained by a reader thread at a set rate or as fast as it can"},
-};
-#define NBACKENDS (sizeof backends / sizeof backends[0])
-
-size_t xs_backend_count(void) { return NBACKENDS; }
-const char *xs_backend_name(size_t i) {
-  return i < NBACKENDS ? backends[i].name : NULL;
-}
-const char *xs_backend_description(size_t i) {
-  return i < NBACKENDS ? backends[i].description : NULL;
-}
-
-int xs_backend_available(const char *name, char *why, size_t size) {
+/* Can the pipe or tcp channel open here? */
+int xs__chan_available(const char *name, char *why, size_t size) {
   xs__rchan c;
   xs_error e;
-  int known = 0;
-  for (size_t i = 0; i < NBACKENDS; i++)
-    known |= strcmp(name, backends[i].name) == 0;
-  if (!known) {
-    snprintf(why, size,
-             "no probe backend \"%s\" here (pipe, tcp; mpi under mpirun; "
-             "cuda-host, cuda-tma, cuda-ce, cuda-p2p with CUDA)",
-             name);
-    return 0;
-  }
   xs_status st = xs__rchan_open(&c, name, 65536, 0, 1, &e);
   xs__rchan_close(&c);
   if (st) {
@@ -63,22 +36,10 @@ static int push_sample(xs_samples *s, double bytes, double gap, double issue,
   return 0;
 }
 
-static xs_status check_backend(const char *backend, xs_error *err) {
-  for (size_t i = 0; i < NBACKENDS; i++)
-    if (strcmp(backend, backends[i].name) == 0)
-      return XS_OK;
-  return xs__fail(err, XS_NOTBUILT,
-                  "no probe backend \"%s\" here (pipe, tcp; mpi under mpirun; "
-                  "cuda-host, cuda-tma, cuda-ce, cuda-p2p with CUDA)",
-                  backend);
-}
-
-xs_status xs_probe(const char *backend, const xs_probe_options *opt,
-                   xs_samples **out, xs_error *err) {
+xs_status xs__chan_probe(const char *backend, const xs_probe_options *opt,
+                         xs_samples **out, xs_error *err) {
   *out = NULL;
-  xs_status st = check_backend(backend, err);
-  if (st)
-    return st;
+  xs_status st;
   int is_pipe = strcmp(backend, "pipe") == 0;
   double cap = opt->capacity_B > 0 ? opt->capacity_B : is_pipe ? 1048576 : 262144;
   double maxb = opt->max_bytes > 0 ? opt->max_bytes : 4 * cap;
@@ -187,20 +148,8 @@ done:
 
 /* ---- replay ---- */
 
-xs_status xs_replay_check(const xs_program *p, const char *backend,
-                          const xs_probe_options *opt, xs_error *err) {
-  if (!p->finished)
-    return xs__fail(err, XS_INVALID, "the program is not finished");
-  if (strncmp(backend, "cuda-", 5) == 0) {
-    xs__gplan g; /* everything the launch needs but a device */
-    xs_status st = xs__cuda_replay_plan(p, backend, opt, &g, err);
-    if (!st)
-      xs__gplan_free(&g);
-    return st;
-  }
-  xs_status st = check_backend(backend, err);
-  if (st)
-    return st;
+xs_status xs__chan_replay_check(const xs_program *p, const char *backend,
+                                const xs_probe_options *opt, xs_error *err) {
   if (opt->cuda_widths || opt->cuda_threads)
     return xs__fail(err, XS_INVALID, "width= and threads= are for the CUDA channels, not %s",
                     backend);
@@ -211,13 +160,11 @@ xs_status xs_replay_check(const xs_program *p, const char *backend,
   return XS_OK;
 }
 
-xs_status xs_replay(const xs_program *p, const char *backend,
-                    const xs_probe_options *opt, xs_result **out,
-                    xs_error *err) {
+xs_status xs__chan_replay(const xs_program *p, const char *backend,
+                          const xs_probe_options *opt, xs_result **out,
+                          xs_error *err) {
   *out = NULL;
-  if (strncmp(backend, "cuda-", 5) == 0)
-    return xs__cuda_replay(p, backend, opt, out, err);
-  xs_status st = xs_replay_check(p, backend, opt, err);
+  xs_status st = xs__chan_replay_check(p, backend, opt, err);
   if (st)
     return st;
   int is_pipe = strcmp(backend, "pipe") == 0;
