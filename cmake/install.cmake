@@ -7,7 +7,8 @@ include(CMakePackageConfigHelpers)
 
 set_target_properties(xstage_shared PROPERTIES EXPORT_NAME xstage)
 set_target_properties(xstage_static PROPERTIES EXPORT_NAME xstage_static)
-set_target_properties(xstage_measure_shared PROPERTIES EXPORT_NAME measure)
+# the measure library finds libxstage beside it, wherever the prefix is
+set_target_properties(xstage_measure_shared PROPERTIES EXPORT_NAME measure INSTALL_RPATH "$ORIGIN")
 set_target_properties(xstage_measure_static PROPERTIES EXPORT_NAME measure_static)
 
 install(TARGETS xstage xstage-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -42,6 +43,15 @@ if(XSTAGE_HAVE_MPI)
 endif()
 if(XSTAGE_HAVE_CUDA)
   string(APPEND XSTAGE_PC_MEASURE_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lstdc++")
+endif()
+# relocatable: the prefix is found from where the .pc file lies, so that
+# `cmake --install --prefix DIR` and a moved tree both work
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(XSTAGE_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH XSTAGE_PC_UP "/x/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/x")
+  string(REGEX REPLACE "/$" "" XSTAGE_PC_UP "${XSTAGE_PC_UP}")
+  set(XSTAGE_PC_PREFIX "\${pcfiledir}/${XSTAGE_PC_UP}")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage.pc.in ${PROJECT_BINARY_DIR}/xstage.pc @ONLY)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage-measure.pc.in ${PROJECT_BINARY_DIR}/xstage-measure.pc @ONLY)

@@ -1,0 +1,67 @@
+#!/bin/sh
+# install_check.sh BUILD SOURCE: `cmake --install` into a temporary prefix,
+# then a small consumer (tests/consumer) built three ways: with pkg-config
+# (shared, and static through `pkg-config --static`), with
+# find_package(xstage) (xstage::xstage, xstage::xstage_static,
+# xstage::measure), and from a parent project that takes the source tree by
+# add_subdirectory. Each consumer runs. The temporary folders go, whatever
+# happens.
+set -eu
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+cc=${CC:-cc}
+say() { printf 'install_check: %s\n' "$*"; }
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" ||
+    { cat "$tmp/install.log"; exit 1; }
+pc=$(find "$tmp/prefix" -name xstage.pc | head -1)
+[ -n "$pc" ] || { say "no xstage.pc installed"; exit 1; }
+libdir=$(dirname "$(dirname "$pc")")
+for f in include/xstage.h include/xstage_measure.h bin/xstage; do
+    [ -e "$tmp/prefix/$f" ] || { say "not installed: $f"; exit 1; }
+done
+for f in libxstage.so libxstage.a libxstage-measure.so libxstage-measure.a \
+         pkgconfig/xstage-measure.pc cmake/xstage/xstageConfig.cmake; do
+    [ -e "$libdir/$f" ] || { say "not installed: $libdir/$f"; exit 1; }
+done
+
+# pkg-config, shared and static
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+[ "$(pkg-config --modversion xstage)" = "$(sed -n 's/^#define XSTAGE_VERSION_MAJOR //p' "$src/include/xstage.h").$(sed -n 's/^#define XSTAGE_VERSION_MINOR //p' "$src/include/xstage.h").$(sed -n 's/^#define XSTAGE_VERSION_PATCH //p' "$src/include/xstage.h")" ] ||
+    { say "pkg-config --modversion xstage disagrees with xstage.h"; exit 1; }
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Werror "$src/tests/consumer/use.c" -o "$tmp/use_pc" \
+    $(pkg-config --cflags --libs xstage) -Wl,-rpath,"$libdir"
+"$tmp/use_pc"
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Werror "$src/tests/consumer/use.c" -o "$tmp/use_pc_static" \
+    $(pkg-config --cflags xstage) "$libdir/libxstage.a" \
+    $(pkg-config --static --libs-only-l xstage | sed 's/-lxstage//')
+if readelf -d "$tmp/use_pc_static" | grep -q 'libxstage'; then
+    say "the static consumer still needs libxstage.so"; exit 1
+fi
+"$tmp/use_pc_static"
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Werror "$src/tests/consumer/measure.c" -o "$tmp/measure_pc" \
+    $(pkg-config --cflags --libs xstage-measure) -Wl,-rpath,"$libdir"
+"$tmp/measure_pc"
+say "pkg-config: shared, static and measure consumers built and ran"
+
+# find_package
+gen="-DCMAKE_BUILD_TYPE=Release"
+cmake -S "$src/tests/consumer" -B "$tmp/fp" $gen -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+    >"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log"; exit 1; }
+cmake --build "$tmp/fp" >>"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log"; exit 1; }
+"$tmp/fp/use_shared" && "$tmp/fp/use_static" && "$tmp/fp/use_measure"
+say "find_package: xstage::xstage, xstage::xstage_static, xstage::measure built and ran"
+
+# add_subdirectory from a parent project (core only, no CUDA or MPI, to
+# keep the build short)
+cmake -S "$src/tests/consumer" -B "$tmp/sub" $gen -DXSTAGE_SOURCE="$src" \
+    -DXSTAGE_WITH_CUDA=OFF -DXSTAGE_WITH_MPI=OFF >"$tmp/sub.log" 2>&1 ||
+    { cat "$tmp/sub.log"; exit 1; }
+cmake --build "$tmp/sub" -j "${JOBS:-2}" --target use_shared use_static use_measure \
+    >>"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log"; exit 1; }
+"$tmp/sub/use_shared" && "$tmp/sub/use_static" && "$tmp/sub/use_measure"
+say "add_subdirectory: the same consumers built inside a parent project and ran"
