@@ -24,7 +24,7 @@ static const struct {
     {"replay", cmd_replay, "run a program on a real channel beside the models"},
     {"simulate", cmd_simulate, "simulate a program at packet level"},
     {"sweep", cmd_sweep, "run a planner over a grid of configs: megamoe, flashattn"},
-    {"validate", cmd_validate, "predict published kernel timings: megamoe"},
+    {"validate", cmd_validate, "predict published kernel timings: megamoe, flashattn"},
 };
 
 static void usage(FILE *f) {
@@ -100,7 +100,7 @@ static int run_main(int argc, char **argv, const char **cmd_name) {
     if (xs_mpi_built())
       printf(" mpi");
     if (xs_cuda_built())
-      printf(" cuda-host cuda-tma cuda-ce");
+      printf(" cuda-host cuda-tma cuda-ce cuda-p2p cuda-p2p-tma");
     if (!xs_mpi_built() || !xs_cuda_built())
       printf(" (not built in:%s%s)", xs_mpi_built() ? "" : " mpi",
              xs_cuda_built() ? "" : " cuda");

@@ -215,10 +215,12 @@ int cmd_probe(int argc, char **argv) {
              "mapped host memory" : "not built in (rebuild with the CUDA toolkit)");
       printf("  %-9s %s\n", "cuda-tma", "cp.async.bulk stores from shared to host memory (sm_90)");
       printf("  %-9s %s\n", "cuda-ce", "cudaMemcpyAsync device to pinned host (the copy engine)");
+      printf("  %-9s %s\n", "cuda-p2p", "as cuda-host, into a second GPU's memory (peer access)");
+      printf("  %-12s %s\n", "cuda-p2p-tma", "as cuda-tma, into a second GPU's memory");
       printf("  %-6s %s\n", "mpi", xs_mpi_built() ? "mpirun -n 2 xstage probe mpi: rank 0 bursts to rank 1 "
              "(--mode isend or put)" : "not built in (rebuild with libopenmpi-dev)");
       printf("\n" PROBE_FLAGS "  --mode M          mpi: isend (default) or put\n"
-             "  -o FILE           samples CSV (default standard output)\n");
+             "  -o, --output FILE samples CSV (default standard output)\n");
       return EXIT_OK;
     }
     if (c == 'o')
@@ -236,7 +238,8 @@ int cmd_probe(int argc, char **argv) {
       return cli_bad_flag("probe", argc, argv);
   }
   if (optind != argc - 1)
-    return cli_usage_error("probe", "expected one backend (pipe, tcp)");
+    return cli_usage_error("probe", "expected one backend (pipe, tcp, mpi, cuda-host, "
+                                    "cuda-tma, cuda-ce, cuda-p2p, cuda-p2p-tma)");
   const char *backend = argv[optind];
   if (strncmp(backend, "cuda-", 5) == 0) {
     xs_samples *s;
@@ -395,7 +398,8 @@ int cmd_fit(int argc, char **argv) {
       printf("usage: xstage fit SAMPLES.csv [-o PROFILE.json]\n\n"
              "Estimates injection rate, drain rate, in-flight capacity, latency and the\n"
              "per-send overhead from samples (backend,bytes,gap_s,issue_s,deliver_s,repeat),\n"
-             "with bootstrap uncertainties and residuals; writes a profile with -o.\n");
+             "with bootstrap uncertainties and residuals (docs/probe.md).\n\n"
+             "  -o, --output FILE write the fitted profile (JSON) to FILE\n");
       return EXIT_OK;
     }
     if (c == 'o')
@@ -434,8 +438,10 @@ int cmd_calibrate(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":o:h", probe_opts, &idx)) != -1) {
     if (c == 'h') {
       printf("usage: xstage calibrate BACKEND [options] [-o PROFILE.json] [--svg FILE]\n\n"
-             "Probe, then fit, in one step (see xstage probe --help for backends).\n\n"
-             PROBE_FLAGS "  -o FILE           the fitted profile\n"
+             "Probe, then fit, in one step. BACKEND: pipe, tcp, or a CUDA probe\n"
+             "(cuda-host, cuda-tma, cuda-ce, cuda-p2p, cuda-p2p-tma); see xstage\n"
+             "probe --help. For mpi, run xstage probe under mpirun, then xstage fit.\n\n"
+             PROBE_FLAGS "  -o, --output FILE the fitted profile\n"
              "  --svg FILE        the samples with the fitted curves and the knee\n");
       return EXIT_OK;
     }
@@ -453,7 +459,8 @@ int cmd_calibrate(int argc, char **argv) {
       return cli_bad_flag("calibrate", argc, argv);
   }
   if (optind != argc - 1)
-    return cli_usage_error("calibrate", "expected one backend (pipe, tcp)");
+    return cli_usage_error("calibrate", "expected one backend (pipe, tcp, cuda-host, "
+                                        "cuda-tma, cuda-ce, cuda-p2p, cuda-p2p-tma)");
   const char *backend = argv[optind];
   /* the CUDA probes check themselves (built, device) in run_probe */
   int rc = strncmp(backend, "cuda-", 5) ? check_backend("calibrate", backend) : 0;
