@@ -14,7 +14,7 @@ static void help(FILE *f) {
           "usage: xstage predict --profile P --program FILE [--model M] [--json]\n"
           "                      [--trace FILE] [--svg FILE]\n"
           "\n"
-          "Evaluates a program (DESIGN.md \"Programs\") on a profile.\n"
+          "Evaluates a program (docs/formats.md \"Program\") on a profile.\n"
           "\n"
           "  --profile P   a built-in profile name (xstage profiles) or a JSON file\n"
           "  --program F   the program, JSON\n"

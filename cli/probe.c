@@ -252,7 +252,7 @@ int cmd_probe(int argc, char **argv) {
         }
       }
       printf("\n" PROBE_FLAGS "  --mode M          mpi: isend (default) or put\n"
-             "  -o FILE           samples CSV (default standard output)\n");
+             "  -o, --output FILE samples CSV (default standard output)\n");
       return EXIT_OK;
     }
     if (c == 'o')
@@ -270,7 +270,7 @@ int cmd_probe(int argc, char **argv) {
       return cli_bad_flag("probe", argc, argv);
   }
   if (optind != argc - 1)
-    return cli_usage_error("probe", "expected one backend (pipe, tcp)");
+    return cli_usage_error("probe", "expected one backend (xstage probe --help lists them)");
   const char *backend = argv[optind];
   if (strcmp(backend, "mpi") == 0)
     return xs_mpi_built() ? probe_mpi(mode, &o, outp, argc, argv) : check_backend("probe", backend);
@@ -409,7 +409,8 @@ int cmd_fit(int argc, char **argv) {
       printf("usage: xstage fit SAMPLES.csv [-o PROFILE.json]\n\n"
              "Estimates injection rate, drain rate, in-flight capacity, latency and the\n"
              "per-send overhead from samples (backend,bytes,gap_s,issue_s,deliver_s,repeat),\n"
-             "with bootstrap uncertainties and residuals; writes a profile with -o.\n");
+             "with bootstrap uncertainties and residuals (docs/probe.md).\n\n"
+             "  -o, --output FILE write the fitted profile (JSON) to FILE\n");
       return EXIT_OK;
     }
     if (c == 'o')
@@ -448,8 +449,10 @@ int cmd_calibrate(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":o:h", probe_opts, &idx)) != -1) {
     if (c == 'h') {
       printf("usage: xstage calibrate BACKEND [options] [-o PROFILE.json] [--svg FILE]\n\n"
-             "Probe, then fit, in one step (see xstage probe --help for backends).\n\n"
-             PROBE_FLAGS "  -o FILE           the fitted profile\n"
+             "Probe, then fit, in one step. BACKEND: pipe, tcp, or a CUDA probe\n"
+             "(cuda-host, cuda-tma, cuda-ce, cuda-p2p, cuda-p2p-tma); see xstage\n"
+             "probe --help. For mpi, run xstage probe under mpirun, then xstage fit.\n\n"
+             PROBE_FLAGS "  -o, --output FILE the fitted profile\n"
              "  --svg FILE        the samples with the fitted curves and the knee\n");
       return EXIT_OK;
     }
@@ -467,7 +470,8 @@ int cmd_calibrate(int argc, char **argv) {
       return cli_bad_flag("calibrate", argc, argv);
   }
   if (optind != argc - 1)
-    return cli_usage_error("calibrate", "expected one backend (pipe, tcp)");
+    return cli_usage_error("calibrate", "expected one backend (xstage probe --help lists "
+                                        "them; mpi: probe under mpirun, then fit)");
   const char *backend = argv[optind];
   int rc = check_backend("calibrate", backend);
   if (rc)

@@ -44,12 +44,11 @@ extern "C" {
   (XSTAGE_VERSION_MAJOR * 10000 + XSTAGE_VERSION_MINOR * 100 + XSTAGE_VERSION_PATCH)
 
 /* XS_API marks what the shared libraries export; everything else is
- * hidden. XSTAGE_STATIC (set by the static library's users, through
- * pkg-config or the CMake target) leaves declarations plain. */
-#if defined(XSTAGE_STATIC) || !defined(__GNUC__)
-#define XS_API
-#else
+ * compiled with hidden visibility. Static linking needs nothing extra. */
+#if defined(__GNUC__)
 #define XS_API __attribute__((visibility("default")))
+#else
+#define XS_API
 #endif
 
 /* The version of the library linked at run time ("0.2.0"), which may differ
@@ -107,7 +106,7 @@ XS_API char *xs_format_rate(double bytes_per_s, char *buf, size_t size);
 
 /* ---- Channels and profiles ---- */
 
-/* One direction of one link (DESIGN.md's table; docs/formats.md). */
+/* One direction of one link (docs/formats.md "Profile"). */
 typedef struct xs_channel {
   double inject_Bps;        /* R_inj: all issuers together, while room    */
   double worker_inject_Bps; /* r_w: one worker; defaults to inject_Bps    */
@@ -124,7 +123,8 @@ typedef struct xs_channel {
 /* Fill with defaults for the given rates (unbounded capacity, no latency). */
 XS_API void xs_channel_init(xs_channel *channel, double inject_Bps,
                      double drain_Bps);
-/* Checks the rules of DESIGN.md (rates positive and finite, ...). */
+/* Checks the rules of docs/formats.md "Profile" (rates positive and
+ * finite, ...). */
 XS_API xs_status xs_channel_check(const xs_channel *channel, const char *name,
                            xs_error *err);
 
@@ -287,7 +287,7 @@ XS_API xs_status xs_program_fence(xs_program *program, size_t w, xs_error *err);
  * a cycle (the message names the ops in it). Idempotent. */
 XS_API xs_status xs_program_finish(xs_program *program, xs_error *err);
 
-/* Parse program JSON (DESIGN.md "Programs"), finished on success. */
+/* Parse program JSON (docs/formats.md "Program"), finished on success. */
 XS_API xs_status xs_program_parse(const char *text, size_t length,
                            const char *filename, xs_program **out,
                            xs_error *err);

@@ -37,8 +37,8 @@ has replay_kernel "STG.E.STRONG.SYS" "host flag, released at system scope"
 has replay_kernel "LDG.E.STRONG.GPU" "acquire of device flags in waits"
 has replay_kernel "BAR.SYNC.DEFER_BLOCKING 0x1" "the issuers' named barrier"
 # bulk ops are not in program order, and timer reads float around them
-# (GPU-NOTES.md 5): in the TMA kernel the issue stamp must come after the
-# copies' commit (UTMACMDFLUSH) and before the first wait (DEPBAR)
+# (docs/cuda.md, "Pitfalls"): in the TMA kernel the issue stamp must come
+# after the copies' commit (UTMACMDFLUSH) and before the first wait (DEPBAR)
 order=$(kernel tma_store_kernel | awk '
   /UBLKCP/ { c = NR } /UTMACMDFLUSH/ && c && !f { f = NR }
   /DEPBAR/ && f && !d { d = NR } /SR_GLOBALTIMER/ && f && !d { t = NR }

@@ -1,7 +1,7 @@
 /*
  * profile.c: machine profiles (named channels plus a compute section) for
  * the evaluators and planners: building, parsing, the built-in set, and
- * serialising back to JSON. Format: DESIGN.md "Profiles", docs/formats.md.
+ * serialising back to JSON. Format: docs/formats.md "Profile".
  */
 #include "jsonutil.h"
 

@@ -1,6 +1,6 @@
 /*
- * program.c: programs, the schedules of fused kernels (DESIGN.md
- * "Programs"): the builder that planners use, the JSON parser that users
+ * program.c: programs, the schedules of fused kernels (docs/formats.md
+ * "Program"): the builder that planners use, the JSON parser that users
  * feed, validation (ids, waits, cycles) and serialisation back to JSON.
  */
 #include "jsonutil.h"

@@ -1,13 +1,14 @@
 /*
  * cuda.cu: the CUDA probes (docs/cuda.md), for Hopper (sm_90) and later.
- * The only file with CUDA in it. Written from ../shared/GPU-NOTES.md; it
+ * The only file with CUDA in it. The GPU timing facts it relies on, with
+ * their published sources, are docs/cuda.md "Timing on the GPU"; it
  * compiles here, but this machine has no GPU, so none of it has run yet.
  *
  *  cuda-host  CTAs store 16-byte vectors into pinned, mapped host memory
  *  cuda-tma   one CTA's cp.async.bulk stores from shared to global memory
  *  cuda-ce    cudaMemcpyAsync device -> pinned host, beside nothing
  *
- * Timing (GPU-NOTES.md 2, 3): the issue time is the issuing CTA's own
+ * Timing (docs/cuda.md "Timers", "Ordering and delivery"): the issue time is the issuing CTA's own
  * %globaltimer before and after its stores (differences only, so the GPU
  * clock never meets the host's). Delivery is what the host observes: the
  * host raises a start flag at host time T0, the kernel starts when it sees
@@ -157,7 +158,7 @@ static double one_way(volatile unsigned *ping, volatile unsigned *pong,
 }
 
 /* Mapped host memory: the flag before the context exists (a later call
- * finds it set), and a device that can map at all (GPU-NOTES.md 5). */
+ * finds it set), and a device that can map at all (docs/cuda.md "Pitfalls"). */
 static cudaError_t map_host(char *why, size_t size) {
   cudaError_t e = cudaSetDeviceFlags(cudaDeviceMapHost);
   if (e != cudaSuccess && e != cudaErrorSetOnActiveProcess) {
@@ -178,7 +179,7 @@ static cudaError_t map_host(char *why, size_t size) {
 }
 
 /* cuda-p2p: device 0 stores into device 1's memory over NVLink (or
- * whatever joins them); peer access enabled both ways (GPU-NOTES.md 5).
+ * whatever joins them); peer access enabled both ways (docs/cuda.md "Pitfalls").
  * Leaves device 0 current. */
 static int open_peer(char **buf, size_t bytes, char *why, size_t size) {
   int n = 0, ok01 = 0, ok10 = 0;

@@ -24,7 +24,7 @@ typedef struct {
   double hidden, intermediate, experts, topk;
 } preset;
 
-/* ../REFERENCES.md "MoE shapes" */
+/* shapes and their sources: docs/plan-megamoe.md "Presets" */
 static const preset presets[] = {
     {"deepseek-v3", 7168, 2048, 256, 8},
     {"deepseek-v4-flash", 4096, 2048, 256, 6},
