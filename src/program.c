@@ -857,8 +857,8 @@ static xs_status measure_ops(xs__jdoc *d, json_t *ops, int depth,
     xs__jpath_pop(&d->path);
     if (one && times > left / one) {
       xs__jpath_key(&d->path, "repeat");
-      return xs__jfail(d, "%zu passes of %zu ops take the program past %zu "
-                          "ops, the most that count and repeat expand to",
+      return xs__jfail(d, "repeat %zu x %zu ops takes the program past %zu "
+                          "ops (the most that count and repeat expand to)",
                        times, one, EXPAND_MAX);
     }
     total += times * one;
@@ -984,15 +984,15 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
     if (counted) {
       xs__jpath_key(&d->path, "count");
       if (body && count > budget / body) {
-        st = xs__jfail(d, "%zu workers of %zu ops take the program past %zu "
-                          "ops, the most that count and repeat expand to",
+        st = xs__jfail(d, "count %zu x %zu ops takes the program past %zu "
+                          "ops (the most that count and repeat expand to)",
                        count, body, EXPAND_MAX);
         goto fail;
       }
       if (count > COUNT_MAX - (p->nworkers < COUNT_MAX ? p->nworkers
                                                        : COUNT_MAX)) {
-        st = xs__jfail(d, "%zu more workers take the program past %zu "
-                          "workers, the most a program with count has",
+        st = xs__jfail(d, "count %zu takes the program past %zu workers "
+                          "(the most a program with count has)",
                        count, COUNT_MAX);
         goto fail;
       }
