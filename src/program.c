@@ -662,9 +662,10 @@ const char *xs_program_send_id(const xs_program *p, size_t s, char *buf,
 /* A wait inside a counted worker or a repeat: its name with the indexes
  * appended, resolved once every worker is read. */
 typedef struct scoped_wait {
-  size_t w, i;      /* the wait op */
+  uint32_t w, i;    /* the wait op */
   uint32_t pending; /* p->pending entry: the name with its indexes */
-  size_t base;      /* length of the name as written */
+  uint32_t base;    /* length of the name as written (inputs are smaller
+                       than XS_INPUT_LIMIT_BYTES) */
 } scoped_wait;
 
 typedef struct reader {
@@ -783,7 +784,8 @@ static xs_status parse_op(reader *r, json_t *op) {
     }
     if (scoped)
       r->waits[r->nwaits++] = (scoped_wait){
-          w, p->workers[w].nops - 1, (uint32_t)(p->npending - 1), strlen(id)};
+          (uint32_t)w, (uint32_t)(p->workers[w].nops - 1),
+          (uint32_t)(p->npending - 1), (uint32_t)strlen(id)};
   } else {
     json_t *f = json_object_get(op, "fence");
     if (!json_is_true(f)) {
