@@ -52,6 +52,95 @@ void xs_program_free(xs_program *p) {
   free(p);
 }
 
+/* ---- compact forms: counted workers and repeats (docs/formats.md
+ * "Counted workers and repeats") ---- */
+
+/* A worker's "count" is at most this, and a program with counted workers
+ * has at most this many workers in all. */
+#define COUNT_MAX ((size_t)1 << 20)
+/* A program that uses count or repeat expands to at most this many ops:
+ * about what 256 MiB (XS_INPUT_LIMIT_BYTES) of ops written out holds. */
+#define EXPAND_MAX ((size_t)1 << 24)
+/* Repeats nest at most this deep, so that the path of an op inside them
+ * (workers[w].ops[a].ops[b]....send) fits an xs__jpath. */
+#define REPEAT_DEPTH 5
+
+/* The number of ops an op list expands to. Only for text that parsed, so
+ * its repeats are well-formed and their sizes bounded. */
+static size_t ops_expanded(json_t *ops, int depth) {
+  size_t n = 0, k;
+  json_t *v;
+  json_array_foreach(ops, k, v) {
+    json_t *rep = json_is_object(v) ? json_object_get(v, "repeat") : NULL;
+    json_t *inner = rep ? json_object_get(v, "ops") : NULL;
+    if (rep && json_is_number(rep) && json_is_array(inner) &&
+        depth < REPEAT_DEPTH)
+      n += (size_t)json_number_value(rep) * ops_expanded(inner, depth + 1);
+    else
+      n++;
+  }
+  return n;
+}
+
+/* The op at expanded position i of an op list as written: its path
+ * appended to path. 0 when found. */
+static int ops_origin(json_t *ops, size_t i, int depth, xs__jpath *path) {
+  size_t k;
+  json_t *v;
+  json_array_foreach(ops, k, v) {
+    json_t *rep = json_is_object(v) ? json_object_get(v, "repeat") : NULL;
+    json_t *inner = rep ? json_object_get(v, "ops") : NULL;
+    size_t n = 1, one = 1;
+    if (rep && json_is_number(rep) && json_is_array(inner) &&
+        depth < REPEAT_DEPTH) {
+      one = ops_expanded(inner, depth + 1);
+      n = (size_t)json_number_value(rep) * one;
+    } else {
+      inner = NULL;
+    }
+    if (i >= n) {
+      i -= n;
+      continue;
+    }
+    xs__jpath_index(path, k);
+    if (!inner)
+      return 0;
+    xs__jpath_key(path, "ops");
+    return ops_origin(inner, i % one, depth + 1, path);
+  }
+  return -1;
+}
+
+/* The path of op i of worker w in the program's text: workers[W].ops[I]
+ * for programs written out, a path through repeats for an op they made.
+ * 0 when found. */
+static int op_origin(const xs_program *p, size_t w, size_t i,
+                     xs__jpath *path) {
+  json_t *root = json_loadb(p->src_text, p->src_len, 0, NULL);
+  json_t *ws = json_object_get(root, "workers");
+  int r = -1;
+  size_t wi;
+  json_t *wv;
+  json_array_foreach(ws, wi, wv) {
+    json_t *c = json_object_get(wv, "count");
+    size_t n = json_is_number(c) ? (size_t)json_number_value(c) : 1;
+    if (w >= n) {
+      w -= n;
+      continue;
+    }
+    json_t *ops = json_object_get(wv, "ops");
+    path->depth = 0;
+    xs__jpath_key(path, "workers");
+    xs__jpath_index(path, wi);
+    xs__jpath_key(path, "ops");
+    if (json_is_array(ops))
+      r = ops_origin(ops, i, 0, path);
+    break;
+  }
+  json_decref(root);
+  return r;
+}
+
 xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
                               xs_status status, size_t w, size_t i,
                               const char *key, const char *fmt, ...) {
@@ -62,10 +151,13 @@ xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
   va_end(ap);
   if (p->src_text) {
     xs__jpath path = {0};
-    xs__jpath_key(&path, "workers");
-    xs__jpath_index(&path, w);
-    xs__jpath_key(&path, "ops");
-    xs__jpath_index(&path, i);
+    if (op_origin(p, w, i, &path)) {
+      path.depth = 0;
+      xs__jpath_key(&path, "workers");
+      xs__jpath_index(&path, w);
+      xs__jpath_key(&path, "ops");
+      xs__jpath_index(&path, i);
+    }
     if (key)
       xs__jpath_key(&path, key);
     return xs__json_fail(err, status, p->src_name, p->src_text, p->src_len,
@@ -567,14 +659,53 @@ const char *xs_program_send_id(const xs_program *p, size_t s, char *buf,
 
 /* ---- JSON ---- */
 
-static xs_status parse_op(xs__jdoc *d, xs_program *p, size_t w, json_t *op) {
+/* A wait inside a counted worker or a repeat: its name with the indexes
+ * appended, resolved once every worker is read. */
+typedef struct scoped_wait {
+  uint32_t w, i;    /* the wait op */
+  uint32_t pending; /* p->pending entry: the name with its indexes */
+  uint32_t base;    /* length of the name as written (inputs are smaller
+                       than XS_INPUT_LIMIT_BYTES) */
+} scoped_wait;
+
+typedef struct reader {
+  xs__jdoc *d;
+  xs_program *p;
+  size_t w;      /* the worker being read */
+  char sfx[128]; /* "[i][j]...": indexes of the enclosing count and repeats */
+  size_t sfx_len;
+  scoped_wait *waits;
+  size_t nwaits, waits_cap;
+} reader;
+
+/* name followed by the reader's indexes: in buf when it fits, else in
+ * *heap (to free); NULL when out of memory. */
+static const char *scoped_name(const reader *r, const char *name, char *buf,
+                               size_t size, char **heap) {
+  size_t n = strlen(name);
+  char *s = buf;
+  *heap = NULL;
+  if (n + r->sfx_len + 1 > size && !(s = *heap = malloc(n + r->sfx_len + 1)))
+    return NULL;
+  memcpy(s, name, n);
+  memcpy(s + n, r->sfx, r->sfx_len + 1);
+  return s;
+}
+
+static xs_status parse_op(reader *r, json_t *op) {
   static const char *const keys[] = {"compute", "send", "channel", "id",
                                      "wait",    "fence", NULL};
   static const char *const kinds[] = {"compute", "send", "wait", "fence"};
+  xs__jdoc *d = r->d;
+  xs_program *p = r->p;
+  size_t w = r->w;
   if (!json_is_object(op))
     return xs__jfail(d, "an op is an object such as {\"compute\": 1e-6} or "
                         "{\"send\": 4096}, got %s",
                      xs__jtype(op));
+  if (json_object_get(op, "ops"))
+    return xs__jfail(d, "missing \"repeat\": an op with \"ops\" is a repeat, "
+                        "{\"repeat\": K, \"ops\": [...]}");
   xs_status st = xs__jkeys(d, op, keys);
   if (st)
     return st;
@@ -603,6 +734,7 @@ static xs_status parse_op(xs__jdoc *d, xs_program *p, size_t w, json_t *op) {
                        kind);
     }
   }
+  char buf[256], *heap = NULL;
   if (strcmp(kind, "compute") == 0) {
     double s;
     if ((st = xs__jnumber(d, op, "compute", XS__J_NONNEG,
@@ -619,7 +751,14 @@ static xs_status parse_op(xs__jdoc *d, xs_program *p, size_t w, json_t *op) {
         (st = xs__jstring(d, op, "channel", &chan, &have)) ||
         (st = xs__jstring(d, op, "id", &id, &have)))
       return st;
-    if (xs_program_send(p, w, b, chan, id, NULL, &e2)) {
+    /* inside count and repeat an id gets their indexes: "x" -> "x[3][0]" */
+    const char *full = id;
+    if (id && *id && r->sfx_len &&
+        !(full = scoped_name(r, id, buf, sizeof buf, &heap)))
+      return xs__fail(d->err, XS_NOMEM, "out of memory");
+    xs_status sst = xs_program_send(p, w, b, chan, full, NULL, &e2);
+    free(heap);
+    if (sst) {
       xs__jpath_key(&d->path, id && strstr(e2.message, "id") ? "id"
                               : chan                         ? "channel"
                                                              : "send");
@@ -629,10 +768,24 @@ static xs_status parse_op(xs__jdoc *d, xs_program *p, size_t w, json_t *op) {
     const char *id;
     if ((st = xs__jstring(d, op, "wait", &id, NULL)))
       return st;
-    if (xs_program_wait(p, w, id, &e2)) {
+    int scoped = *id && r->sfx_len;
+    const char *full = id;
+    if (scoped) {
+      if (xs__grow(&r->waits, &r->waits_cap, r->nwaits + 1, sizeof *r->waits))
+        return xs__fail(d->err, XS_NOMEM, "out of memory");
+      if (!(full = scoped_name(r, id, buf, sizeof buf, &heap)))
+        return xs__fail(d->err, XS_NOMEM, "out of memory");
+    }
+    xs_status sst = xs_program_wait(p, w, full, &e2);
+    free(heap);
+    if (sst) {
       xs__jpath_key(&d->path, "wait");
       return xs__jfail(d, "%s", e2.message);
     }
+    if (scoped)
+      r->waits[r->nwaits++] = (scoped_wait){
+          (uint32_t)w, (uint32_t)(p->workers[w].nops - 1),
+          (uint32_t)(p->npending - 1), (uint32_t)strlen(id)};
   } else {
     json_t *f = json_object_get(op, "fence");
     if (!json_is_true(f)) {
@@ -646,9 +799,124 @@ static xs_status parse_op(xs__jdoc *d, xs_program *p, size_t w, json_t *op) {
   return XS_OK;
 }
 
-static xs_status parse_program(xs__jdoc *d, json_t *root, xs_program **out) {
+/* A whole number from 1 to max at obj[key], which must be there. */
+static xs_status read_times(xs__jdoc *d, json_t *obj, const char *key,
+                            size_t max, const char *what, size_t *out) {
+  char desc[128];
+  double x;
+  snprintf(desc, sizeof desc, "%s, a whole number from 1 to %zu", what, max);
+  xs_status st = xs__jnumber(d, obj, key, XS__J_POSITIVE, desc, &x, NULL);
+  if (st)
+    return st;
+  xs__jpath_key(&d->path, key);
+  if (x != floor(x))
+    st = xs__jfail(d, "expected %s, got %g (must be a whole number)", desc, x);
+  else if (x > (double)max)
+    st = xs__jfail(d, "expected %s, got %.17g (too large: at most %zu)", desc,
+                   x, max);
+  else
+    *out = (size_t)x;
+  xs__jpath_pop(&d->path);
+  return st;
+}
+
+/* Check the repeats in an op list (the path at the list), depth of them
+ * around it, and count the ops it expands to into *n. budget: the ops the
+ * program may still grow by; a repeat that would take it past fails. */
+static xs_status measure_ops(xs__jdoc *d, json_t *ops, int depth,
+                             size_t budget, size_t *n) {
+  static const char *const keys[] = {"repeat", "ops", NULL};
+  size_t k, total = 0;
+  json_t *v;
+  xs_status st;
+  json_array_foreach(ops, k, v) {
+    if (!json_is_object(v) || !json_object_get(v, "repeat")) {
+      total++; /* an op, checked as it is read */
+      continue;
+    }
+    xs__jpath_index(&d->path, k);
+    size_t times, one;
+    if ((st = xs__jkeys(d, v, keys)) ||
+        (st = read_times(d, v, "repeat", EXPAND_MAX, "a number of passes",
+                         &times)))
+      return st;
+    if (depth >= REPEAT_DEPTH) {
+      xs__jpath_key(&d->path, "repeat");
+      return xs__jfail(d, "repeats nest at most %d deep, this one is inside "
+                          "%d others",
+                       REPEAT_DEPTH, depth);
+    }
+    json_t *inner = json_object_get(v, "ops");
+    if (!inner)
+      return xs__jfail(d, "missing \"ops\" (the array of ops to repeat)");
+    xs__jpath_key(&d->path, "ops");
+    if (!json_is_array(inner))
+      return xs__jfail(d, "expected an array of ops, got %s",
+                       xs__jtype(inner));
+    size_t left = budget > total ? budget - total : 0;
+    if ((st = measure_ops(d, inner, depth + 1, left, &one)))
+      return st;
+    xs__jpath_pop(&d->path);
+    if (one && times > left / one) {
+      xs__jpath_key(&d->path, "repeat");
+      return xs__jfail(d, "repeat %zu x %zu ops takes the program past %zu "
+                          "ops (the most that count and repeat expand to)",
+                       times, one, EXPAND_MAX);
+    }
+    total += times * one;
+    xs__jpath_pop(&d->path);
+  }
+  *n = total;
+  return XS_OK;
+}
+
+/* Read an op list (the path at it) into worker r->w, repeats expanded. */
+static xs_status read_ops(reader *r, json_t *ops) {
+  xs__jdoc *d = r->d;
+  size_t k;
+  json_t *v;
+  xs_status st;
+  json_array_foreach(ops, k, v) {
+    xs__jpath_index(&d->path, k);
+    json_t *rep = json_is_object(v) ? json_object_get(v, "repeat") : NULL;
+    if (rep) { /* checked by measure_ops */
+      size_t times = (size_t)json_number_value(rep), mark = r->sfx_len;
+      json_t *inner = json_object_get(v, "ops");
+      xs__jpath_key(&d->path, "ops");
+      for (size_t j = 0; j < times; j++) {
+        int n = snprintf(r->sfx + mark, sizeof r->sfx - mark, "[%zu]", j);
+        r->sfx_len = mark + (n > 0 ? (size_t)n : 0);
+        st = read_ops(r, inner);
+        r->sfx_len = mark;
+        r->sfx[mark] = '\0';
+        if (st)
+          return st;
+      }
+      xs__jpath_pop(&d->path);
+    } else if ((st = parse_op(r, v))) {
+      return st;
+    }
+    xs__jpath_pop(&d->path);
+  }
+  return XS_OK;
+}
+
+static xs_status add_worker(xs__jdoc *d, xs_program *p, const char *name,
+                            int have_name, size_t *w) {
+  xs_error e2;
+  if (!xs_program_add_worker(p, name, w, &e2))
+    return XS_OK;
+  if (e2.status == XS_NOMEM)
+    return xs__fail(d->err, XS_NOMEM, "%s", e2.message);
+  if (have_name)
+    xs__jpath_key(&d->path, "name");
+  return xs__jfail(d, "%s", e2.message);
+}
+
+/* Fills r->p, or frees what it built of it. */
+static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
   static const char *const keys[] = {"name", "workers", "description", NULL};
-  static const char *const wkeys[] = {"name", "ops", NULL};
+  static const char *const wkeys[] = {"name", "ops", "count", NULL};
   xs_status st;
   if (!json_is_object(root))
     return xs__jfail(d, "a program is an object with \"workers\", got %s",
@@ -672,8 +940,10 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, xs_program **out) {
   xs_program *p = xs_program_new(name ? name : "");
   if (!p)
     return xs__fail(d->err, XS_NOMEM, "out of memory");
-  size_t wi;
+  r->p = p;
+  size_t wi, total = 0; /* ops so far */
   json_t *wv;
+  char *cname = NULL; /* NAME[i] of a counted worker */
   json_array_foreach(ws, wi, wv) {
     xs__jpath_index(&d->path, wi);
     if (!json_is_object(wv)) {
@@ -692,13 +962,13 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, xs_program **out) {
       snprintf(defname, sizeof defname, "w%zu", wi);
       wname = defname;
     }
-    xs_error e2;
-    if (xs_program_add_worker(p, wname, NULL, &e2)) {
-      if (have)
-        xs__jpath_key(&d->path, "name");
-      st = xs__jfail(d, "%s", e2.message);
+    int counted = json_object_get(wv, "count") != NULL;
+    size_t count = 1, w = 0, body;
+    if (counted && (st = read_times(d, wv, "count", COUNT_MAX,
+                                    "a number of workers", &count)))
       goto fail;
-    }
+    if (!counted && (st = add_worker(d, p, wname, have, &w)))
+      goto fail;
     json_t *ops = json_object_get(wv, "ops");
     if (!ops) {
       st = xs__jfail(d, "missing \"ops\" (an array of ops)");
@@ -709,22 +979,99 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, xs_program **out) {
       st = xs__jfail(d, "expected an array of ops, got %s", xs__jtype(ops));
       goto fail;
     }
-    size_t oi;
-    json_t *ov;
-    json_array_foreach(ops, oi, ov) {
-      xs__jpath_index(&d->path, oi);
-      if ((st = parse_op(d, p, wi, ov)))
+    size_t budget = EXPAND_MAX > total ? EXPAND_MAX - total : 0;
+    if ((st = measure_ops(d, ops, 0, budget, &body)))
+      goto fail;
+    xs__jpath_pop(&d->path);
+    if (counted) {
+      xs__jpath_key(&d->path, "count");
+      if (body && count > budget / body) {
+        st = xs__jfail(d, "count %zu x %zu ops takes the program past %zu "
+                          "ops (the most that count and repeat expand to)",
+                       count, body, EXPAND_MAX);
+        goto fail;
+      }
+      if (count > COUNT_MAX - (p->nworkers < COUNT_MAX ? p->nworkers
+                                                       : COUNT_MAX)) {
+        st = xs__jfail(d, "count %zu takes the program past %zu workers "
+                          "(the most a program with count has)",
+                       count, COUNT_MAX);
+        goto fail;
+      }
+      xs__jpath_pop(&d->path);
+      size_t n = strlen(wname) + 24;
+      if (!(cname = malloc(n))) {
+        st = xs__fail(d->err, XS_NOMEM, "out of memory");
+        goto fail;
+      }
+    }
+    for (size_t c = 0; c < count; c++) {
+      r->sfx_len = 0;
+      r->sfx[0] = '\0';
+      if (counted) {
+        /* copy c is NAME[c], and its ids get [c] */
+        snprintf(cname, strlen(wname) + 24, "%s[%zu]", wname, c);
+        if ((st = add_worker(d, p, cname, have, &w)))
+          goto fail;
+        int n = snprintf(r->sfx, sizeof r->sfx, "[%zu]", c);
+        r->sfx_len = n > 0 ? (size_t)n : 0;
+      }
+      r->w = w;
+      xs__jpath_key(&d->path, "ops");
+      if ((st = read_ops(r, ops)))
         goto fail;
       xs__jpath_pop(&d->path);
     }
-    xs__jpath_pop(&d->path);
+    free(cname);
+    cname = NULL;
+    total += count * body;
     xs__jpath_pop(&d->path);
   }
-  *out = p;
   return XS_OK;
 fail:
+  free(cname);
   xs_program_free(p);
+  r->p = NULL;
   return st;
+}
+
+/* A wait inside count or repeat names the send whose id is its name with
+ * the most of its indexes: all of them, then without the innermost, and
+ * so on, the name as written last. */
+static xs_status resolve_scoped_waits(xs_program *p, const reader *r,
+                                      xs_error *err) {
+  for (size_t k = 0; k < r->nwaits; k++) {
+    const scoped_wait *sw = &r->waits[k];
+    char *name = p->pending[sw->pending];
+    size_t len = strlen(name);
+    char tried[512];
+    size_t nt = 0;
+    tried[0] = '\0';
+    for (;;) {
+      char save = name[len];
+      name[len] = '\0';
+      uint32_t s;
+      if (xs__strmap_get(&p->id_map, name, &s) || find_auto_id(p, name, &s))
+        break; /* the name stays cut here */
+      if (nt < sizeof tried) {
+        int n = snprintf(tried + nt, sizeof tried - nt, "%s\"%s\"",
+                         nt ? ", " : "", name);
+        nt += n > 0 ? (size_t)n : 0;
+      }
+      name[len] = save;
+      if (len <= sw->base) {
+        name[sw->base] = '\0';
+        return xs__program_op_fail(p, err, XS_INVALID, sw->w, sw->i, "wait",
+                                   "wait on unknown send id \"%s\" (no send "
+                                   "has the id %s)",
+                                   name, tried);
+      }
+      do
+        len--;
+      while (len > sw->base && name[len] != '[');
+    }
+  }
+  return XS_OK;
 }
 
 xs_status xs_program_parse(const char *text, size_t length,
@@ -736,14 +1083,19 @@ xs_status xs_program_parse(const char *text, size_t length,
   xs_status st = xs__jparse(&d, &root);
   if (st)
     return st;
-  xs_program *p = NULL;
-  st = parse_program(&d, root, &p);
+  reader r = {0};
+  r.d = &d;
+  st = parse_program(&d, root, &r);
   json_decref(root);
-  if (st)
+  xs_program *p = r.p;
+  if (st) {
+    free(r.waits);
     return st;
+  }
   p->src_name = xs__strdup(filename ? filename : "<input>");
   p->src_text = malloc(length + 1);
   if (!p->src_name || !p->src_text) {
+    free(r.waits);
     xs_program_free(p);
     return xs__fail(err, XS_NOMEM, "out of memory");
   }
@@ -759,7 +1111,9 @@ xs_status xs_program_parse(const char *text, size_t length,
       p->name = nm;
     }
   }
-  if ((st = xs_program_finish(p, err))) {
+  st = resolve_scoped_waits(p, &r, err);
+  free(r.waits);
+  if (st || (st = xs_program_finish(p, err))) {
     xs_program_free(p);
     return st;
   }
