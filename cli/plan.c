@@ -7,7 +7,6 @@
 #include "common.h"
 
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
