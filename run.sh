@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="cmake make gcc pkg-config libjansson-dev libcmocka-dev"
-TEST_PACKAGES="clang libclang-rt-dev libxml2-utils openmpi-bin libopenmpi-dev"
+TEST_PACKAGES="clang libclang-rt-dev libxml2-utils openmpi-bin libopenmpi-dev python3 python3-pytest"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 say() { printf '==> %s\n' "$*" >&2; }

@@ -79,16 +79,12 @@ int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
  * what was wrong */
 int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
                       const char *dflt, const char **out);
-json_t *cli_moe_option_json(const xs_moe_option *o);
-json_t *cli_moe_pick_json(const xs_moe_pick *p, double tol);
 void cli_moe_pick_print(const xs_moe_pick *p, double tol);
 /* plan megamoe --tokens-grid: the table as text or JSON, and the C header
  * into header (NULL: none; "-": standard output) */
 int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
                   const xs_profile *prof, const xs_moe_table_options *o,
                   int json, const char *header, const char *prefix);
-json_t *cli_moe_sensitivity_json(const xs_profile *prof,
-                                 const xs_moe_sensitivity *s, size_t n);
 void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
                                const xs_moe_sensitivity *s, size_t n);
 
@@ -116,6 +112,11 @@ typedef struct cli_sweep_opts {
 } cli_sweep_opts;
 int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
                       cli_sweep_opts *o);
+
+/* A sweep's grid from the file path (NULL: the default grid): its configs
+ * (xs_moe_config, or xs_fa_config when fa) into *configs, freed with
+ * xs_free; 0, or the exit code after saying what was wrong. */
+int cli_sweep_grid(const char *path, int fa, void **configs, size_t *n);
 
 /* A sweep's configs, planned by whatever planner the callbacks call. */
 typedef struct cli_sweep_job {

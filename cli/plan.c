@@ -7,37 +7,11 @@
 #include "common.h"
 
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-
-static json_t *knobs_json(const xs_moe_pattern *k) {
-  return json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "l1_waves", (int)k->l1_waves,
-                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
-                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
-                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
-}
-
-static json_t *breakdown_json(const xs_moe_breakdown *b) {
-  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "hbm_s", b->hbm_s,
-                   "compute_s", b->compute_s, "fixed_s", b->fixed_s, "dispatch_s",
-                   b->dispatch_s, "link_s", b->link_s, "stall_s", b->stall_s,
-                   "xstage_tail_s", b->xstage_tail_s, "bound", b->bound ? b->bound : "");
-}
-
-static json_t *schedules_json(const xs_moe_result *r) {
-  json_t *s = json_object();
-  for (int k = 0; k < XS_MOE_SCHEDULES; k++)
-    json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
-        json_pack("{s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
-                  "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2],
-                  "knobs", knobs_json(&r->knobs[k]), "breakdown",
-                  breakdown_json(&r->breakdown[k])));
-  return s;
-}
 
 static void plan_help(FILE *f) {
   fprintf(f,
@@ -145,38 +119,6 @@ static int load_config(const char *cmd, const char *preset, const char *file,
   if (xs_moe_config_check(c, &err))
     return cli_usage_error(cmd, "%s", err.message);
   return 0;
-}
-
-static json_t *plan_json(const xs_moe_config *c, const xs_profile *prof,
-                         const xs_moe_result *r) {
-  const xs_moe_workload *w = &r->work;
-  json_t *o = json_object();
-  json_object_set_new(o, "preset", json_string(c->name));
-  json_object_set_new(o, "profile", json_string(xs_profile_name(prof)));
-  json_object_set_new(o, "config", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}",
-      "tokens", c->tokens, "hidden", c->hidden, "intermediate", c->intermediate,
-      "experts", c->experts, "topk", c->topk, "ep", c->ep, "act_bytes", c->act_bytes,
-      "combine_bytes", c->combine_bytes, "imbalance", c->imbalance, "dtype", c->dtype));
-  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-      "pairs", w->pairs, "tokens_per_expert", w->tokens_per_expert, "block_m", w->block_m,
-      "block_n", w->block_n, "sms", w->sms, "blocks", w->blocks, "l1_tiles", w->l1_tiles,
-      "l2_tiles", w->l2_tiles, "waves", w->waves, "l1_tile_s", w->l1_tile_s,
-      "l2_tile_s", w->l2_tile_s, "flops", w->flops, "dispatch_B", w->dispatch_B,
-      "combine_B", w->combine_B, "experts_touched", w->experts_touched,
-      "weights_B", w->weights_B));
-  json_object_set_new(o, "schedules", schedules_json(r));
-  json_object_set_new(o, "best_fused",
-                      json_string(xs_moe_schedule_name(r->best_fused)));
-  json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i,s:i}", "l1_waves",
-      (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "l2_sms",
-      (int)r->chosen.l2_sms, "searched", (int)r->searched));
-  json_object_set_new(o, "speedup", json_real(r->time_s[1][0] / r->time_s[2][0]));
-  json_object_set_new(o, "blocking_speedup", json_real(r->time_s[1][1] / r->time_s[2][1]));
-  json_object_set_new(o, "speedup_vs_sequential", json_real(r->time_s[0][0] / r->time_s[2][0]));
-  json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f}", "compute_s",
-      r->compute_s, "dispatch_wait_s", r->dispatch_wait_s, "stall_s", r->stall_s,
-      "xstage_tail_s", r->xstage_tail_s));
-  return o;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -321,11 +263,18 @@ int cmd_plan(int argc, char **argv) {
   xs_moe_pick pick;
   xs_moe_sensitivity *sens = NULL;
   size_t nsens = 0;
-  if (xs_moe_plan(&cfg, prof, &r, &err)) {
+  if (json) {
+    char *s;
+    if (xs_moe_plan_json(&cfg, prof, tol, schedules, sensitivity, &r, &s, &err)) {
+      rc = cli_error("plan", &err);
+      goto done;
+    }
+    printf("%s\n", s);
+    xs_free(s);
+  } else if (xs_moe_plan(&cfg, prof, &r, &err)) {
     rc = cli_error("plan", &err);
     goto done;
-  }
-  if (sensitivity) {
+  } else if (sensitivity) {
     sens = malloc(XS_MOE_SENS_MAX * sizeof *sens);
     if (!sens) {
       rc = cli_out_of_memory("plan");
@@ -339,16 +288,7 @@ int cmd_plan(int argc, char **argv) {
     rc = cli_error("plan", &err);
     goto done;
   }
-  if (json) {
-    json_t *o = plan_json(&cfg, prof, &r);
-    json_object_set_new(o, "recommended", cli_moe_pick_json(&pick, tol));
-    if (sens)
-      json_object_set_new(o, "sensitivity", cli_moe_sensitivity_json(prof, sens, nsens));
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    json_decref(o);
-    printf("%s\n", s);
-    free(s);
-  } else {
+  if (!json) {
     const xs_moe_workload *w = &r.work;
     char a[32], b[32], d[32], e[32], pn[256];
     const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
@@ -425,159 +365,41 @@ done:
 
 /* ---- sweep ---- */
 
-typedef struct {
-  char preset[64];
-  double tokens, ep;
-} grid_row;
-
-/* A sweep's grid: at most SWEEP_LIST values per list and SWEEP_CONFIGS
- * configs in all (docs/plan-megamoe.md "Sweeps") */
-#define SWEEP_LIST 4096
-#define SWEEP_CONFIGS 20000
-#define SWEEP_TILES 1e8
-
-static int load_grid(const char *path, grid_row **rows, size_t *n) {
-  size_t np = 0, nt = 0, ne = 0;
-  static const char *pre[SWEEP_LIST];
-  static double tok[SWEEP_LIST], eps[SWEEP_LIST];
-  json_t *root = NULL;
-  if (path) {
-    if (!(root = cli_load_json("sweep", path)))
-      return EXIT_INPUT;
-    if (!json_is_object(root)) {
-      fprintf(stderr, "xstage sweep: %s: a grid is an object of presets, tokens and ep, "
-                      "not %s\n", path, json_is_array(root) ? "an array" : "a single value");
-      json_decref(root);
-      return EXIT_INPUT;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach(root, key, v) {
-      if (strcmp(key, "presets") && strcmp(key, "tokens") && strcmp(key, "ep")) {
-        fprintf(stderr, "xstage sweep: %s: unknown key \"%s\" (presets, tokens, ep)\n", path, key);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-      if (!json_is_array(v) || json_array_size(v) == 0 ||
-          json_array_size(v) > SWEEP_LIST) {
-        fprintf(stderr, "xstage sweep: %s: \"%s\" must be an array of 1 to %d values\n",
-                path, key, SWEEP_LIST);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-    }
-  }
-  json_t *a = root ? json_object_get(root, "presets") : NULL;
-  if (a) {
-    size_t i;
-    json_t *v;
-    json_array_foreach(a, i, v) {
-      xs_moe_config c;
-      if (!json_is_string(v) || xs_moe_preset(json_string_value(v), &c)) {
-        fprintf(stderr, "xstage sweep: %s: presets[%zu]: not a preset name\n", path, i);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-      pre[np++] = json_string_value(v);
-    }
-  } else {
-    for (size_t i = 0; i < xs_moe_preset_count(); i++)
-      pre[np++] = xs_moe_preset_name(i);
-  }
-  const char *nkeys[2] = {"tokens", "ep"};
-  for (int k = 0; k < 2; k++) {
-    a = root ? json_object_get(root, nkeys[k]) : NULL;
-    double *dst = k ? eps : tok;
-    size_t *cnt = k ? &ne : &nt;
-    if (a) {
-      size_t i;
-      json_t *v;
-      json_array_foreach(a, i, v) {
-        double x = json_number_value(v);
-        if (!json_is_number(v) || !(x >= 1) || x != floor(x)) {
-          fprintf(stderr, "xstage sweep: %s: %s[%zu]: expected a whole number >= 1\n", path, nkeys[k], i);
-          json_decref(root);
-          return EXIT_INPUT;
-        }
-        dst[(*cnt)++] = x;
-      }
-    } else if (k) {
-      eps[ne++] = 8;
-    } else {
-      for (double t = 16; t <= 32768; t *= 2)
-        tok[nt++] = t;
-    }
-  }
-  *n = np * nt * ne;
-  double tiles = 0;
-  for (size_t i = 0; i < np; i++)
-    for (size_t e = 0; e < ne; e++)
-      for (size_t t = 0; t < nt; t++) {
-        xs_moe_config c;
-        xs_moe_preset(pre[i], &c);
-        c.tokens = tok[t];
-        c.ep = eps[e];
-        tiles += xs_moe_tiles(&c);
-      }
-  if (tiles > SWEEP_TILES) {
-    fprintf(stderr, "xstage sweep: %s: the grid's plans build %.3g GEMM tiles, more "
-                    "than the limit of %g (about 40 s of planning)\n", path, tiles,
-            SWEEP_TILES);
-    json_decref(root);
-    return EXIT_INPUT;
-  }
-  if (*n > SWEEP_CONFIGS) {
-    fprintf(stderr, "xstage sweep: %s: %zu presets x %zu token counts x %zu EP "
-                    "values is %zu configs, more than the limit of %d\n",
-            path, np, nt, ne, *n, SWEEP_CONFIGS);
-    json_decref(root);
-    return EXIT_INPUT;
-  }
-  *rows = calloc(*n, sizeof **rows);
-  if (!*rows) {
-    json_decref(root);
-    return EXIT_MACHINE;
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < np; i++)
-    for (size_t e = 0; e < ne; e++)
-      for (size_t t = 0; t < nt; t++, k++) {
-        snprintf((*rows)[k].preset, sizeof (*rows)[k].preset, "%s", pre[i]);
-        (*rows)[k].tokens = tok[t];
-        (*rows)[k].ep = eps[e];
-      }
-  json_decref(root);
-  return 0;
-}
-
 /* the sweep's callbacks: config i of the grid */
 typedef struct {
-  const grid_row *rows;
+  const xs_moe_config *configs;
   const xs_profile *prof;
 } moe_sweep;
 
-static void moe_config(const moe_sweep *m, size_t i, xs_moe_config *cfg) {
-  xs_moe_preset(m->rows[i].preset, cfg);
-  cfg->tokens = m->rows[i].tokens;
-  cfg->ep = m->rows[i].ep;
-}
-
 static xs_status moe_check(void *ctx, size_t i, xs_error *err) {
-  xs_moe_config cfg;
-  moe_config(ctx, i, &cfg);
-  return xs_moe_config_check(&cfg, err);
+  return xs_moe_config_check(&((const moe_sweep *)ctx)->configs[i], err);
 }
 
 static xs_status moe_plan(void *ctx, size_t i, void *result, xs_error *err) {
   const moe_sweep *m = ctx;
-  xs_moe_config cfg;
-  moe_config(m, i, &cfg);
-  return xs_moe_plan(&cfg, m->prof, result, err);
+  return xs_moe_plan(&m->configs[i], m->prof, result, err);
 }
 
 static void moe_describe(void *ctx, size_t i, char *buf, size_t size) {
-  const grid_row *r = &((const moe_sweep *)ctx)->rows[i];
-  snprintf(buf, size, "%s, %g tokens, EP %g", r->preset, r->tokens, r->ep);
+  const xs_moe_config *c = &((const moe_sweep *)ctx)->configs[i];
+  snprintf(buf, size, "%s, %g tokens, EP %g", c->name, c->tokens, c->ep);
+}
+
+/* a sweep's grid file (NULL: the default grid), its configs into *configs
+ * (xs_free them): 0, or the exit code after saying what was wrong */
+int cli_sweep_grid(const char *path, int fa, void **configs, size_t *n) {
+  char *text = NULL;
+  size_t len = 0;
+  xs_error err;
+  if (path) {
+    int rrc = cli_read_file("sweep", path, CLI_INPUT_LIMIT, &text, &len);
+    if (rrc)
+      return rrc;
+  }
+  xs_status st = fa ? xs_fa_sweep_grid(text, len, path, (xs_fa_config **)configs, n, &err)
+                    : xs_moe_sweep_grid(text, len, path, (xs_moe_config **)configs, n, &err);
+  free(text);
+  return st ? cli_error("sweep", &err) : EXIT_OK;
 }
 
 int cmd_sweep(int argc, char **argv) {
@@ -596,9 +418,9 @@ int cmd_sweep(int argc, char **argv) {
   xs_profile *prof = so.profile;
   const char *grid = so.grid;
   int json = so.json, csv = so.csv;
-  grid_row *rows;
+  xs_moe_config *rows;
   size_t n;
-  int rc = load_grid(grid, &rows, &n);
+  int rc = cli_sweep_grid(grid, 0, (void **)&rows, &n);
   if (rc) {
     xs_profile_free(prof);
     return rc;
@@ -610,7 +432,7 @@ int cmd_sweep(int argc, char **argv) {
     rc = EXIT_MACHINE;
   else if ((rc = cli_sweep_run("sweep", &argc, &argv, &job)) == -1) {
     free(res);
-    free(rows);
+    xs_free(rows);
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
@@ -625,33 +447,20 @@ int cmd_sweep(int argc, char **argv) {
   if (!rc) {
     double dn = (double)n;
     if (json) {
-      json_t *root = json_object(), *cs = json_array();
-      json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
-      for (size_t i = 0; i < n; i++) {
-        const xs_moe_result *r = &res[i];
-        json_array_append_new(cs, json_pack(
-            "{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:s}", "preset", rows[i].preset,
-            "tokens", rows[i].tokens, "ep", rows[i].ep, "sequential_s", r->time_s[0][0],
-            "baseline_s", r->time_s[1][0], "interleaved_s", r->time_s[2][0],
-            "ideal_s", r->time_s[2][2], "speedup", r->time_s[1][0] / r->time_s[2][0],
-            "blocking_speedup", r->time_s[1][1] / r->time_s[2][1],
-            "schedules", schedules_json(r), "best_fused",
-            xs_moe_schedule_name(r->best_fused)));
+      char *s;
+      xs_error err;
+      if (xs_moe_sweep_json(prof, rows, n, res, &s, &err)) {
+        rc = cli_error("sweep", &err);
+      } else {
+        printf("%s\n", s);
+        xs_free(s);
       }
-      json_object_set_new(root, "configs", cs);
-      json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}",
-          "configs", (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
-          "geomean_blocking_speedup", exp(lb / dn), "geomean_ideal_ratio", exp(li / dn)));
-      char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-      printf("%s\n", s);
-      free(s);
-      json_decref(root);
     } else if (csv) {
       printf("preset,tokens,ep,sequential_s,baseline_s,interleaved_s,ideal_s,speedup,"
              "blocking_speedup,l1_waves,l2_waves,l2_sms\n");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
-        printf("%s,%g,%g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%u,%u,%u\n", rows[i].preset,
+        printf("%s,%g,%g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%u,%u,%u\n", rows[i].name,
                rows[i].tokens, rows[i].ep, r->time_s[0][0], r->time_s[1][0],
                r->time_s[2][0], r->time_s[2][2], r->time_s[1][0] / r->time_s[2][0],
                r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves, r->chosen.l2_waves,
@@ -666,7 +475,7 @@ int cmd_sweep(int argc, char **argv) {
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
         char pat[32];
-        printf("  %-18s %6g %3g %11s %11s %11s %11s %7.3fx %8.3fx %9s\n", rows[i].preset,
+        printf("  %-18s %6g %3g %11s %11s %11s %11s %7.3fx %8.3fx %9s\n", rows[i].name,
                rows[i].tokens, rows[i].ep, xs_format_time(r->time_s[0][0], a, sizeof a),
                xs_format_time(r->time_s[1][0], b, sizeof b),
                xs_format_time(r->time_s[2][0], d, sizeof d),
@@ -684,7 +493,7 @@ int cmd_sweep(int argc, char **argv) {
     }
   }
   free(res);
-  free(rows);
+  xs_free(rows);
   xs_profile_free(prof);
   return rc;
 }

@@ -7,7 +7,6 @@
 #include "common.h"
 
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,71 +62,22 @@ static void sweep_help(FILE *f) {
 
 /* ---- the ring kernel model (xs_fa_predict) beside the schedules ---- */
 
-#define RING_ROWS (XS_FA_PATHS * XS_FA_LAYOUTS)
-
-typedef struct {
-  xs_fa_path path;
-  int layout; /* -1: the local arm, or a full mask */
-  double time_s;
-  xs_fa_breakdown bd;
-} ring_row;
-
-/* every path under every layout (one when the mask is full); 0 rows when
- * the profile has no attention figures for the config's kernel */
-static xs_status ring_rows(const xs_fa_config *c, const xs_profile *prof,
-                           ring_row *out, size_t *n, xs_error *err) {
-  *n = 0;
-  for (int p = 0; p < XS_FA_PATHS; p++)
-    for (int l = 0; l < XS_FA_LAYOUTS; l++) {
-      if ((p == XS_FA_LOCAL || !c->causal) && l != c->layout)
-        continue;
-      xs_fa_config at = *c;
-      at.layout = l;
-      ring_row *r = &out[*n];
-      r->path = (xs_fa_path)p;
-      r->layout = p == XS_FA_LOCAL || !c->causal ? -1 : l;
-      xs_status st = xs_fa_predict(&at, prof, r->path, &r->time_s, &r->bd, err);
-      if (st)
-        return st;
-      (*n)++;
-    }
-  return XS_OK;
-}
-
 static int has_ring_model(const xs_fa_config *c, const xs_profile *prof) {
   char key[24];
   snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
   return xs_profile_attn(prof, XS_ATTN_FLOPS, key) > 0;
 }
 
-static json_t *ring_one(const ring_row *r) {
-  return json_pack("{s:s,s:s,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:s}}", "path",
-                   xs_fa_path_name(r->path), "layout",
-                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
-                   "time_s", r->time_s, "breakdown", "compute_s", r->bd.compute_s,
-                   "merge_s", r->bd.merge_s, "fixed_s", r->bd.fixed_s, "exposed_s",
-                   r->bd.exposed_s, "imbalance_s", r->bd.imbalance_s, "forward_sms",
-                   (int)r->bd.forward_sms, "spread", (int)r->bd.spread, "bound",
-                   r->bd.bound ? r->bd.bound : "");
-}
-
-static json_t *ring_json(const ring_row *r, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, ring_one(&r[i]));
-  return a;
-}
-
 /* the fastest ring (not the local arm) */
-static const ring_row *ring_best(const ring_row *r, size_t n) {
-  const ring_row *b = NULL;
+static const xs_fa_ring *ring_best(const xs_fa_ring *r, size_t n) {
+  const xs_fa_ring *b = NULL;
   for (size_t i = 0; i < n; i++)
     if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
       b = &r[i];
   return b;
 }
 
-static void ring_print(const xs_fa_config *c, const ring_row *r, size_t n) {
+static void ring_print(const xs_fa_config *c, const xs_fa_ring *r, size_t n) {
   char t[6][32];
   printf("\n  ring model (%s %s, measured kernel throughput; docs/plan-flashattn.md):\n",
          c->kernel, c->backward ? "forward and backward" : "forward");
@@ -135,23 +85,23 @@ static void ring_print(const xs_fa_config *c, const ring_row *r, size_t n) {
          "time", "compute", "merge", "fixed", "exposed", "imbalance", "bound", "choice");
   for (size_t i = 0; i < n; i++) {
     char ch[32] = "-";
-    if (r[i].bd.forward_sms)
-      snprintf(ch, sizeof ch, "%u SMs", r[i].bd.forward_sms);
-    else if (r[i].bd.spread)
-      snprintf(ch, sizeof ch, "%u pieces", r[i].bd.spread);
+    if (r[i].breakdown.forward_sms)
+      snprintf(ch, sizeof ch, "%u SMs", r[i].breakdown.forward_sms);
+    else if (r[i].breakdown.spread)
+      snprintf(ch, sizeof ch, "%u pieces", r[i].breakdown.spread);
     printf("  %-17s %-10s %10s %10s %10s %10s %10s %10s  %-8s %s\n",
            xs_fa_path_name(r[i].path),
            r[i].layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r[i].layout),
-           xs_format_time(r[i].time_s, t[0], 32), xs_format_time(r[i].bd.compute_s, t[1], 32),
-           xs_format_time(r[i].bd.merge_s, t[2], 32), xs_format_time(r[i].bd.fixed_s, t[3], 32),
-           xs_format_time(r[i].bd.exposed_s, t[4], 32),
-           xs_format_time(r[i].bd.imbalance_s, t[5], 32), r[i].bd.bound, ch);
+           xs_format_time(r[i].time_s, t[0], 32), xs_format_time(r[i].breakdown.compute_s, t[1], 32),
+           xs_format_time(r[i].breakdown.merge_s, t[2], 32), xs_format_time(r[i].breakdown.fixed_s, t[3], 32),
+           xs_format_time(r[i].breakdown.exposed_s, t[4], 32),
+           xs_format_time(r[i].breakdown.imbalance_s, t[5], 32), r[i].breakdown.bound, ch);
   }
-  const ring_row *b = ring_best(r, n);
+  const xs_fa_ring *b = ring_best(r, n);
   if (b)
     printf("  fastest ring: %s, %s layout, %s (bound: %s)\n", xs_fa_path_name(b->path),
            b->layout < 0 ? "any" : xs_fa_layout_name((xs_fa_layout)b->layout),
-           xs_format_time(b->time_s, t[0], 32), b->bd.bound);
+           xs_format_time(b->time_s, t[0], 32), b->breakdown.bound);
 }
 
 /* plan flashattn --seq-grid: per sequence length, the ring (path and
@@ -161,7 +111,7 @@ static void ring_print(const xs_fa_config *c, const ring_row *r, size_t n) {
  * spread, predicted_us} and a lookup, no dependency on xstage; NULL when
  * out of memory */
 static char *seq_header(const xs_fa_config *c, const xs_profile *prof,
-                        const double *grid, const ring_row *picks, size_t n,
+                        const xs_fa_table_row *rows, size_t n,
                         double tol, const char *P) {
   char up[72];
   size_t k = 0;
@@ -194,11 +144,13 @@ static char *seq_header(const xs_fa_config *c, const xs_profile *prof,
           c->backward ? "forward and backward" : "forward", pname, tol, P,
           up, up, up, n, P, P, P, P, up);
   for (size_t i = 0; i < n; i++) {
-    double lo = i ? fmin(grid[i], ceil(sqrt(grid[i - 1] * grid[i]))) : grid[0];
-    fprintf(f, "  {%.0f, %.0f, \"%s\", \"%s\", %u, %u, %.17g},\n", lo, grid[i],
-            xs_fa_path_name(picks[i].path),
-            picks[i].layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)picks[i].layout),
-            picks[i].bd.forward_sms, picks[i].bd.spread, picks[i].time_s * 1e6);
+    const xs_fa_ring *pick = &rows[i].chosen;
+    double lo = i ? fmin(rows[i].seq, ceil(sqrt(rows[i - 1].seq * rows[i].seq)))
+                  : rows[0].seq;
+    fprintf(f, "  {%.0f, %.0f, \"%s\", \"%s\", %u, %u, %.17g},\n", lo, rows[i].seq,
+            xs_fa_path_name(pick->path),
+            pick->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)pick->layout),
+            pick->breakdown.forward_sms, pick->breakdown.spread, pick->time_s * 1e6);
   }
   fprintf(f, "};\n\nstatic inline const %s_row *%s_lookup(unsigned long seq) {\n"
              "  unsigned long a = 0, b = %s_ROWS;\n  while (b - a > 1) {\n"
@@ -228,53 +180,28 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
   int rc = cli_parse_tokens_grid("plan", "--seq-grid", grid_text, &grid, &n);
   if (rc)
     return rc;
-  ring_row *picks = calloc(n, sizeof *picks), *best = calloc(n, sizeof *best);
-  size_t *near = calloc(n, sizeof *near), changes = 0;
+  xs_fa_table_row *rows = calloc(n, sizeof *rows);
+  size_t changes = 0;
   xs_error err;
-  if (!picks || !best || !near)
+  if (!rows)
     rc = cli_out_of_memory("plan");
-  for (size_t i = 0; i < n && !rc; i++) {
-    xs_fa_config at = *c;
-    at.seq = grid[i];
-    ring_row r[RING_ROWS];
-    size_t nr;
-    if (ring_rows(&at, prof, r, &nr, &err)) {
-      rc = cli_error("plan", &err);
-      break;
-    }
-    const ring_row *b = ring_best(r, nr), *keep = NULL;
-    best[i] = *b;
-    for (size_t k = 0; k < nr; k++) {
-      if (r[k].path == XS_FA_LOCAL || r[k].time_s > b->time_s * (1 + tol))
-        continue;
-      near[i]++;
-      if (i && r[k].path == picks[i - 1].path && r[k].layout == picks[i - 1].layout)
-        keep = &r[k];
-    }
-    picks[i] = keep ? *keep : *b;
-    changes += i && !keep;
-  }
+  else if (xs_fa_table(c, prof, grid, n, tol, rows, &changes, &err))
+    rc = cli_error("plan", &err);
   if (!rc && header) {
-    char *h = seq_header(c, prof, grid, picks, n, tol, prefix);
+    char *h = seq_header(c, prof, rows, n, tol, prefix);
     rc = h ? cli_write_output("plan", header, h) : cli_out_of_memory("plan");
     free(h);
   }
   if (!rc && header && !strcmp(header, "-")) {
     /* the header took standard output */
   } else if (!rc && json) {
-    json_t *rows = json_array();
-    for (size_t i = 0; i < n; i++)
-      json_array_append_new(rows, json_pack("{s:f,s:o,s:o,s:i}", "seq", grid[i], "chosen",
-                                            ring_one(&picks[i]), "fastest",
-                                            ring_one(&best[i]), "near", (int)near[i]));
-    json_t *doc = json_pack("{s:s,s:s,s:f,s:b,s:s,s:b,s:f,s:i,s:o}", "preset", c->name,
-                            "profile", xs_profile_name(prof), "cp", c->cp, "causal", c->causal,
-                            "kernel", c->kernel, "backward", c->backward, "tolerance", tol,
-                            "changes", (int)changes, "grid", rows);
-    char *t = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    json_decref(doc);
-    printf("%s\n", t ? t : "null");
-    free(t);
+    char *t;
+    if (xs_fa_table_json(c, prof, rows, n, tol, &t, &err)) {
+      rc = cli_error("plan", &err);
+    } else {
+      printf("%s\n", t);
+      xs_free(t);
+    }
   } else if (!rc) {
     printf("Ring attention table: %s, CP %g, %s mask, %s %s, on %s; tolerance %.3g%%\n",
            cli_name_text(c->name), c->cp, c->causal ? "causal" : "full", c->kernel,
@@ -283,20 +210,19 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
            "fastest", "near");
     for (size_t i = 0; i < n; i++) {
       char a[32], b[32];
-      int changed = i && (picks[i].path != picks[i - 1].path ||
-                          picks[i].layout != picks[i - 1].layout);
-      printf("%c %8g  %-17s %-10s %10s %-8s %10s %4zu\n", changed ? '*' : ' ', grid[i],
-             xs_fa_path_name(picks[i].path),
-             picks[i].layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)picks[i].layout),
-             xs_format_time(picks[i].time_s, a, sizeof a), picks[i].bd.bound,
-             xs_format_time(best[i].time_s, b, sizeof b), near[i]);
+      const xs_fa_ring *pick = &rows[i].chosen;
+      int changed = i && (pick->path != rows[i - 1].chosen.path ||
+                          pick->layout != rows[i - 1].chosen.layout);
+      printf("%c %8g  %-17s %-10s %10s %-8s %10s %4zu\n", changed ? '*' : ' ', rows[i].seq,
+             xs_fa_path_name(pick->path),
+             pick->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)pick->layout),
+             xs_format_time(pick->time_s, a, sizeof a), pick->breakdown.bound,
+             xs_format_time(rows[i].fastest.time_s, b, sizeof b), rows[i].near);
     }
     printf("\n  %zu change%s of choice (*: where staying would cost more than the "
            "tolerance); near: rings within it\n", changes, changes == 1 ? "" : "s");
   }
-  free(picks);
-  free(best);
-  free(near);
+  free(rows);
   free(grid);
   return rc;
 }
@@ -420,42 +346,22 @@ int cmd_plan_flashattn(int argc, char **argv) {
     xs_profile_free(prof);
     return rc;
   }
-  ring_row ring[RING_ROWS];
+  xs_fa_ring ring[XS_FA_RINGS];
   size_t nring = 0;
-  if (has_ring_model(&cfg, prof) && ring_rows(&cfg, prof, ring, &nring, &err)) {
-    rc = cli_error("plan", &err);
-    goto done;
-  }
   xs_fa_result r;
-  if (xs_fa_plan(&cfg, prof, &r, &err)) {
-    rc = cli_error("plan", &err);
-    goto done;
-  }
   const char *names[] = {"sequential", "dedicated", "piggyback"};
   if (json) {
-    json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b}", "preset", cfg.name, "profile",
-                          xs_profile_name(prof), "seq", cfg.seq, "cp", cfg.cp, "causal",
-                          cfg.causal);
-    json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-        "step_flops", r.work.step_flops, "step_s", r.work.step_s, "kv_B", r.work.kv_B,
-        "q_tiles", r.work.q_tiles, "kv_tiles", r.work.kv_tiles, "iterations",
-        r.work.iterations, "waves", r.work.waves));
-    json_t *s = json_object();
-    for (int k = 0; k < XS_FA_SCHEDULES; k++)
-      json_object_set_new(s, names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
-          r.time_s[k][0], "blocking_s", r.time_s[k][1], "ideal_s", r.time_s[k][2]));
-    json_object_set_new(o, "schedules", s);
-    json_object_set_new(o, "choice", json_pack("{s:i,s:i,s:i,s:i}", "forward_sms",
-        (int)r.dedicated.forward_sms, "spread_waves", (int)r.piggyback.spread_waves,
-        "chunks", (int)r.piggyback.chunks, "searched", (int)r.searched));
-    json_object_set_new(o, "speedup", json_real(r.time_s[0][0] / r.time_s[2][0]));
-    json_object_set_new(o, "speedup_vs_dedicated", json_real(r.time_s[1][0] / r.time_s[2][0]));
-    json_object_set_new(o, "blocking_speedup", json_real(r.time_s[0][1] / r.time_s[2][1]));
-    json_object_set_new(o, "ring", nring ? ring_json(ring, nring) : json_null());
-    char *t = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    char *t;
+    if (xs_fa_plan_json(&cfg, prof, &r, &t, &err)) {
+      rc = cli_error("plan", &err);
+      goto done;
+    }
     printf("%s\n", t);
-    free(t);
-    json_decref(o);
+    xs_free(t);
+  } else if (xs_fa_rings(&cfg, prof, ring, &nring, &err) ||
+             xs_fa_plan(&cfg, prof, &r, &err)) {
+    rc = cli_error("plan", &err);
+    goto done;
   } else {
     char a[32], b[32], d[32];
     printf("Context-parallel attention plan: %s, %g tokens per rank, CP %g, %s mask, on %s\n",
@@ -502,162 +408,24 @@ done:
   return rc;
 }
 
-typedef struct {
-  char preset[32];
-  double seq, cp;
-  int causal;
-} row;
-
-/* a grid list of numbers (its size checked already): -1 after naming
- * the first entry that is not one */
-static int grid_numbers(const char *path, const char *key, const char *what,
-                        json_t *a, double *out, size_t *n) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(a, i, v) {
-    if (!json_is_number(v)) {
-      fprintf(stderr, "xstage sweep: %s: %s[%zu]: expected a number of %s\n", path, key,
-              i, what);
-      return -1;
-    }
-    out[(*n)++] = json_number_value(v);
-  }
-  return 0;
-}
-
-#define FA_SWEEP_RANKS 32768.0
-
-static int grid(const char *path, row **rows, size_t *n) {
-  const char *pre[8];
-  double seqs[32], cps[16];
-  int cz[2];
-  size_t np = 0, ns = 0, nc = 0, nz = 0;
-  json_t *root = NULL;
-  if (path) {
-    if (!(root = cli_load_json("sweep", path)))
-      return EXIT_INPUT;
-    if (!json_is_object(root)) {
-      fprintf(stderr, "xstage sweep: %s: a grid is an object of presets, seq, cp and "
-                      "causal, not %s\n", path, json_is_array(root) ? "an array" : "a single value");
-      json_decref(root);
-      return EXIT_INPUT;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(root, k, v) {
-      size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
-                 : !strcmp(k, "causal") ? 2 : 0;
-      if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
-        fprintf(stderr, "xstage sweep: %s: \"%s\": expected presets, seq, cp or causal, "
-                        "each a short non-empty array\n", path, k);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-    }
-  }
-  json_t *a;
-  size_t i;
-  json_t *v;
-  if (root && (a = json_object_get(root, "presets"))) {
-    json_array_foreach(a, i, v) {
-      xs_fa_config c;
-      if (!json_is_string(v) || xs_fa_preset(json_string_value(v), &c)) {
-        fprintf(stderr, "xstage sweep: %s: presets[%zu]: not a preset name\n", path, i);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-      pre[np++] = json_string_value(v);
-    }
-  } else {
-    for (i = 0; i < xs_fa_preset_count(); i++)
-      pre[np++] = xs_fa_preset_name(i);
-  }
-  if (root && (a = json_object_get(root, "seq"))) {
-    if (grid_numbers(path, "seq", "tokens", a, seqs, &ns)) {
-      json_decref(root);
-      return EXIT_INPUT;
-    }
-  } else {
-    for (double s = 4096; s <= 65536; s *= 2)
-      seqs[ns++] = s;
-  }
-  if (root && (a = json_object_get(root, "cp"))) {
-    if (grid_numbers(path, "cp", "ranks", a, cps, &nc)) {
-      json_decref(root);
-      return EXIT_INPUT;
-    }
-  } else {
-    cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
-  }
-  if (root && (a = json_object_get(root, "causal"))) {
-    json_array_foreach(a, i, v) {
-      if (!json_is_boolean(v)) {
-        fprintf(stderr, "xstage sweep: %s: causal[%zu]: expected true or false\n", path, i);
-        json_decref(root);
-        return EXIT_INPUT;
-      }
-      cz[nz++] = json_is_true(v);
-    }
-  } else {
-    cz[nz++] = 1, cz[nz++] = 0;
-  }
-  *n = np * ns * nc * nz;
-  /* a plan's work grows with its ranks: about 1.2 ms each here */
-  double ranks = 0;
-  for (size_t c = 0; c < nc; c++)
-    ranks += cps[c] > 0 ? cps[c] : 0;
-  ranks *= (double)(np * ns * nz);
-  if (ranks > FA_SWEEP_RANKS) {
-    fprintf(stderr, "xstage sweep: %s: the grid's configs add up to %.3g ranks, more than "
-                    "the limit of %g (about 40 s of planning)\n", path, ranks,
-            FA_SWEEP_RANKS);
-    json_decref(root);
-    return EXIT_INPUT;
-  }
-  *rows = calloc(*n, sizeof **rows);
-  size_t k = 0;
-  for (size_t p = 0; p < np; p++)
-    for (size_t z = 0; z < nz; z++)
-      for (size_t c = 0; c < nc; c++)
-        for (size_t s = 0; s < ns; s++, k++) {
-          snprintf((*rows)[k].preset, sizeof (*rows)[k].preset, "%s", pre[p]);
-          (*rows)[k].seq = seqs[s];
-          (*rows)[k].cp = cps[c];
-          (*rows)[k].causal = cz[z];
-        }
-  json_decref(root);
-  return 0;
-}
-
 /* the sweep's callbacks: config i of the grid */
 typedef struct {
-  const row *rows;
+  const xs_fa_config *configs;
   const xs_profile *prof;
 } fa_sweep;
 
-static void fa_config(const fa_sweep *f, size_t i, xs_fa_config *cfg) {
-  xs_fa_preset(f->rows[i].preset, cfg);
-  cfg->seq = f->rows[i].seq;
-  cfg->cp = f->rows[i].cp;
-  cfg->causal = f->rows[i].causal;
-}
-
 static xs_status fa_check(void *ctx, size_t i, xs_error *err) {
-  xs_fa_config cfg;
-  fa_config(ctx, i, &cfg);
-  return xs_fa_config_check(&cfg, err);
+  return xs_fa_config_check(&((const fa_sweep *)ctx)->configs[i], err);
 }
 
 static xs_status fa_plan(void *ctx, size_t i, void *result, xs_error *err) {
   const fa_sweep *f = ctx;
-  xs_fa_config cfg;
-  fa_config(f, i, &cfg);
-  return xs_fa_plan(&cfg, f->prof, result, err);
+  return xs_fa_plan(&f->configs[i], f->prof, result, err);
 }
 
 static void fa_describe(void *ctx, size_t i, char *buf, size_t size) {
-  const row *r = &((const fa_sweep *)ctx)->rows[i];
-  snprintf(buf, size, "%s, seq %g, CP %g", r->preset, r->seq, r->cp);
+  const xs_fa_config *c = &((const fa_sweep *)ctx)->configs[i];
+  snprintf(buf, size, "%s, seq %g, CP %g", c->name, c->seq, c->cp);
 }
 
 int cmd_sweep_flashattn(int argc, char **argv) {
@@ -668,12 +436,12 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   xs_profile *prof = so.profile;
   const char *gridf = so.grid;
   int json = so.json, csv = so.csv;
-  row *rows;
+  xs_fa_config *rows;
   size_t n;
-  int rc = grid(gridf, &rows, &n);
-  if (rc || !rows) {
+  int rc = cli_sweep_grid(gridf, 1, (void **)&rows, &n);
+  if (rc) {
     xs_profile_free(prof);
-    return rc ? rc : EXIT_MACHINE;
+    return rc;
   }
   xs_fa_result *res = calloc(n, sizeof *res);
   fa_sweep fs = {rows, prof};
@@ -682,20 +450,19 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     rc = EXIT_MACHINE;
   else if ((rc = cli_sweep_run("sweep", &argc, &argv, &job)) == -1) {
     free(res);
-    free(rows);
+    xs_free(rows);
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
-  /* the ring model per config, where the profile has it */
-  ring_row (*rings)[RING_ROWS] = calloc(n, sizeof *rings);
+  /* the ring model per config, where the profile has it (the text and
+   * CSV reports; xs_fa_sweep_json finds its own) */
+  xs_fa_ring (*rings)[XS_FA_RINGS] = calloc(n, sizeof *rings);
   size_t *nrings = calloc(n, sizeof *nrings);
   if (!rings || !nrings)
     rc = EXIT_MACHINE;
-  for (size_t i = 0; i < n && !rc; i++) {
-    xs_fa_config cfg;
+  for (size_t i = 0; i < n && !rc && !json; i++) {
     xs_error err;
-    fa_config(&fs, i, &cfg);
-    if (has_ring_model(&cfg, prof) && ring_rows(&cfg, prof, rings[i], &nrings[i], &err))
+    if (xs_fa_rings(&rows[i], prof, rings[i], &nrings[i], &err))
       rc = cli_error("sweep", &err);
   }
   double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
@@ -710,45 +477,30 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   }
   double dn = (double)n;
   if (!rc && json) {
-    json_t *root = json_object(), *cs = json_array();
-    json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
-    for (size_t i = 0; i < n; i++) {
-      const xs_fa_result *r = &res[i];
-      json_array_append_new(cs, json_pack(
-          "{s:s,s:f,s:f,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "preset", rows[i].preset, "seq",
-          rows[i].seq, "cp", rows[i].cp, "causal", rows[i].causal, "sequential_s",
-          r->time_s[0][0], "dedicated_s", r->time_s[1][0], "piggyback_s", r->time_s[2][0],
-          "ideal_s", r->time_s[2][2], "speedup", r->time_s[0][0] / r->time_s[2][0],
-          "speedup_vs_dedicated", r->time_s[1][0] / r->time_s[2][0], "blocking_speedup",
-          r->time_s[0][1] / r->time_s[2][1]));
-      json_object_set_new(json_array_get(cs, i), "ring",
-                          nrings[i] ? ring_json(rings[i], nrings[i]) : json_null());
+    char *t;
+    xs_error err;
+    if (xs_fa_sweep_json(prof, rows, n, res, &t, &err)) {
+      rc = cli_error("sweep", &err);
+    } else {
+      printf("%s\n", t);
+      xs_free(t);
     }
-    json_object_set_new(root, "configs", cs);
-    json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}", "configs",
-        (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
-        "geomean_speedup_vs_dedicated", exp(ld / dn), "geomean_blocking_speedup",
-        exp(lb / dn)));
-    char *t = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    printf("%s\n", t);
-    free(t);
-    json_decref(root);
   } else if (!rc && csv) {
     printf("preset,seq,cp,causal,sequential_s,dedicated_s,piggyback_s,ideal_s,speedup,"
            "speedup_vs_dedicated,blocking_speedup,forward_sms,spread_waves,chunks,"
            "ring_path,ring_layout,ring_s,ring_bound\n");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      const ring_row *b = ring_best(rings[i], nrings[i]);
+      const xs_fa_ring *b = ring_best(rings[i], nrings[i]);
       printf("%s,%g,%g,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%u,%u,%u,%s,%s,%.9g,%s\n",
-             rows[i].preset, rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0],
+             rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0],
              r->time_s[1][0], r->time_s[2][0], r->time_s[2][2],
              r->time_s[0][0] / r->time_s[2][0], r->time_s[1][0] / r->time_s[2][0],
              r->time_s[0][1] / r->time_s[2][1], r->dedicated.forward_sms,
              r->piggyback.spread_waves, r->piggyback.chunks,
              b ? xs_fa_path_name(b->path) : "",
              b ? (b->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)b->layout)) : "",
-             b ? b->time_s : NAN, b ? b->bd.bound : "");
+             b ? b->time_s : NAN, b ? b->breakdown.bound : "");
     }
   } else if (!rc) {
     char a[32], b[32], d[32], e[32];
@@ -759,14 +511,14 @@ int cmd_sweep_flashattn(int argc, char **argv) {
            "blocking", "ring model: fastest path, layout, time, bound");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      const ring_row *rbest = ring_best(rings[i], nrings[i]);
+      const xs_fa_ring *rbest = ring_best(rings[i], nrings[i]);
       char rb[96] = "-", tt[32];
       if (rbest)
         snprintf(rb, sizeof rb, "%s, %s, %s, %s", xs_fa_path_name(rbest->path),
                  rbest->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)rbest->layout),
-                 xs_format_time(rbest->time_s, tt, sizeof tt), rbest->bd.bound);
+                 xs_format_time(rbest->time_s, tt, sizeof tt), rbest->breakdown.bound);
       printf("  %-11s %6g %3g %-6s %11s %11s %11s %11s %7.3fx %7.3fx %7.3fx  %s\n",
-             rows[i].preset, rows[i].seq, rows[i].cp, rows[i].causal ? "causal" : "full",
+             rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal ? "causal" : "full",
              xs_format_time(r->time_s[0][0], a, sizeof a),
              xs_format_time(r->time_s[1][0], b, sizeof b),
              xs_format_time(r->time_s[2][0], d, sizeof d),
@@ -782,7 +534,7 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   free(rings);
   free(nrings);
   free(res);
-  free(rows);
+  xs_free(rows);
   xs_profile_free(prof);
   return rc;
 }

@@ -7,7 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,30 +140,6 @@ int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
   return 0;
 }
 
-json_t *cli_moe_option_json(const xs_moe_option *o) {
-  if (isnan(o->time_s))
-    return json_null();
-  const xs_moe_pattern *k = &o->knobs;
-  return json_pack("{s:s,s:s,s:i,s:f,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i}}",
-                   "schedule", xs_moe_schedule_name(o->schedule), "rule",
-                   xs_moe_rule_name(o->schedule, o->rule), "away", (int)o->away,
-                   "time_s", o->time_s, "knobs", "l1_waves", (int)k->l1_waves,
-                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
-                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
-                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
-}
-
-json_t *cli_moe_pick_json(const xs_moe_pick *p, double tol) {
-  json_t *near = json_array();
-  for (size_t i = 0; i < p->near; i++)
-    json_array_append_new(near, cli_moe_option_json(&p->near_set[i]));
-  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
-                   "lo", p->lo, "block_m", p->block_m, "stagger", p->stagger,
-                   "tolerance", tol, "chosen", cli_moe_option_json(&p->chosen),
-                   "best", cli_moe_option_json(&p->best), "runner_up",
-                   cli_moe_option_json(&p->runner_up), "near", near);
-}
-
 /* "fused-lag default (lag 12, group 4)" */
 static const char *option_words(const xs_moe_option *o, char *buf, size_t n) {
   char kb[48];
@@ -228,16 +203,13 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
   }
   int header_out = header && strcmp(header, "-") == 0; /* it took stdout */
   if (!rc && json && !header_out) {
-    json_t *rows = json_array();
-    for (size_t i = 0; i < n; i++)
-      json_array_append_new(rows, cli_moe_pick_json(xs_moe_table_pick(t, i), tol));
-    json_t *doc = json_pack("{s:s,s:s,s:f,s:f,s:i,s:o}", "preset", cfg->name,
-                            "profile", xs_profile_name(prof), "ep", cfg->ep,
-                            "tolerance", tol, "changes", (int)changes, "grid", rows);
-    char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    json_decref(doc);
-    printf("%s\n", s ? s : "null");
-    free(s);
+    char *s;
+    if (xs_moe_table_json(t, cfg, prof, tol, &s, &err)) {
+      rc = cli_error(cmd, &err);
+    } else {
+      printf("%s\n", s);
+      xs_free(s);
+    }
   } else if (!rc && !header_out) {
     printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n",
            cli_name_text(cfg->name), cfg->ep, cli_profile_text(prof), tol * 100);
@@ -298,29 +270,6 @@ static const char *source_kind(const xs_profile *prof, const char *key,
   size_t len = strcspn(s, ": ");
   snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), s);
   return buf;
-}
-
-json_t *cli_moe_sensitivity_json(const xs_profile *prof,
-                                 const xs_moe_sensitivity *s, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++) {
-    json_t *f = json_array(), *tc = json_array(), *rc = json_array(),
-           *ch = json_array();
-    for (int k = 0; k < XS_MOE_SENS_FACTORS; k++) {
-      json_array_append_new(f, json_real(s[i].factor[k]));
-      json_array_append_new(tc, isnan(s[i].time_change[k])
-                                    ? json_null() : json_real(s[i].time_change[k]));
-      json_array_append_new(rc, isnan(s[i].replan_change[k])
-                                    ? json_null() : json_real(s[i].replan_change[k]));
-      json_array_append_new(ch, s[i].changed[k] ? cli_moe_option_json(&s[i].choice[k])
-                                                : json_null());
-    }
-    const char *src = xs_profile_number_source(prof, s[i].param);
-    json_array_append_new(a, json_pack("{s:s,s:f,s:s?,s:o,s:o,s:o,s:o}", "param",
-        s[i].param, "value", s[i].value, "source", src, "factor", f,
-        "time_change", tc, "replan_change", rc, "new_choice", ch));
-  }
-  return a;
 }
 
 void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,

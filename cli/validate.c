@@ -125,37 +125,12 @@ int cmd_validate(int argc, char **argv) {
   double mx, med = xs_validate_median(&set, NULL, NULL, NULL, &mx);
   int rc = EXIT_OK;
   if (json) {
-    json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
-    for (size_t i = 0; i < set.nrows; i++) {
-      const xs_validate_row *r = &set.rows[i];
-      json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:f,s:f,s:f}",
-          "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
-          "measured_us", r->measured_us, "predicted_us", r->predicted_us,
-          "error", r->error);
-      if (fa) {
-        const xs_fa_breakdown *b = &r->fa_breakdown;
-        json_object_set_new(o, "layout", json_string(r->layout));
-        json_object_set_new(o, "pass", json_string(r->pass));
-        json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
-            "compute_s", b->compute_s, "merge_s", b->merge_s, "fixed_s", b->fixed_s,
-            "exposed_s", b->exposed_s, "imbalance_s", b->imbalance_s, "bound",
-            b->bound ? b->bound : ""));
-      }
-      json_array_append_new(rows, o);
+    char *s;
+    if (xs_validate_json(&set, &s, &err)) {
+      rc = cli_error("validate", &err);
+    } else {
+      rc = cli_write_document("validate", "-", s);
     }
-    for (size_t k = 0; k < narms; k++) {
-      size_t n;
-      double m = xs_validate_median(&set, same_arm, (void *)arms[k], &n, NULL);
-      json_object_set_new(byarm, arms[k], json_pack("{s:I,s:f}", "rows",
-                                                    (json_int_t)n, "median_abs_error", m));
-    }
-    json_object_set_new(root, "rows", rows);
-    json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
-        (json_int_t)set.nrows, "median_abs_error", med, "max_abs_error", mx,
-        "by_arm", byarm));
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    rc = cli_write_document("validate", "-", s);
   } else if (fa) {
     printf("Ring attention validation: %zu rows of %s, predicted under burstgap on "
            "each row's built-in profile\n\n", set.nrows, data);

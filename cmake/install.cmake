@@ -57,3 +57,24 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage.pc.in ${PROJECT_BINARY_DIR}/xs
 configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage-measure.pc.in ${PROJECT_BINARY_DIR}/xstage-measure.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/xstage.pc ${PROJECT_BINARY_DIR}/xstage-measure.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# the Python binding (python/xstage, ctypes over libxstage), where Debian's
+# python3 looks: PREFIX/lib/python3/dist-packages under /usr, and
+# PREFIX/lib/python3.MINOR/dist-packages elsewhere (/usr/local); the
+# package finds the library in PREFIX's library folders
+set(XSTAGE_PYTHON_DEFAULT lib/python3/dist-packages)
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  find_program(XSTAGE_SYSTEM_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  if(XSTAGE_SYSTEM_PYTHON)
+    execute_process(COMMAND ${XSTAGE_SYSTEM_PYTHON} -c
+                    "import sys; print('%d.%d' % sys.version_info[:2])"
+                    OUTPUT_VARIABLE XSTAGE_PY_VER OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(XSTAGE_PY_VER)
+      set(XSTAGE_PYTHON_DEFAULT lib/python${XSTAGE_PY_VER}/dist-packages)
+    endif()
+  endif()
+endif()
+set(XSTAGE_PYTHON_DIR ${XSTAGE_PYTHON_DEFAULT} CACHE STRING
+    "Where cmake --install puts the Python package, relative to the prefix")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/xstage DESTINATION ${XSTAGE_PYTHON_DIR}
+        PATTERN "__pycache__" EXCLUDE)

@@ -1004,6 +1004,106 @@ XS_API char *xs_timeline_svg(const xs_program *program, const xs_profile *profil
 XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
 
+/* ---- Results as JSON text, for the command and the bindings ----
+ * The documents `xstage plan`, `sweep` and `validate` print with --json
+ * (docs/plan-megamoe.md, docs/plan-flashattn.md, docs/validate.md), made
+ * here so that the command and the language bindings share one producer.
+ * Each function fills *out with a NUL-terminated JSON text (no final
+ * newline), freed with xs_free (or free()); on failure *out is NULL and
+ * err says why (XS_NOMEM also for a name that is not UTF-8). The planning
+ * ones plan; the sweep and validate ones take what the caller computed
+ * (a sweep may be spread over MPI ranks) or, for sweeps, plan it. */
+
+/* free() of the C library that allocated a result: for callers (Python's
+ * ctypes) that cannot be sure their free() is the library's. */
+XS_API void xs_free(void *pointer);
+
+/* `plan megamoe --json`: xs_moe_plan of the config, the recommended option
+ * (xs_moe_recommend with tolerance and schedules, or the base pick of
+ * xs_moe_sensitivity_run and its rows under "sensitivity" when sensitivity
+ * is nonzero). result (may be NULL) receives the plan. */
+XS_API xs_status xs_moe_plan_json(const xs_moe_config *config,
+                                  const xs_profile *profile, double tolerance,
+                                  unsigned schedules, int sensitivity,
+                                  xs_moe_result *result, char **out,
+                                  xs_error *err);
+/* `plan megamoe --tokens-grid ... --json`: a table of xs_moe_plan_table
+ * planned for config with that tolerance. */
+XS_API xs_status xs_moe_table_json(const xs_moe_table *table,
+                                   const xs_moe_config *config,
+                                   const xs_profile *profile, double tolerance,
+                                   char **out, xs_error *err);
+
+/* The ring model's rows for a config (docs/plan-flashattn.md "Paths"):
+ * every path under every causal layout, one layout for the local arm and
+ * for a full mask; *n is 0 when the profile has no attn_flops_per_s for
+ * the config's kernel and pass. out has room for XS_FA_RINGS. */
+typedef struct xs_fa_ring {
+  xs_fa_path path;
+  int layout; /* xs_fa_layout; -1 for the local arm or a full mask */
+  double time_s;
+  xs_fa_breakdown breakdown;
+} xs_fa_ring;
+#define XS_FA_RINGS (XS_FA_PATHS * XS_FA_LAYOUTS)
+XS_API xs_status xs_fa_rings(const xs_fa_config *config,
+                             const xs_profile *profile, xs_fa_ring *out,
+                             size_t *n, xs_error *err);
+/* `plan flashattn --json`: xs_fa_plan and the ring model's rows ("ring",
+ * null without them). result (may be NULL) receives the plan. */
+XS_API xs_status xs_fa_plan_json(const xs_fa_config *config,
+                                 const xs_profile *profile,
+                                 xs_fa_result *result, char **out,
+                                 xs_error *err);
+
+/* `plan flashattn --seq-grid`: per tokens per rank seq[i] (n of them),
+ * the ring (path and layout, not the local arm) the model predicts
+ * fastest, kept from the previous row while within tolerance of the
+ * fastest. rows has room for n; *changes (may be NULL) counts the rows
+ * whose choice differs from the one before. XS_INVALID when the profile
+ * has no ring model for the config. */
+typedef struct xs_fa_table_row {
+  double seq;
+  xs_fa_ring chosen, fastest;
+  size_t near; /* rings within the tolerance of the fastest */
+} xs_fa_table_row;
+XS_API xs_status xs_fa_table(const xs_fa_config *config,
+                             const xs_profile *profile, const double *seq,
+                             size_t n, double tolerance, xs_fa_table_row *rows,
+                             size_t *changes, xs_error *err);
+/* `plan flashattn --seq-grid ... --json` of those rows. */
+XS_API xs_status xs_fa_table_json(const xs_fa_config *config,
+                                  const xs_profile *profile,
+                                  const xs_fa_table_row *rows, size_t n,
+                                  double tolerance, char **out, xs_error *err);
+
+/* A sweep's grid (`xstage sweep ... --grid FILE`; text NULL: the default
+ * grid): every config, checked for size but not planned; messages name
+ * filename (and line and column for malformed JSON). *configs is freed
+ * with xs_free. MegaMoE: {"presets", "tokens", "ep"}; attention:
+ * {"presets", "seq", "cp", "causal"}. */
+XS_API xs_status xs_moe_sweep_grid(const char *text, size_t length,
+                                   const char *filename,
+                                   xs_moe_config **configs, size_t *n,
+                                   xs_error *err);
+XS_API xs_status xs_fa_sweep_grid(const char *text, size_t length,
+                                  const char *filename,
+                                  xs_fa_config **configs, size_t *n,
+                                  xs_error *err);
+/* `sweep megamoe --json` and `sweep flashattn --json` of n configs and
+ * their plans (results NULL: each is planned here, in order). */
+XS_API xs_status xs_moe_sweep_json(const xs_profile *profile,
+                                   const xs_moe_config *configs, size_t n,
+                                   const xs_moe_result *results, char **out,
+                                   xs_error *err);
+XS_API xs_status xs_fa_sweep_json(const xs_profile *profile,
+                                  const xs_fa_config *configs, size_t n,
+                                  const xs_fa_result *results, char **out,
+                                  xs_error *err);
+/* `validate megamoe --json` and `validate flashattn --json`: rows and
+ * summary of a set from xs_validate_megamoe or xs_validate_flashattn. */
+XS_API xs_status xs_validate_json(const xs_validate_set *set, char **out,
+                                  xs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

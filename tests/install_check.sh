@@ -48,6 +48,21 @@ $cc -std=c11 -Wall -Werror "$src/tests/consumer/measure.c" -o "$tmp/measure_pc" 
 "$tmp/measure_pc"
 say "pkg-config: shared, static and measure consumers built and ran"
 
+# the Python package, installed beside the library, finds it there
+py=/usr/bin/python3
+if [ -x "$py" ]; then
+    pkg=$(find "$tmp/prefix" -type d -name xstage -path '*dist-packages*' | head -1)
+    [ -n "$pkg" ] || { say "no Python package installed"; exit 1; }
+    got=$(cd "$tmp" && env -u XSTAGE_LIBRARY PYTHONPATH="$(dirname "$pkg")" "$py" -c \
+        'import xstage; print(xstage.version(), xstage.library_path())')
+    case "$got" in
+        *" $tmp/prefix/"*) say "python: import xstage from ${pkg#"$tmp/prefix/"}: $got" ;;
+        *) say "the installed Python package loaded another library: $got"; exit 1 ;;
+    esac
+else
+    say "python: skipped, no /usr/bin/python3"
+fi
+
 # find_package
 gen="-DCMAKE_BUILD_TYPE=Release"
 cmake -S "$src/tests/consumer" -B "$tmp/fp" $gen -DCMAKE_PREFIX_PATH="$tmp/prefix" \

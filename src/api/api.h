@@ -1,0 +1,20 @@
+/*
+ * api.h: what the results-as-JSON files of src/api share; never seen by
+ * users of the library.
+ */
+#ifndef XSTAGE_API_H
+#define XSTAGE_API_H
+
+#include "xstage.h"
+
+#include <jansson.h>
+
+/* Dump doc (consumed; NULL counts as out of memory) with 2-space indent
+ * and the given real precision into *out. */
+xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err);
+/* Each schedule's times, knobs and breakdown of a MegaMoE plan. */
+json_t *xs__api_moe_schedules(const xs_moe_result *r);
+/* The ring model's rows as an array; null when there are none. */
+json_t *xs__api_rings(const xs_fa_ring *r, size_t n);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * results_json.c: the JSON documents of `xstage plan ... --json` and
+ * `xstage validate ... --json`, made in the library so that the command
+ * and the bindings print the same bytes from one producer.
+ */
+#include "internal.h"
+#include "api/api.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void xs_free(void *pointer) { free(pointer); }
+
+xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err) {
+  *out = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(precision)) : NULL;
+  json_decref(doc);
+  if (!*out)
+    return xs__fail(err, XS_NOMEM, "out of memory, or a name that is not UTF-8");
+  return XS_OK;
+}
+
+/* ---- MegaMoE ---- */
+
+static json_t *knobs_json(const xs_moe_pattern *k) {
+  return json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "l1_waves", (int)k->l1_waves,
+                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
+                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
+                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
+}
+
+static json_t *breakdown_json(const xs_moe_breakdown *b) {
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "hbm_s", b->hbm_s,
+                   "compute_s", b->compute_s, "fixed_s", b->fixed_s, "dispatch_s",
+                   b->dispatch_s, "link_s", b->link_s, "stall_s", b->stall_s,
+                   "xstage_tail_s", b->xstage_tail_s, "bound", b->bound ? b->bound : "");
+}
+
+json_t *xs__api_moe_schedules(const xs_moe_result *r) {
+  json_t *s = json_object();
+  for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+    json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
+        json_pack("{s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+                  "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2],
+                  "knobs", knobs_json(&r->knobs[k]), "breakdown",
+                  breakdown_json(&r->breakdown[k])));
+  return s;
+}
+
+static json_t *option_json(const xs_moe_option *o) {
+  if (isnan(o->time_s))
+    return json_null();
+  const xs_moe_pattern *k = &o->knobs;
+  return json_pack("{s:s,s:s,s:i,s:f,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i}}",
+                   "schedule", xs_moe_schedule_name(o->schedule), "rule",
+                   xs_moe_rule_name(o->schedule, o->rule), "away", (int)o->away,
+                   "time_s", o->time_s, "knobs", "l1_waves", (int)k->l1_waves,
+                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
+                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
+                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
+}
+
+static json_t *pick_json(const xs_moe_pick *p, double tol) {
+  json_t *near = json_array();
+  for (size_t i = 0; i < p->near; i++)
+    json_array_append_new(near, option_json(&p->near_set[i]));
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
+                   "lo", p->lo, "block_m", p->block_m, "stagger", p->stagger,
+                   "tolerance", tol, "chosen", option_json(&p->chosen),
+                   "best", option_json(&p->best), "runner_up",
+                   option_json(&p->runner_up), "near", near);
+}
+
+static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_sensitivity *s,
+                                size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++) {
+    json_t *f = json_array(), *tc = json_array(), *rc = json_array(),
+           *ch = json_array();
+    for (int k = 0; k < XS_MOE_SENS_FACTORS; k++) {
+      json_array_append_new(f, json_real(s[i].factor[k]));
+      json_array_append_new(tc, isnan(s[i].time_change[k])
+                                    ? json_null() : json_real(s[i].time_change[k]));
+      json_array_append_new(rc, isnan(s[i].replan_change[k])
+                                    ? json_null() : json_real(s[i].replan_change[k]));
+      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k])
+                                                : json_null());
+    }
+    const char *src = xs_profile_number_source(prof, s[i].param);
+    json_array_append_new(a, json_pack("{s:s,s:f,s:s?,s:o,s:o,s:o,s:o}", "param",
+        s[i].param, "value", s[i].value, "source", src, "factor", f,
+        "time_change", tc, "replan_change", rc, "new_choice", ch));
+  }
+  return a;
+}
+
+static json_t *moe_plan_doc(const xs_moe_config *c, const xs_profile *prof,
+                            const xs_moe_result *r) {
+  const xs_moe_workload *w = &r->work;
+  json_t *o = json_object();
+  json_object_set_new(o, "preset", json_string(c->name));
+  json_object_set_new(o, "profile", json_string(xs_profile_name(prof)));
+  json_object_set_new(o, "config", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}",
+      "tokens", c->tokens, "hidden", c->hidden, "intermediate", c->intermediate,
+      "experts", c->experts, "topk", c->topk, "ep", c->ep, "act_bytes", c->act_bytes,
+      "combine_bytes", c->combine_bytes, "imbalance", c->imbalance, "dtype", c->dtype));
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+      "pairs", w->pairs, "tokens_per_expert", w->tokens_per_expert, "block_m", w->block_m,
+      "block_n", w->block_n, "sms", w->sms, "blocks", w->blocks, "l1_tiles", w->l1_tiles,
+      "l2_tiles", w->l2_tiles, "waves", w->waves, "l1_tile_s", w->l1_tile_s,
+      "l2_tile_s", w->l2_tile_s, "flops", w->flops, "dispatch_B", w->dispatch_B,
+      "combine_B", w->combine_B, "experts_touched", w->experts_touched,
+      "weights_B", w->weights_B));
+  json_object_set_new(o, "schedules", xs__api_moe_schedules(r));
+  json_object_set_new(o, "best_fused",
+                      json_string(xs_moe_schedule_name(r->best_fused)));
+  json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i,s:i}", "l1_waves",
+      (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "l2_sms",
+      (int)r->chosen.l2_sms, "searched", (int)r->searched));
+  json_object_set_new(o, "speedup", json_real(r->time_s[1][0] / r->time_s[2][0]));
+  json_object_set_new(o, "blocking_speedup", json_real(r->time_s[1][1] / r->time_s[2][1]));
+  json_object_set_new(o, "speedup_vs_sequential", json_real(r->time_s[0][0] / r->time_s[2][0]));
+  json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f}", "compute_s",
+      r->compute_s, "dispatch_wait_s", r->dispatch_wait_s, "stall_s", r->stall_s,
+      "xstage_tail_s", r->xstage_tail_s));
+  return o;
+}
+
+xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profile,
+                           double tolerance, unsigned schedules, int sensitivity,
+                           xs_moe_result *result, char **out, xs_error *err) {
+  *out = NULL;
+  xs_moe_result r;
+  xs_moe_pick pick;
+  xs_moe_sensitivity *sens = NULL;
+  size_t nsens = 0;
+  xs_status st = xs_moe_plan(config, profile, &r, err);
+  if (!st && sensitivity) {
+    if (!(sens = malloc(XS_MOE_SENS_MAX * sizeof *sens)))
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+    else
+      st = xs_moe_sensitivity_run(config, profile, tolerance, schedules, &pick, sens,
+                                  &nsens, err);
+  } else if (!st) {
+    st = xs_moe_recommend(config, profile, tolerance, schedules, &pick, err);
+  }
+  if (!st) {
+    json_t *o = moe_plan_doc(config, profile, &r);
+    json_object_set_new(o, "recommended", pick_json(&pick, tolerance));
+    if (sens)
+      json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens));
+    st = xs__api_dump(o, 12, out, err);
+  }
+  free(sens);
+  if (!st && result)
+    *result = r;
+  return st;
+}
+
+xs_status xs_moe_table_json(const xs_moe_table *table, const xs_moe_config *config,
+                            const xs_profile *profile, double tolerance, char **out,
+                            xs_error *err) {
+  size_t n = xs_moe_table_size(table), changes = 0;
+  for (size_t i = 1; i < n; i++)
+    changes += !xs_moe_same_choice(&xs_moe_table_pick(table, i - 1)->chosen,
+                                   &xs_moe_table_pick(table, i)->chosen);
+  json_t *rows = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(rows, pick_json(xs_moe_table_pick(table, i), tolerance));
+  json_t *doc = json_pack("{s:s,s:s,s:f,s:f,s:i,s:o}", "preset", config->name,
+                          "profile", xs_profile_name(profile), "ep", config->ep,
+                          "tolerance", tolerance, "changes", (int)changes, "grid", rows);
+  return xs__api_dump(doc, 12, out, err);
+}
+
+/* ---- ring attention ---- */
+
+xs_status xs_fa_rings(const xs_fa_config *c, const xs_profile *prof, xs_fa_ring *out,
+                      size_t *n, xs_error *err) {
+  *n = 0;
+  char key[24];
+  snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
+  if (!(xs_profile_attn(prof, XS_ATTN_FLOPS, key) > 0))
+    return XS_OK;
+  for (int p = 0; p < XS_FA_PATHS; p++)
+    for (int l = 0; l < XS_FA_LAYOUTS; l++) {
+      if ((p == XS_FA_LOCAL || !c->causal) && l != c->layout)
+        continue;
+      xs_fa_config at = *c;
+      at.layout = l;
+      xs_fa_ring *r = &out[*n];
+      r->path = (xs_fa_path)p;
+      r->layout = p == XS_FA_LOCAL || !c->causal ? -1 : l;
+      xs_status st = xs_fa_predict(&at, prof, r->path, &r->time_s, &r->breakdown, err);
+      if (st) {
+        *n = 0;
+        return st;
+      }
+      (*n)++;
+    }
+  return XS_OK;
+}
+
+static json_t *ring_one(const xs_fa_ring *r) {
+  const xs_fa_breakdown *b = &r->breakdown;
+  return json_pack("{s:s,s:s,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:s}}", "path",
+                   xs_fa_path_name(r->path), "layout",
+                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
+                   "time_s", r->time_s, "breakdown", "compute_s", b->compute_s,
+                   "merge_s", b->merge_s, "fixed_s", b->fixed_s, "exposed_s",
+                   b->exposed_s, "imbalance_s", b->imbalance_s, "forward_sms",
+                   (int)b->forward_sms, "spread", (int)b->spread, "bound",
+                   b->bound ? b->bound : "");
+}
+
+json_t *xs__api_rings(const xs_fa_ring *r, size_t n) {
+  if (!n)
+    return json_null();
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, ring_one(&r[i]));
+  return a;
+}
+
+xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
+                          xs_fa_result *result, char **out, xs_error *err) {
+  *out = NULL;
+  xs_fa_ring ring[XS_FA_RINGS];
+  size_t nring = 0;
+  xs_fa_result r;
+  xs_status st = xs_fa_rings(config, profile, ring, &nring, err);
+  if (!st)
+    st = xs_fa_plan(config, profile, &r, err);
+  if (st)
+    return st;
+  static const char *const names[] = {"sequential", "dedicated", "piggyback"};
+  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b}", "preset", config->name, "profile",
+                        xs_profile_name(profile), "seq", config->seq, "cp", config->cp,
+                        "causal", config->causal);
+  if (!o)
+    return xs__api_dump(NULL, 12, out, err);
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+      "step_flops", r.work.step_flops, "step_s", r.work.step_s, "kv_B", r.work.kv_B,
+      "q_tiles", r.work.q_tiles, "kv_tiles", r.work.kv_tiles, "iterations",
+      r.work.iterations, "waves", r.work.waves));
+  json_t *s = json_object();
+  for (int k = 0; k < XS_FA_SCHEDULES; k++)
+    json_object_set_new(s, names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
+        r.time_s[k][0], "blocking_s", r.time_s[k][1], "ideal_s", r.time_s[k][2]));
+  json_object_set_new(o, "schedules", s);
+  json_object_set_new(o, "choice", json_pack("{s:i,s:i,s:i,s:i}", "forward_sms",
+      (int)r.dedicated.forward_sms, "spread_waves", (int)r.piggyback.spread_waves,
+      "chunks", (int)r.piggyback.chunks, "searched", (int)r.searched));
+  json_object_set_new(o, "speedup", json_real(r.time_s[0][0] / r.time_s[2][0]));
+  json_object_set_new(o, "speedup_vs_dedicated", json_real(r.time_s[1][0] / r.time_s[2][0]));
+  json_object_set_new(o, "blocking_speedup", json_real(r.time_s[0][1] / r.time_s[2][1]));
+  json_object_set_new(o, "ring", xs__api_rings(ring, nring));
+  st = xs__api_dump(o, 12, out, err);
+  if (!st && result)
+    *result = r;
+  return st;
+}
+
+/* the fastest ring (not the local arm), or NULL */
+static const xs_fa_ring *ring_best(const xs_fa_ring *r, size_t n) {
+  const xs_fa_ring *b = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
+      b = &r[i];
+  return b;
+}
+
+xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
+                      const double *seq, size_t n, double tolerance,
+                      xs_fa_table_row *rows, size_t *changes, xs_error *err) {
+  size_t nchanges = 0;
+  for (size_t i = 0; i < n; i++) {
+    xs_fa_config at = *config;
+    at.seq = seq[i];
+    xs_fa_ring r[XS_FA_RINGS];
+    size_t nr;
+    xs_status st = xs_fa_rings(&at, profile, r, &nr, err);
+    if (st)
+      return st;
+    const xs_fa_ring *b = ring_best(r, nr), *keep = NULL;
+    if (!b)
+      return xs__fail(err, XS_INVALID, "%s has no attn_flops_per_s.%s%s for the ring "
+                      "model", xs_profile_name(profile), config->kernel,
+                      config->backward ? "_fwd_bwd" : "");
+    rows[i].seq = seq[i];
+    rows[i].fastest = *b;
+    rows[i].near = 0;
+    for (size_t k = 0; k < nr; k++) {
+      if (r[k].path == XS_FA_LOCAL || r[k].time_s > b->time_s * (1 + tolerance))
+        continue;
+      rows[i].near++;
+      if (i && r[k].path == rows[i - 1].chosen.path &&
+          r[k].layout == rows[i - 1].chosen.layout)
+        keep = &r[k];
+    }
+    rows[i].chosen = keep ? *keep : *b;
+    nchanges += i && !keep;
+  }
+  if (changes)
+    *changes = nchanges;
+  return XS_OK;
+}
+
+xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
+                           const xs_fa_table_row *rows, size_t n, double tolerance,
+                           char **out, xs_error *err) {
+  size_t changes = 0;
+  for (size_t i = 1; i < n; i++)
+    changes += rows[i].chosen.path != rows[i - 1].chosen.path ||
+               rows[i].chosen.layout != rows[i - 1].chosen.layout;
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_pack("{s:f,s:o,s:o,s:i}", "seq", rows[i].seq,
+                                       "chosen", ring_one(&rows[i].chosen), "fastest",
+                                       ring_one(&rows[i].fastest), "near",
+                                       (int)rows[i].near));
+  json_t *doc = json_pack("{s:s,s:s,s:f,s:b,s:s,s:b,s:f,s:i,s:o}", "preset", c->name,
+                          "profile", xs_profile_name(profile), "cp", c->cp, "causal",
+                          c->causal, "kernel", c->kernel, "backward", c->backward,
+                          "tolerance", tolerance, "changes", (int)changes, "grid", a);
+  return xs__api_dump(doc, 12, out, err);
+}
+
+/* ---- validation against published timings ---- */
+
+static int same_arm(const xs_validate_row *r, void *arm) {
+  return strcmp(r->arm, arm) == 0;
+}
+
+xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
+  *out = NULL;
+  /* arms in order of first appearance */
+  const char *arms[16];
+  size_t narms = 0;
+  for (size_t i = 0; i < set->nrows; i++) {
+    size_t k;
+    for (k = 0; k < narms && strcmp(arms[k], set->rows[i].arm); k++)
+      ;
+    if (k == narms && narms < 16)
+      arms[narms++] = set->rows[i].arm;
+  }
+  double mx, med = xs_validate_median(set, NULL, NULL, NULL, &mx);
+  json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:f,s:f,s:f}",
+        "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
+        "measured_us", r->measured_us, "predicted_us", r->predicted_us,
+        "error", r->error);
+    if (o && r->kind == 1) {
+      const xs_fa_breakdown *b = &r->fa_breakdown;
+      json_object_set_new(o, "layout", json_string(r->layout));
+      json_object_set_new(o, "pass", json_string(r->pass));
+      json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
+          "compute_s", b->compute_s, "merge_s", b->merge_s, "fixed_s", b->fixed_s,
+          "exposed_s", b->exposed_s, "imbalance_s", b->imbalance_s, "bound",
+          b->bound ? b->bound : ""));
+    }
+    json_array_append_new(rows, o);
+  }
+  for (size_t k = 0; k < narms; k++) {
+    size_t n;
+    double m = xs_validate_median(set, same_arm, (void *)arms[k], &n, NULL);
+    json_object_set_new(byarm, arms[k], json_pack("{s:I,s:f}", "rows",
+                                                  (json_int_t)n, "median_abs_error", m));
+  }
+  json_object_set_new(root, "rows", rows);
+  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
+      (json_int_t)set->nrows, "median_abs_error", med, "max_abs_error", mx,
+      "by_arm", byarm));
+  return xs__api_dump(root, 10, out, err);
+}

@@ -1,0 +1,426 @@
+/*
+ * sweep.c: the grids of `xstage sweep megamoe` and `xstage sweep
+ * flashattn` (docs/plan-megamoe.md "Sweeps", docs/plan-flashattn.md) and
+ * the JSON documents of their --json output, shared by the command and
+ * the bindings.
+ */
+#include "internal.h"
+#include "api/api.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a MegaMoE grid: at most MOE_LIST values per list and MOE_CONFIGS configs
+ * in all, whose plans build at most MOE_TILES GEMM tiles */
+#define MOE_LIST 4096
+#define MOE_CONFIGS 20000
+#define MOE_TILES 1e8
+/* an attention grid's plans: about 1.2 ms per rank here */
+#define FA_RANKS 32768.0
+
+/* Parse a grid's text: NULL with *st XS_OK for no text, else the root
+ * object, or NULL with *st set after saying what was wrong. */
+static json_t *grid_root(const char *text, size_t length, const char *file,
+                         const char *what, xs_status *st, xs_error *err) {
+  *st = XS_OK;
+  if (!text)
+    return NULL;
+  json_error_t je;
+  json_t *root = json_loadb(text, length, JSON_REJECT_DUPLICATES, &je);
+  if (!root) {
+    *st = xs__fail(err, XS_PARSE, "%s:%d:%d: %s", file, je.line, je.column, je.text);
+    return NULL;
+  }
+  if (!json_is_object(root)) {
+    *st = xs__fail(err, XS_INVALID, "%s: a grid is an object of %s, not %s", file, what,
+                   json_is_array(root) ? "an array" : "a single value");
+    json_decref(root);
+    return NULL;
+  }
+  return root;
+}
+
+xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filename,
+                            xs_moe_config **configs, size_t *n, xs_error *err) {
+  const char *path = filename ? filename : "grid";
+  *configs = NULL;
+  *n = 0;
+  xs_status st;
+  json_t *root = grid_root(text, length, path, "presets, tokens and ep", &st, err);
+  if (st)
+    return st;
+  const char **pre = malloc(MOE_LIST * sizeof *pre);
+  double *tok = malloc(MOE_LIST * sizeof *tok), *eps = malloc(MOE_LIST * sizeof *eps);
+  size_t np = 0, nt = 0, ne = 0;
+  if (!pre || !tok || !eps) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  if (root) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+      if (strcmp(key, "presets") && strcmp(key, "tokens") && strcmp(key, "ep")) {
+        st = xs__fail(err, XS_INVALID, "%s: unknown key \"%s\" (presets, tokens, ep)",
+                      path, key);
+        goto done;
+      }
+      if (!json_is_array(v) || json_array_size(v) == 0 ||
+          json_array_size(v) > MOE_LIST) {
+        st = xs__fail(err, XS_INVALID, "%s: \"%s\" must be an array of 1 to %d values",
+                      path, key, MOE_LIST);
+        goto done;
+      }
+    }
+  }
+  json_t *a = root ? json_object_get(root, "presets") : NULL;
+  if (a) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+      xs_moe_config c;
+      if (!json_is_string(v) || xs_moe_preset(json_string_value(v), &c)) {
+        st = xs__fail(err, XS_INVALID, "%s: presets[%zu]: not a preset name", path, i);
+        goto done;
+      }
+      pre[np++] = json_string_value(v);
+    }
+  } else {
+    for (size_t i = 0; i < xs_moe_preset_count(); i++)
+      pre[np++] = xs_moe_preset_name(i);
+  }
+  static const char *const nkeys[2] = {"tokens", "ep"};
+  for (int k = 0; k < 2; k++) {
+    a = root ? json_object_get(root, nkeys[k]) : NULL;
+    double *dst = k ? eps : tok;
+    size_t *cnt = k ? &ne : &nt;
+    if (a) {
+      size_t i;
+      json_t *v;
+      json_array_foreach(a, i, v) {
+        double x = json_number_value(v);
+        if (!json_is_number(v) || !(x >= 1) || x != floor(x)) {
+          st = xs__fail(err, XS_INVALID, "%s: %s[%zu]: expected a whole number >= 1",
+                        path, nkeys[k], i);
+          goto done;
+        }
+        dst[(*cnt)++] = x;
+      }
+    } else if (k) {
+      eps[ne++] = 8;
+    } else {
+      for (double t = 16; t <= 32768; t *= 2)
+        tok[nt++] = t;
+    }
+  }
+  size_t total = np * nt * ne;
+  double tiles = 0;
+  for (size_t i = 0; i < np; i++)
+    for (size_t e = 0; e < ne; e++)
+      for (size_t t = 0; t < nt; t++) {
+        xs_moe_config c;
+        xs_moe_preset(pre[i], &c);
+        c.tokens = tok[t];
+        c.ep = eps[e];
+        tiles += xs_moe_tiles(&c);
+      }
+  if (tiles > MOE_TILES) {
+    st = xs__fail(err, XS_INVALID, "%s: the grid's plans build %.3g GEMM tiles, more "
+                  "than the limit of %g (about 40 s of planning)", path, tiles, MOE_TILES);
+    goto done;
+  }
+  if (total > MOE_CONFIGS) {
+    st = xs__fail(err, XS_INVALID, "%s: %zu presets x %zu token counts x %zu EP "
+                  "values is %zu configs, more than the limit of %d",
+                  path, np, nt, ne, total, MOE_CONFIGS);
+    goto done;
+  }
+  xs_moe_config *c = calloc(total ? total : 1, sizeof *c);
+  if (!c) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < np; i++)
+    for (size_t e = 0; e < ne; e++)
+      for (size_t t = 0; t < nt; t++, k++) {
+        xs_moe_preset(pre[i], &c[k]);
+        c[k].tokens = tok[t];
+        c[k].ep = eps[e];
+      }
+  *configs = c;
+  *n = total;
+done:
+  free(pre);
+  free(tok);
+  free(eps);
+  json_decref(root);
+  return st;
+}
+
+/* a grid list of numbers (its size checked already) */
+static xs_status grid_numbers(const char *path, const char *key, const char *what,
+                              json_t *a, double *out, size_t *n, xs_error *err) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(a, i, v) {
+    if (!json_is_number(v))
+      return xs__fail(err, XS_INVALID, "%s: %s[%zu]: expected a number of %s", path,
+                      key, i, what);
+    out[(*n)++] = json_number_value(v);
+  }
+  return XS_OK;
+}
+
+xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename,
+                           xs_fa_config **configs, size_t *n, xs_error *err) {
+  const char *path = filename ? filename : "grid";
+  *configs = NULL;
+  *n = 0;
+  const char *pre[8];
+  double seqs[32], cps[16];
+  int cz[2];
+  size_t np = 0, ns = 0, nc = 0, nz = 0;
+  xs_status st;
+  json_t *root = grid_root(text, length, path, "presets, seq, cp and causal", &st, err);
+  if (st)
+    return st;
+  json_t *a, *v;
+  size_t i;
+  if (root) {
+    const char *k;
+    json_object_foreach(root, k, v) {
+      size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
+                 : !strcmp(k, "causal") ? 2 : 0;
+      if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
+        st = xs__fail(err, XS_INVALID, "%s: \"%s\": expected presets, seq, cp or causal, "
+                      "each a short non-empty array", path, k);
+        goto done;
+      }
+    }
+  }
+  if (root && (a = json_object_get(root, "presets"))) {
+    json_array_foreach(a, i, v) {
+      xs_fa_config c;
+      if (!json_is_string(v) || xs_fa_preset(json_string_value(v), &c)) {
+        st = xs__fail(err, XS_INVALID, "%s: presets[%zu]: not a preset name", path, i);
+        goto done;
+      }
+      pre[np++] = json_string_value(v);
+    }
+  } else {
+    for (i = 0; i < xs_fa_preset_count(); i++)
+      pre[np++] = xs_fa_preset_name(i);
+  }
+  if (root && (a = json_object_get(root, "seq"))) {
+    if ((st = grid_numbers(path, "seq", "tokens", a, seqs, &ns, err)))
+      goto done;
+  } else {
+    for (double s = 4096; s <= 65536; s *= 2)
+      seqs[ns++] = s;
+  }
+  if (root && (a = json_object_get(root, "cp"))) {
+    if ((st = grid_numbers(path, "cp", "ranks", a, cps, &nc, err)))
+      goto done;
+  } else {
+    cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
+  }
+  if (root && (a = json_object_get(root, "causal"))) {
+    json_array_foreach(a, i, v) {
+      if (!json_is_boolean(v)) {
+        st = xs__fail(err, XS_INVALID, "%s: causal[%zu]: expected true or false", path, i);
+        goto done;
+      }
+      cz[nz++] = json_is_true(v);
+    }
+  } else {
+    cz[nz++] = 1, cz[nz++] = 0;
+  }
+  size_t total = np * ns * nc * nz;
+  double ranks = 0;
+  for (size_t c = 0; c < nc; c++)
+    ranks += cps[c] > 0 ? cps[c] : 0;
+  ranks *= (double)(np * ns * nz);
+  if (ranks > FA_RANKS) {
+    st = xs__fail(err, XS_INVALID, "%s: the grid's configs add up to %.3g ranks, more "
+                  "than the limit of %g (about 40 s of planning)", path, ranks, FA_RANKS);
+    goto done;
+  }
+  xs_fa_config *cf = calloc(total ? total : 1, sizeof *cf);
+  if (!cf) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto done;
+  }
+  size_t k = 0;
+  for (size_t p = 0; p < np; p++)
+    for (size_t z = 0; z < nz; z++)
+      for (size_t c = 0; c < nc; c++)
+        for (size_t s = 0; s < ns; s++, k++) {
+          xs_fa_preset(pre[p], &cf[k]);
+          cf[k].seq = seqs[s];
+          cf[k].cp = cps[c];
+          cf[k].causal = cz[z];
+        }
+  *configs = cf;
+  *n = total;
+done:
+  json_decref(root);
+  return st;
+}
+
+/* Plan every config when the caller brought no results: all are checked
+ * first, so that a bad one stops the sweep before any planning. */
+static xs_status plan_all(const void *configs, size_t config_size, size_t n,
+                          void *results, size_t result_size,
+                          xs_status (*check)(const void *, xs_error *),
+                          xs_status (*plan)(const void *, const xs_profile *, void *,
+                                            xs_error *),
+                          void (*describe)(const void *, char *, size_t),
+                          const xs_profile *profile, xs_error *err) {
+  const char *c = configs;
+  char *r = results;
+  xs_error e;
+  xs_status st = XS_OK;
+  size_t i;
+  for (i = 0; i < n && !st; i++)
+    st = check(c + i * config_size, &e);
+  for (size_t k = 0; k < n && !st; k++, i = k)
+    st = plan(c + k * config_size, profile, r + k * result_size, &e);
+  if (st) {
+    char what[160];
+    describe(c + (i - 1) * config_size, what, sizeof what);
+    return xs__fail(err, st, "%s: %s", what, e.message);
+  }
+  return XS_OK;
+}
+
+static xs_status moe_check(const void *c, xs_error *err) {
+  return xs_moe_config_check(c, err);
+}
+static xs_status moe_plan(const void *c, const xs_profile *p, void *r, xs_error *err) {
+  return xs_moe_plan(c, p, r, err);
+}
+static void moe_describe(const void *p, char *buf, size_t size) {
+  const xs_moe_config *c = p;
+  snprintf(buf, size, "%s, %g tokens, EP %g", c->name, c->tokens, c->ep);
+}
+static void fa_describe(const void *p, char *buf, size_t size) {
+  const xs_fa_config *c = p;
+  snprintf(buf, size, "%s, seq %g, CP %g", c->name, c->seq, c->cp);
+}
+static xs_status fa_check(const void *c, xs_error *err) {
+  return xs_fa_config_check(c, err);
+}
+static xs_status fa_plan(const void *c, const xs_profile *p, void *r, xs_error *err) {
+  return xs_fa_plan(c, p, r, err);
+}
+
+xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs,
+                            size_t n, const xs_moe_result *results, char **out,
+                            xs_error *err) {
+  *out = NULL;
+  xs_moe_result *own = NULL;
+  if (!results) {
+    if (!(own = calloc(n ? n : 1, sizeof *own)))
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    xs_status st = plan_all(configs, sizeof *configs, n, own, sizeof *own, moe_check,
+                            moe_plan, moe_describe, prof, err);
+    if (st) {
+      free(own);
+      return st;
+    }
+    results = own;
+  }
+  double lg = 0, lb = 0, li = 0, mx = 0, dn = (double)n;
+  for (size_t i = 0; i < n; i++) {
+    const xs_moe_result *r = &results[i];
+    double s = r->time_s[1][0] / r->time_s[2][0];
+    lg += log(s);
+    lb += log(r->time_s[1][1] / r->time_s[2][1]);
+    li += log(r->time_s[2][0] / r->time_s[2][2]);
+    mx = fmax(mx, s);
+  }
+  json_t *root = json_object(), *cs = json_array();
+  json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
+  for (size_t i = 0; i < n; i++) {
+    const xs_moe_result *r = &results[i];
+    const xs_moe_config *c = &configs[i];
+    json_array_append_new(cs, json_pack(
+        "{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:s}", "preset", c->name,
+        "tokens", c->tokens, "ep", c->ep, "sequential_s", r->time_s[0][0],
+        "baseline_s", r->time_s[1][0], "interleaved_s", r->time_s[2][0],
+        "ideal_s", r->time_s[2][2], "speedup", r->time_s[1][0] / r->time_s[2][0],
+        "blocking_speedup", r->time_s[1][1] / r->time_s[2][1],
+        "schedules", xs__api_moe_schedules(r), "best_fused",
+        xs_moe_schedule_name(r->best_fused)));
+  }
+  json_object_set_new(root, "configs", cs);
+  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}",
+      "configs", (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
+      "geomean_blocking_speedup", exp(lb / dn), "geomean_ideal_ratio", exp(li / dn)));
+  free(own);
+  return xs__api_dump(root, 12, out, err);
+}
+
+xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
+                           size_t n, const xs_fa_result *results, char **out,
+                           xs_error *err) {
+  *out = NULL;
+  xs_fa_result *own = NULL;
+  xs_fa_ring (*rings)[XS_FA_RINGS] = calloc(n ? n : 1, sizeof *rings);
+  size_t *nrings = calloc(n ? n : 1, sizeof *nrings);
+  xs_status st = XS_OK;
+  if (!rings || !nrings)
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+  if (!st && !results) {
+    if (!(own = calloc(n ? n : 1, sizeof *own)))
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+    else if (!(st = plan_all(configs, sizeof *configs, n, own, sizeof *own, fa_check,
+                             fa_plan, fa_describe, prof, err)))
+      results = own;
+  }
+  /* the ring model per config, where the profile has it */
+  for (size_t i = 0; i < n && !st; i++)
+    st = xs_fa_rings(&configs[i], prof, rings[i], &nrings[i], err);
+  if (st) {
+    free(own);
+    free(rings);
+    free(nrings);
+    return st;
+  }
+  double lg = 0, ld = 0, lb = 0, mx = 0, dn = (double)n;
+  for (size_t i = 0; i < n; i++) {
+    const xs_fa_result *r = &results[i];
+    double s = r->time_s[0][0] / r->time_s[2][0];
+    lg += log(s);
+    ld += log(r->time_s[1][0] / r->time_s[2][0]);
+    lb += log(r->time_s[0][1] / r->time_s[2][1]);
+    mx = fmax(mx, s);
+  }
+  json_t *root = json_object(), *cs = json_array();
+  json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
+  for (size_t i = 0; i < n; i++) {
+    const xs_fa_result *r = &results[i];
+    const xs_fa_config *c = &configs[i];
+    json_t *o = json_pack(
+        "{s:s,s:f,s:f,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "preset", c->name, "seq",
+        c->seq, "cp", c->cp, "causal", c->causal, "sequential_s",
+        r->time_s[0][0], "dedicated_s", r->time_s[1][0], "piggyback_s", r->time_s[2][0],
+        "ideal_s", r->time_s[2][2], "speedup", r->time_s[0][0] / r->time_s[2][0],
+        "speedup_vs_dedicated", r->time_s[1][0] / r->time_s[2][0], "blocking_speedup",
+        r->time_s[0][1] / r->time_s[2][1]);
+    json_object_set_new(o, "ring", xs__api_rings(rings[i], nrings[i]));
+    json_array_append_new(cs, o);
+  }
+  json_object_set_new(root, "configs", cs);
+  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}", "configs",
+      (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
+      "geomean_speedup_vs_dedicated", exp(ld / dn), "geomean_blocking_speedup",
+      exp(lb / dn)));
+  free(own);
+  free(rings);
+  free(nrings);
+  return xs__api_dump(root, 12, out, err);
+}
