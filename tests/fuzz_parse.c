@@ -2,8 +2,9 @@
  * fuzz_parse.c: libFuzzer target for everything the library parses. The
  * first byte picks what the rest is (its value mod 8, so that the corpus's
  * '0' programs and '1' profiles keep their meaning):
- *   0 a program: evaluated under every model on a built-in profile, and
- *     written back, which must read back and write the same text again
+ *   0 a program (one that expands to at most 1e5 ops): evaluated under
+ *     every model on a built-in profile, and written back, which must read
+ *     back and write the same text again
  *   1 a profile: written back, read back, the same text again
  *   2 calibration samples (CSV): written back, read back as the same rows,
  *     then fitted
@@ -25,6 +26,8 @@
 
 #include "xstage.h"
 
+#include <jansson.h>
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* what was written must read back and write the same text again */
@@ -44,10 +47,56 @@ static void program_roundtrip(const xs_program *prog) {
   free(s);
 }
 
+/* The ops an op list expands to, counting "repeat" K times its inner list
+ * (capped; 0 for anything that is not a list) */
+static double ops_of(const json_t *ops, int depth) {
+  double n = 0;
+  size_t i;
+  const json_t *op;
+  if (!json_is_array(ops) || depth > 8)
+    return 0;
+  json_array_foreach(ops, i, op) {
+    const json_t *k = json_object_get(op, "repeat");
+    n += json_is_number(k) ? json_number_value(k) * ops_of(json_object_get(op, "ops"), depth + 1)
+                           : 1;
+  }
+  return n < 1e12 ? n : 1e12;
+}
+
+/* A few bytes of "count" and "repeat" expand to millions of ops (up to the
+ * parser's bound of 2^24, seconds each under the sanitizers): the fuzzer
+ * parses programs that expand to at most 1e5 ops and leaves the bound and
+ * larger programs to the tests (test_compact). */
+static int small_text(const char *text, size_t n) {
+  json_t *root = json_loadb(text, n, 0, NULL);
+  const json_t *ws = json_object_get(root, "workers"), *w;
+  double total = 0;
+  size_t i;
+  json_array_foreach(ws, i, w) {
+    const json_t *c = json_object_get(w, "count");
+    total += (json_is_number(c) ? json_number_value(c) : 1) *
+             (ops_of(json_object_get(w, "ops"), 0) + 1);
+  }
+  json_decref(root);
+  return total <= 1e5;
+}
+
+/* what parsed must be as small as small_text said */
+static int small_program(const xs_program *prog) {
+  size_t ops = 0;
+  for (size_t w = 0; w < xs_program_worker_count(prog); w++)
+    ops += xs_program_op_count(prog, w);
+  return ops <= 100000;
+}
+
 static void fuzz_program(const char *text, size_t n) {
   xs_error err;
   xs_program *prog = NULL;
+  if (!small_text(text, n))
+    return;
   if (xs_program_parse(text, n, "fuzz", &prog, &err) == XS_OK) {
+    if (!small_program(prog))
+      __builtin_trap();
     xs_profile *prof = NULL;
     if (xs_profile_load("h200-nvlink", &prof, &err) == XS_OK) {
       for (int m = 0; m < XS_MODEL_COUNT; m++) {

@@ -1,5 +1,6 @@
 """The Python binding against the xstage command: the same documents for
 the same inputs, errors with xstage's messages, the autotune example."""
+import ctypes
 import json
 import os
 import re
@@ -228,3 +229,10 @@ def test_library_lookup_message(tmp_path):
         pytest.skip("an installed libxstage was found")
     assert "ImportError" in r.stderr
     assert "XSTAGE_LIBRARY" in r.stderr and "build tree" in r.stderr
+
+
+def test_struct_mirrors_match_the_library():
+    # the import already checked them; the check itself must be able to fail
+    assert xstage._xs_struct_size(b"xs_moe_config") == ctypes.sizeof(xstage._MoeConfig)
+    assert xstage._xs_struct_size(b"xs_fa_config") == ctypes.sizeof(xstage._FaConfig)
+    assert xstage._xs_struct_size(b"no_such_struct") == 0

@@ -189,6 +189,7 @@ def _fn(name, restype, *argtypes):
 
 _xs_version = _fn("xs_version", _S)
 _xs_free = _fn("xs_free", None, _P)
+_xs_struct_size = _fn("xs_struct_size", _Z, _S)
 _xs_profile_load = _fn("xs_profile_load", _I, _S, _OUT, _E)
 _xs_profile_parse = _fn("xs_profile_parse", _I, _S, _Z, _S, _OUT, _E)
 _xs_profile_free = _fn("xs_profile_free", None, _P)
@@ -604,6 +605,24 @@ class _FaRing(ctypes.Structure):
 
 class _FaTableRow(ctypes.Structure):
     _fields_ = [("seq", _D), ("chosen", _FaRing), ("fastest", _FaRing), ("near", _Z)]
+
+
+def _check_layouts():
+    """The structs mirrored here against the library's own sizes: a
+    library built from another xstage.h would otherwise be read wrongly."""
+    for cname, mirror in (("xs_error", _XsError), ("xs_moe_config", _MoeConfig),
+                          ("xs_fa_config", _FaConfig),
+                          ("xs_moe_table_options", _MoeTableOptions),
+                          ("xs_sim_options", _SimOptions), ("xs_fa_ring", _FaRing),
+                          ("xs_fa_table_row", _FaTableRow)):
+        want = _xs_struct_size(cname.encode())
+        if want != ctypes.sizeof(mirror):
+            raise ImportError("xstage: %s is %d bytes in %s, %d in this binding: "
+                              "the library and the Python package are from different "
+                              "versions" % (cname, want, _lib_path, ctypes.sizeof(mirror)))
+
+
+_check_layouts()
 
 
 def plan_flashattn_table(config, prof, seq, tolerance=0.01, cp=None, causal=None,

@@ -13,6 +13,21 @@
 
 void xs_free(void *pointer) { free(pointer); }
 
+size_t xs_struct_size(const char *name) {
+#define XS__SIZE(type)                                                       \
+  if (name && strcmp(name, #type) == 0)                                      \
+    return sizeof(type);
+  XS__SIZE(xs_error)
+  XS__SIZE(xs_moe_config)
+  XS__SIZE(xs_fa_config)
+  XS__SIZE(xs_moe_table_options)
+  XS__SIZE(xs_sim_options)
+  XS__SIZE(xs_fa_ring)
+  XS__SIZE(xs_fa_table_row)
+#undef XS__SIZE
+  return 0;
+}
+
 xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err) {
   *out = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(precision)) : NULL;
   json_decref(doc);
