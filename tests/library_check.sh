@@ -1,10 +1,11 @@
 #!/bin/sh
-# library_check.sh LIBXSTAGE.so HEADER: the core library exports exactly
-# the functions xstage.h declares with XS_API (nm -D against the header:
-# nothing hidden that is declared, nothing exported that is not) and
-# needs neither MPI nor the CUDA runtime nor the C++ runtime (readelf -d).
+# library_check.sh LIB.so HEADER [measure]: the library exports exactly
+# the functions HEADER declares with XS_API (nm -D against the header:
+# nothing hidden that is declared, nothing exported that is not). The core
+# library (no third argument) also needs neither MPI nor the CUDA runtime
+# nor the C++ runtime (readelf -d).
 set -eu
-lib=$1 header=$2
+lib=$1 header=$2 kind=${3:-core}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort -u >"$tmp/exported"
@@ -22,7 +23,9 @@ if [ -s "$tmp/extra" ]; then
     echo "library_check: exported but not declared with XS_API in $header:"; cat "$tmp/extra"; status=1
 fi
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-for bad in libmpi libcudart libstdc++ libcuda.so libopen-; do
+bads="libmpi libcudart libstdc++ libcuda.so libopen-"
+[ "$kind" = core ] || bads=""
+for bad in $bads; do
     case " $needed" in *" $bad"*)
         echo "library_check: $lib needs $bad ($needed)"; status=1;;
     esac
