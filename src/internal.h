@@ -268,6 +268,8 @@ typedef struct xs__sbuf {
   int oom;
 } xs__sbuf;
 void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
+/* n bytes of text, as they are */
+void xs__sb_put(xs__sbuf *b, const char *text, size_t n);
 /* text with XML's special characters escaped and control bytes dropped */
 void xs__sb_escaped(xs__sbuf *b, const char *text);
 

@@ -357,6 +357,10 @@ static const bad_case bad[] = {
     {W(R("2", R("16777216", "{\"fence\":true}"))), XS_INVALID, "1:42: workers[0].ops[0].repeat: repeat 2 x 16777216 ops takes the program past 16777216 ops"},
     {"{\"workers\":[{\"name\":\"w\",\"count\":1024,\"ops\":[" R("16385", "{\"fence\":true}") "]}]}",
      XS_INVALID, "1:33: workers[0].count: count 1024 x 16385 ops takes the program past 16777216 ops"},
+    /* empty after expansion: where the first op list is */
+    {W(R("3", "")), XS_INVALID, "1:31: workers[0].ops: the program is empty: no worker has an op"},
+    {"{\"workers\":[{\"name\":\"a\",\"count\":3,\"ops\":[]}]}", XS_INVALID,
+     "1:41: workers[0].ops: the program is empty: no worker has an op"},
     {W(R("1", R("1", R("1", R("1", R("1", R("1", "{\"fence\":true}"))))))), XS_INVALID,
      "1:137: workers[0].ops[0].ops[0].ops[0].ops[0].ops[0].ops[0].repeat: repeats nest at most 5 deep, this one is inside 5 others"},
 };
@@ -366,6 +370,9 @@ static const bad_case bad[] = {
 static const bad_case bad_slow[] = {
     {"{\"workers\":[{\"name\":\"w\",\"count\":1048576,\"ops\":[]},{\"count\":1,\"ops\":[]}]}",
      XS_INVALID, "1:60: workers[1].count: count 1 takes the program past 1048576 workers"},
+    /* a plain worker after the counted ones counts too */
+    {"{\"workers\":[{\"name\":\"w\",\"count\":1048576,\"ops\":[]},{\"name\":\"p\",\"ops\":[]}]}",
+     XS_INVALID, "1:51: workers[1]: this worker takes the program past 1048576 workers"},
     {"{\"workers\":[{\"name\":\"a\",\"ops\":[" R("16777216", "{\"fence\":true}") "]},"
      "{\"name\":\"b\",\"ops\":[" R("1", "{\"fence\":true}") "]}]}",
      XS_INVALID, "1:106: workers[1].ops[0].repeat: repeat 1 x 1 ops takes the program past 16777216 ops"},

@@ -374,6 +374,18 @@ void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) {
   }
 }
 
+void xs__sb_put(xs__sbuf *b, const char *text, size_t n) {
+  if (b->oom)
+    return;
+  if (xs__grow(&b->s, &b->cap, b->n + n + 1, 1)) {
+    b->oom = 1;
+    return;
+  }
+  memcpy(b->s + b->n, text, n);
+  b->n += n;
+  b->s[b->n] = 0;
+}
+
 void xs__sb_escaped(xs__sbuf *b, const char *text) {
   for (; *text; text++) {
     switch (*text) {

@@ -942,6 +942,7 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
     return xs__fail(d->err, XS_NOMEM, "out of memory");
   r->p = p;
   size_t wi, total = 0; /* ops so far */
+  int any_counted = 0;
   json_t *wv;
   char *cname = NULL; /* NAME[i] of a counted worker */
   json_array_foreach(ws, wi, wv) {
@@ -964,9 +965,16 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
     }
     int counted = json_object_get(wv, "count") != NULL;
     size_t count = 1, w = 0, body;
+    any_counted |= counted;
     if (counted && (st = read_times(d, wv, "count", COUNT_MAX,
                                     "a number of workers", &count)))
       goto fail;
+    if (!counted && any_counted && p->nworkers >= COUNT_MAX) {
+      st = xs__jfail(d, "this worker takes the program past %zu workers (the "
+                        "most a program with count has)",
+                     COUNT_MAX);
+      goto fail;
+    }
     if (!counted && (st = add_worker(d, p, wname, have, &w)))
       goto fail;
     json_t *ops = json_object_get(wv, "ops");
@@ -1026,6 +1034,12 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
     cname = NULL;
     total += count * body;
     xs__jpath_pop(&d->path);
+  }
+  if (total == 0) { /* every op list empty, or expanding to nothing */
+    xs__jpath_index(&d->path, 0);
+    xs__jpath_key(&d->path, "ops");
+    st = xs__jfail(d, "the program is empty: no worker has an op");
+    goto fail;
   }
   return XS_OK;
 fail:
