@@ -59,6 +59,17 @@ if [ -x "$py" ]; then
         *" $tmp/prefix/"*) say "python: import xstage from ${pkg#"$tmp/prefix/"}: $got" ;;
         *) say "the installed Python package loaded another library: $got"; exit 1 ;;
     esac
+    # a run-time install: the versioned library only, no libxstage.so
+    rt="$tmp/runtime"
+    mkdir -p "$rt/lib" "$rt/${pkg#"$tmp/prefix/"}"
+    cp -P "$libdir"/libxstage.so.* "$rt/lib/"
+    cp -R "$pkg/." "$rt/${pkg#"$tmp/prefix/"}/"
+    got=$(cd "$tmp" && env -u XSTAGE_LIBRARY PYTHONPATH="$(dirname "$rt/${pkg#"$tmp/prefix/"}")" \
+        "$py" -c 'import xstage; print(xstage.library_path())')
+    case "$got" in
+        "$rt/lib/libxstage.so."*) say "python: a run-time install (no libxstage.so) loads $got" ;;
+        *) say "the run-time install loaded $got, not its libxstage.so.X.Y"; exit 1 ;;
+    esac
 else
     say "python: skipped, no /usr/bin/python3"
 fi

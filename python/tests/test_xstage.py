@@ -215,7 +215,7 @@ def test_autotune_example_prints_a_table():
 def test_library_lookup_message(tmp_path):
     """With nothing to load, the import says where it looked."""
     env = dict(os.environ)
-    env["XSTAGE_LIBRARY"] = str(tmp_path / "libxstage.so")
+    env.pop("XSTAGE_LIBRARY", None)
     # a copy of the package away from the build tree
     pkg = tmp_path / "site" / "xstage"
     pkg.mkdir(parents=True)
@@ -236,3 +236,19 @@ def test_struct_mirrors_match_the_library():
     assert xstage._xs_struct_size(b"xs_moe_config") == ctypes.sizeof(xstage._MoeConfig)
     assert xstage._xs_struct_size(b"xs_fa_config") == ctypes.sizeof(xstage._FaConfig)
     assert xstage._xs_struct_size(b"no_such_struct") == 0
+
+
+def test_xstage_library_set_means_that_library():
+    env = dict(os.environ, XSTAGE_LIBRARY="/nonexistent/libxstage.so")
+    r = subprocess.run([sys.executable, "-c", "import xstage"], env=env,
+                       capture_output=True, text=True,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode != 0
+    assert "XSTAGE_LIBRARY=/nonexistent/libxstage.so cannot be loaded" in r.stderr
+
+
+def test_missing_grid_file_is_an_xstage_error():
+    with pytest.raises(xstage.Error) as e:
+        xstage.sweep_megamoe("h100-nvlink", "/nonexistent/grid.json")
+    assert e.value.status == "IO"
+    assert "/nonexistent/grid.json" in e.value.message

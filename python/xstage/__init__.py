@@ -18,6 +18,7 @@ Example::
 
 import ctypes
 import ctypes.util
+import glob
 import json
 import os
 import sys
@@ -59,7 +60,7 @@ class Error(Exception):
 # ---- finding and loading the library ----
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-_NAMES = ("libxstage.so", "libxstage.so.0")
+_NAMES = ("libxstage.so",)  # then libxstage.so.MAJOR.MINOR... in each folder
 
 
 def _multiarch():
@@ -88,6 +89,9 @@ def _candidates():
         seen.add(d)
         for n in _NAMES:
             out.append(("installed prefix", os.path.join(d, n)))
+        # a run-time install has only the versioned name (the SONAME)
+        for v in sorted(glob.glob(os.path.join(d, "libxstage.so.*")), reverse=True):
+            out.append(("installed prefix", v))
     # the build tree of a source checkout: <repo>/python/xstage -> <repo>/build
     out.append(("build tree", os.path.normpath(
         os.path.join(_PKG_DIR, "..", "..", "build", "libxstage.so"))))
@@ -96,6 +100,16 @@ def _candidates():
 
 def _load():
     tried, prefix_dirs = [], []
+    asked = os.environ.get("XSTAGE_LIBRARY")
+    if asked:  # asked for: that library or none
+        try:
+            lib = ctypes.CDLL(asked)
+        except OSError as e:
+            raise ImportError("xstage: XSTAGE_LIBRARY=%s cannot be loaded: %s" % (asked, e))
+        if not hasattr(lib, "xs_validate_json"):
+            raise ImportError("xstage: XSTAGE_LIBRARY=%s is not a libxstage this package "
+                              "can use (no xs_validate_json)" % asked)
+        return lib, asked
     for what, path in _candidates():
         if not path:
             tried.append("%s: %s" % (what, "not set" if what == "XSTAGE_LIBRARY"
@@ -646,8 +660,11 @@ def _grid_text(grid):
     if isinstance(grid, dict):
         return _b(json.dumps(grid, indent=1, allow_nan=False)), b"<grid>"
     path = os.fspath(grid)
-    with open(path, "rb") as f:
-        return f.read(), _b(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), _b(path)
+    except OSError as e:
+        raise Error("%s: %s" % (path, e.strerror or e), "IO") from None
 
 
 def _sweep(grid, prof, grid_fn, json_fn):
