@@ -381,8 +381,7 @@ static xs_status moe_plan(void *ctx, size_t i, void *result, xs_error *err) {
 }
 
 static void moe_describe(void *ctx, size_t i, char *buf, size_t size) {
-  const xs_moe_config *c = &((const moe_sweep *)ctx)->configs[i];
-  snprintf(buf, size, "%s, %g tokens, EP %g", c->name, c->tokens, c->ep);
+  xs_moe_config_describe(&((const moe_sweep *)ctx)->configs[i], buf, size);
 }
 
 /* a sweep's grid file (NULL: the default grid), its configs into *configs
@@ -436,16 +435,10 @@ int cmd_sweep(int argc, char **argv) {
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
-  double lg = 0, lb = 0, li = 0, mx = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
-    double s = res[i].time_s[1][0] / res[i].time_s[2][0];
-    lg += log(s);
-    lb += log(res[i].time_s[1][1] / res[i].time_s[2][1]);
-    li += log(res[i].time_s[2][0] / res[i].time_s[2][2]);
-    mx = fmax(mx, s);
-  }
+  xs_sweep_summary sum;
+  if (!rc)
+    xs_moe_sweep_summary(res, n, &sum);
   if (!rc) {
-    double dn = (double)n;
     if (json) {
       char *s;
       xs_error err;
@@ -483,9 +476,10 @@ int cmd_sweep(int argc, char **argv) {
                r->time_s[1][1] / r->time_s[2][1], cli_moe_knobs(XS_MOE_INTERLEAVED, &r->chosen, pat, sizeof pat));
       }
       printf("\n  interleaved over fused baseline: geometric mean %.3fx, largest %.3fx\n",
-             exp(lg / dn), mx);
-      printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n", exp(lb / dn));
-      printf("  interleaved / ideal: geometric mean %.3f\n", exp(li / dn));
+             sum.geomean_speedup, sum.max_speedup);
+      printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n",
+             sum.geomean_blocking_speedup);
+      printf("  interleaved / ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
       printf("  (pattern: L1:L2 waves, or split N = N SMs on L2 tiles in every wave;\n"
              "  blocking = the same speedup as the blocking model predicts it;\n"
              "  %s's numbers are leads unless measured)\n",

@@ -69,14 +69,6 @@ static int has_ring_model(const xs_fa_config *c, const xs_profile *prof) {
 }
 
 /* the fastest ring (not the local arm) */
-static const xs_fa_ring *ring_best(const xs_fa_ring *r, size_t n) {
-  const xs_fa_ring *b = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
-      b = &r[i];
-  return b;
-}
-
 static void ring_print(const xs_fa_config *c, const xs_fa_ring *r, size_t n) {
   char t[6][32];
   printf("\n  ring model (%s %s, measured kernel throughput; docs/plan-flashattn.md):\n",
@@ -97,7 +89,7 @@ static void ring_print(const xs_fa_config *c, const xs_fa_ring *r, size_t n) {
            xs_format_time(r[i].breakdown.exposed_s, t[4], 32),
            xs_format_time(r[i].breakdown.imbalance_s, t[5], 32), r[i].breakdown.bound, ch);
   }
-  const xs_fa_ring *b = ring_best(r, n);
+  const xs_fa_ring *b = xs_fa_ring_best(r, n);
   if (b)
     printf("  fastest ring: %s, %s layout, %s (bound: %s)\n", xs_fa_path_name(b->path),
            b->layout < 0 ? "any" : xs_fa_layout_name((xs_fa_layout)b->layout),
@@ -424,8 +416,7 @@ static xs_status fa_plan(void *ctx, size_t i, void *result, xs_error *err) {
 }
 
 static void fa_describe(void *ctx, size_t i, char *buf, size_t size) {
-  const xs_fa_config *c = &((const fa_sweep *)ctx)->configs[i];
-  snprintf(buf, size, "%s, seq %g, CP %g", c->name, c->seq, c->cp);
+  xs_fa_config_describe(&((const fa_sweep *)ctx)->configs[i], buf, size);
 }
 
 int cmd_sweep_flashattn(int argc, char **argv) {
@@ -465,17 +456,9 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     if (xs_fa_rings(&rows[i], prof, rings[i], &nrings[i], &err))
       rc = cli_error("sweep", &err);
   }
-  double lg = 0, ld = 0, lb = 0, li = 0, mx = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
-    const xs_fa_result *r = &res[i];
-    double s = r->time_s[0][0] / r->time_s[2][0];
-    lg += log(s);
-    ld += log(r->time_s[1][0] / r->time_s[2][0]);
-    lb += log(r->time_s[0][1] / r->time_s[2][1]);
-    li += log(r->time_s[2][0] / r->time_s[2][2]);
-    mx = fmax(mx, s);
-  }
-  double dn = (double)n;
+  xs_sweep_summary sum;
+  if (!rc)
+    xs_fa_sweep_summary(res, n, &sum);
   if (!rc && json) {
     char *t;
     xs_error err;
@@ -491,7 +474,7 @@ int cmd_sweep_flashattn(int argc, char **argv) {
            "ring_path,ring_layout,ring_s,ring_bound\n");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      const xs_fa_ring *b = ring_best(rings[i], nrings[i]);
+      const xs_fa_ring *b = xs_fa_ring_best(rings[i], nrings[i]);
       printf("%s,%g,%g,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%u,%u,%u,%s,%s,%.9g,%s\n",
              rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0],
              r->time_s[1][0], r->time_s[2][0], r->time_s[2][2],
@@ -511,7 +494,7 @@ int cmd_sweep_flashattn(int argc, char **argv) {
            "blocking", "ring model: fastest path, layout, time, bound");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      const xs_fa_ring *rbest = ring_best(rings[i], nrings[i]);
+      const xs_fa_ring *rbest = xs_fa_ring_best(rings[i], nrings[i]);
       char rb[96] = "-", tt[32];
       if (rbest)
         snprintf(rb, sizeof rb, "%s, %s, %s, %s", xs_fa_path_name(rbest->path),
@@ -525,10 +508,13 @@ int cmd_sweep_flashattn(int argc, char **argv) {
              xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[0][0] / r->time_s[2][0],
              r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1], rb);
     }
-    printf("\n  piggyback over sequential: geometric mean %.3fx, largest %.3fx\n", exp(lg / dn), mx);
-    printf("  piggyback over the best dedicated split: geometric mean %.3fx\n", exp(ld / dn));
-    printf("  over sequential as blocking predicts it: geometric mean %.3fx\n", exp(lb / dn));
-    printf("  piggyback / ideal: geometric mean %.3f\n", exp(li / dn));
+    printf("\n  piggyback over sequential: geometric mean %.3fx, largest %.3fx\n",
+           sum.geomean_speedup, sum.max_speedup);
+    printf("  piggyback over the best dedicated split: geometric mean %.3fx\n",
+           sum.geomean_speedup_vs_dedicated);
+    printf("  over sequential as blocking predicts it: geometric mean %.3fx\n",
+           sum.geomean_blocking_speedup);
+    printf("  piggyback / ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
     printf("  (%s's numbers are leads unless measured)\n", cli_profile_text(prof));
   }
   free(rings);

@@ -41,12 +41,6 @@ static void help(FILE *f) {
           "                       (a fraction, e.g. 0.25), after printing\n");
 }
 
-static int same_arm(const xs_validate_row *r, void *arm) {
-  return strcmp(r->arm, arm) == 0;
-}
-static int same_source(const xs_validate_row *r, void *src) {
-  return strcmp(r->source, src) == 0;
-}
 
 static void progress(size_t done, void *ctx) {
   (void)ctx;
@@ -109,19 +103,17 @@ int cmd_validate(int argc, char **argv) {
   if (st)
     return cli_error("validate", &err);
   /* arms and sources in order of first appearance */
-  const char *arms[16], *sources[32];
-  size_t narms = 0, nsources = 0;
-  for (size_t i = 0; i < set.nrows; i++) {
-    size_t k;
-    for (k = 0; k < narms && strcmp(arms[k], set.rows[i].arm); k++)
-      ;
-    if (k == narms && narms < 16)
-      arms[narms++] = set.rows[i].arm;
-    for (k = 0; k < nsources && strcmp(sources[k], set.rows[i].source); k++)
-      ;
-    if (k == nsources && nsources < 32)
-      sources[nsources++] = set.rows[i].source;
+  size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
+  size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);
+  const char **arms = malloc((narms + nsources + 1) * sizeof *arms);
+  const char **sources = arms + narms;
+  if (!arms) {
+    xs_validate_free(&set);
+    fprintf(stderr, "xstage validate: out of memory\n");
+    return EXIT_MACHINE;
   }
+  xs_validate_distinct(&set, 0, arms, narms);
+  xs_validate_distinct(&set, 1, sources, nsources);
   double mx, med = xs_validate_median(&set, NULL, NULL, NULL, &mx);
   int rc = EXIT_OK;
   if (json) {
@@ -166,13 +158,13 @@ int cmd_validate(int argc, char **argv) {
            100 * mx, set.nrows);
     for (size_t k = 0; k < narms; k++) {
       size_t n;
-      double m2, m = xs_validate_median(&set, same_arm, (void *)arms[k], &n, &m2);
+      double m2, m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, &m2);
       printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k],
              100 * m, 100 * m2, n);
     }
     for (size_t k = 0; k < nsources; k++) {
       size_t n;
-      double m2, m = xs_validate_median(&set, same_source, (void *)sources[k], &n, &m2);
+      double m2, m = xs_validate_median(&set, xs_validate_same_source, (void *)sources[k], &n, &m2);
       printf("    source %-15s median %5.1f%%, largest %5.1f%% (%zu rows)\n",
              sources[k], 100 * m, 100 * m2, n);
     }
@@ -180,6 +172,7 @@ int cmd_validate(int argc, char **argv) {
     xs_validate_pairs pr;
     if (xs_validate_compare_arms(&set, &pr, &err)) {
       xs_validate_free(&set);
+      free(arms);
       return cli_error("validate", &err);
     }
     if (pr.pairs) {
@@ -213,7 +206,7 @@ int cmd_validate(int argc, char **argv) {
   if (!rc && isfinite(fail_above))
     for (size_t k = 0; k < narms; k++) {
       size_t n;
-      double m = xs_validate_median(&set, same_arm, (void *)arms[k], &n, NULL);
+      double m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, NULL);
       if (m > fail_above) {
         fprintf(stderr, "xstage validate: arm %s: median |error| %.1f%% is above "
                         "--fail-above %.1f%%\n", arms[k], 100 * m, 100 * fail_above);
@@ -221,5 +214,6 @@ int cmd_validate(int argc, char **argv) {
       }
     }
   xs_validate_free(&set);
+  free(arms);
   return rc;
 }

@@ -908,6 +908,15 @@ XS_API xs_status xs_validate_flashattn(const char *text, size_t length,
 XS_API double xs_validate_median(const xs_validate_set *set,
                           int (*keep)(const xs_validate_row *, void *),
                           void *ctx, size_t *n, double *max_abs);
+/* keep functions for xs_validate_median: the row's arm, or its source, is
+ * the string ctx */
+XS_API int xs_validate_same_arm(const xs_validate_row *row, void *arm);
+XS_API int xs_validate_same_source(const xs_validate_row *row, void *source);
+/* The distinct arms (source 0) or sources (source 1) of the rows, in the
+ * order they first appear: the first max of them into names (pointers into
+ * the rows); returns how many there are, which may be more than max. */
+XS_API size_t xs_validate_distinct(const xs_validate_set *set, int source,
+                                   const char **names, size_t max);
 /* Over pairs of rows that measure two arms of one config (same source,
  * GPU, shape, dtypes and tokens): how often the faster is predicted
  * faster, and |predicted ratio / measured ratio - 1| of the two. */
@@ -1053,6 +1062,8 @@ typedef struct xs_fa_ring {
 XS_API xs_status xs_fa_rings(const xs_fa_config *config,
                              const xs_profile *profile, xs_fa_ring *out,
                              size_t *n, xs_error *err);
+/* The fastest ring of rows[0..n) (not the local arm), or NULL. */
+XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
 /* `plan flashattn --json`: xs_fa_plan and the ring model's rows ("ring",
  * null without them). result (may be NULL) receives the plan. */
 XS_API xs_status xs_fa_plan_json(const xs_fa_config *config,
@@ -1094,6 +1105,25 @@ XS_API xs_status xs_fa_sweep_grid(const char *text, size_t length,
                                   const char *filename,
                                   xs_fa_config **configs, size_t *n,
                                   xs_error *err);
+/* What a sweep's plans add up to (geometric means over the n configs):
+ * the planner's choice over sequential (mean and largest), the same as
+ * blocking predicts it, the choice over ideal, and, for attention, the
+ * piggyback schedule over the best dedicated split (NAN for MegaMoE). */
+typedef struct xs_sweep_summary {
+  double geomean_speedup, max_speedup;
+  double geomean_blocking_speedup, geomean_ideal_ratio;
+  double geomean_speedup_vs_dedicated;
+} xs_sweep_summary;
+XS_API void xs_moe_sweep_summary(const xs_moe_result *results, size_t n,
+                                 xs_sweep_summary *out);
+XS_API void xs_fa_sweep_summary(const xs_fa_result *results, size_t n,
+                                xs_sweep_summary *out);
+/* "deepseek-v3, 4096 tokens, EP 8" and "llama3-8b, seq 8192, CP 8": a
+ * config named in a sweep's progress and messages. */
+XS_API void xs_moe_config_describe(const xs_moe_config *config, char *buf,
+                                   size_t size);
+XS_API void xs_fa_config_describe(const xs_fa_config *config, char *buf,
+                                  size_t size);
 /* `sweep megamoe --json` and `sweep flashattn --json` of n configs and
  * their plans (results NULL: each is planned here, in order). */
 XS_API xs_status xs_moe_sweep_json(const xs_profile *profile,

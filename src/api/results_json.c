@@ -278,7 +278,7 @@ xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
 }
 
 /* the fastest ring (not the local arm), or NULL */
-static const xs_fa_ring *ring_best(const xs_fa_ring *r, size_t n) {
+const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *r, size_t n) {
   const xs_fa_ring *b = NULL;
   for (size_t i = 0; i < n; i++)
     if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
@@ -298,7 +298,7 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
     xs_status st = xs_fa_rings(&at, profile, r, &nr, err);
     if (st)
       return st;
-    const xs_fa_ring *b = ring_best(r, nr), *keep = NULL;
+    const xs_fa_ring *b = xs_fa_ring_best(r, nr), *keep = NULL;
     if (!b)
       return xs__fail(err, XS_INVALID, "%s has no attn_flops_per_s.%s%s for the ring "
                       "model", xs_profile_name(profile), config->kernel,
@@ -344,22 +344,14 @@ xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
 
 /* ---- validation against published timings ---- */
 
-static int same_arm(const xs_validate_row *r, void *arm) {
-  return strcmp(r->arm, arm) == 0;
-}
-
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
   /* arms in order of first appearance */
-  const char *arms[16];
-  size_t narms = 0;
-  for (size_t i = 0; i < set->nrows; i++) {
-    size_t k;
-    for (k = 0; k < narms && strcmp(arms[k], set->rows[i].arm); k++)
-      ;
-    if (k == narms && narms < 16)
-      arms[narms++] = set->rows[i].arm;
-  }
+  size_t narms = xs_validate_distinct(set, 0, NULL, 0);
+  const char **arms = malloc((narms + 1) * sizeof *arms);
+  if (!arms)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_validate_distinct(set, 0, arms, narms);
   double mx, med = xs_validate_median(set, NULL, NULL, NULL, &mx);
   json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
   for (size_t i = 0; i < set->nrows; i++) {
@@ -381,10 +373,11 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
   }
   for (size_t k = 0; k < narms; k++) {
     size_t n;
-    double m = xs_validate_median(set, same_arm, (void *)arms[k], &n, NULL);
+    double m = xs_validate_median(set, xs_validate_same_arm, (void *)arms[k], &n, NULL);
     json_object_set_new(byarm, arms[k], json_pack("{s:I,s:f}", "rows",
                                                   (json_int_t)n, "median_abs_error", m));
   }
+  free(arms);
   json_object_set_new(root, "rows", rows);
   json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
       (json_int_t)set->nrows, "median_abs_error", med, "max_abs_error", mx,

@@ -302,13 +302,46 @@ static xs_status moe_check(const void *c, xs_error *err) {
 static xs_status moe_plan(const void *c, const xs_profile *p, void *r, xs_error *err) {
   return xs_moe_plan(c, p, r, err);
 }
-static void moe_describe(const void *p, char *buf, size_t size) {
-  const xs_moe_config *c = p;
+void xs_moe_config_describe(const xs_moe_config *c, char *buf, size_t size) {
   snprintf(buf, size, "%s, %g tokens, EP %g", c->name, c->tokens, c->ep);
 }
-static void fa_describe(const void *p, char *buf, size_t size) {
-  const xs_fa_config *c = p;
+void xs_fa_config_describe(const xs_fa_config *c, char *buf, size_t size) {
   snprintf(buf, size, "%s, seq %g, CP %g", c->name, c->seq, c->cp);
+}
+static void moe_describe(const void *p, char *buf, size_t size) {
+  xs_moe_config_describe(p, buf, size);
+}
+static void fa_describe(const void *p, char *buf, size_t size) {
+  xs_fa_config_describe(p, buf, size);
+}
+
+/* The schedules' indices are those of xs_moe_result and xs_fa_result:
+ * [schedule][model], the choice and ideal as documented there. */
+void xs_moe_sweep_summary(const xs_moe_result *results, size_t n, xs_sweep_summary *out) {
+  double lg = 0, lb = 0, li = 0, mx = 0, dn = (double)n;
+  for (size_t i = 0; i < n; i++) {
+    const xs_moe_result *r = &results[i];
+    double s = r->time_s[1][0] / r->time_s[2][0];
+    lg += log(s);
+    lb += log(r->time_s[1][1] / r->time_s[2][1]);
+    li += log(r->time_s[2][0] / r->time_s[2][2]);
+    mx = fmax(mx, s);
+  }
+  *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), NAN};
+}
+
+void xs_fa_sweep_summary(const xs_fa_result *results, size_t n, xs_sweep_summary *out) {
+  double lg = 0, ld = 0, lb = 0, li = 0, mx = 0, dn = (double)n;
+  for (size_t i = 0; i < n; i++) {
+    const xs_fa_result *r = &results[i];
+    double s = r->time_s[0][0] / r->time_s[2][0];
+    lg += log(s);
+    ld += log(r->time_s[1][0] / r->time_s[2][0]);
+    lb += log(r->time_s[0][1] / r->time_s[2][1]);
+    li += log(r->time_s[2][0] / r->time_s[2][2]);
+    mx = fmax(mx, s);
+  }
+  *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), exp(ld / dn)};
 }
 static xs_status fa_check(const void *c, xs_error *err) {
   return xs_fa_config_check(c, err);
@@ -333,15 +366,8 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
     }
     results = own;
   }
-  double lg = 0, lb = 0, li = 0, mx = 0, dn = (double)n;
-  for (size_t i = 0; i < n; i++) {
-    const xs_moe_result *r = &results[i];
-    double s = r->time_s[1][0] / r->time_s[2][0];
-    lg += log(s);
-    lb += log(r->time_s[1][1] / r->time_s[2][1]);
-    li += log(r->time_s[2][0] / r->time_s[2][2]);
-    mx = fmax(mx, s);
-  }
+  xs_sweep_summary sum;
+  xs_moe_sweep_summary(results, n, &sum);
   json_t *root = json_object(), *cs = json_array();
   json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
   for (size_t i = 0; i < n; i++) {
@@ -358,8 +384,9 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
   }
   json_object_set_new(root, "configs", cs);
   json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}",
-      "configs", (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
-      "geomean_blocking_speedup", exp(lb / dn), "geomean_ideal_ratio", exp(li / dn)));
+      "configs", (json_int_t)n, "geomean_speedup", sum.geomean_speedup, "max_speedup",
+      sum.max_speedup, "geomean_blocking_speedup", sum.geomean_blocking_speedup,
+      "geomean_ideal_ratio", sum.geomean_ideal_ratio));
   free(own);
   return xs__api_dump(root, 12, out, err);
 }
@@ -390,15 +417,8 @@ xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
     free(nrings);
     return st;
   }
-  double lg = 0, ld = 0, lb = 0, mx = 0, dn = (double)n;
-  for (size_t i = 0; i < n; i++) {
-    const xs_fa_result *r = &results[i];
-    double s = r->time_s[0][0] / r->time_s[2][0];
-    lg += log(s);
-    ld += log(r->time_s[1][0] / r->time_s[2][0]);
-    lb += log(r->time_s[0][1] / r->time_s[2][1]);
-    mx = fmax(mx, s);
-  }
+  xs_sweep_summary sum;
+  xs_fa_sweep_summary(results, n, &sum);
   json_t *root = json_object(), *cs = json_array();
   json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
   for (size_t i = 0; i < n; i++) {
@@ -416,9 +436,9 @@ xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
   }
   json_object_set_new(root, "configs", cs);
   json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}", "configs",
-      (json_int_t)n, "geomean_speedup", exp(lg / dn), "max_speedup", mx,
-      "geomean_speedup_vs_dedicated", exp(ld / dn), "geomean_blocking_speedup",
-      exp(lb / dn)));
+      (json_int_t)n, "geomean_speedup", sum.geomean_speedup, "max_speedup", sum.max_speedup,
+      "geomean_speedup_vs_dedicated", sum.geomean_speedup_vs_dedicated,
+      "geomean_blocking_speedup", sum.geomean_blocking_speedup));
   free(own);
   free(rings);
   free(nrings);
