@@ -158,12 +158,16 @@ static void test_sweeps(void **s) {
   assert_int_equal(xs_fa_sweep_json(prof, fc, n, NULL, &doc, &err), XS_OK);
   xs_free(fc);
   same_document("sweep flashattn --profile h200-nvlink --json", doc);
-  /* a grid's errors name the file and the entry */
+  /* a grid's errors name the file, the line and column, and the entry */
   const char *bad = "{\"presets\": [\"glm\", \"nope\"]}";
   assert_int_equal(xs_moe_sweep_grid(bad, strlen(bad), "g.json", &mc, &n, &err),
                    XS_INVALID);
   assert_null(mc);
-  assert_non_null(strstr(err.message, "g.json: presets[1]: not a preset name"));
+  assert_string_equal(err.message, "g.json:1:21: presets[1]: not a preset name");
+  const char *badfa = "{\"cp\": [8],\n \"causal\": [true, 1]}";
+  assert_int_equal(xs_fa_sweep_grid(badfa, strlen(badfa), "f.json", &fc, &n, &err),
+                   XS_INVALID);
+  assert_string_equal(err.message, "f.json:2:19: causal[1]: expected true or false");
   const char *broken = "{\"seq\": [4096,]}";
   assert_int_equal(xs_fa_sweep_grid(broken, strlen(broken), "g.json", &fc, &n, &err),
                    XS_PARSE);

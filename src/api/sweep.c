@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,31 @@
 #define MOE_TILES 1e8
 /* an attention grid's plans: about 1.2 ms per rank here */
 #define FA_RANKS 32768.0
+
+/* The grid's text, for messages that point into it */
+typedef struct {
+  const char *path, *text;
+  size_t length;
+} grid_src;
+
+/* Fail at key (and key[index] when index >= 0) of the grid's root object:
+ * "grid.json:LINE:COL: key[index]: message" */
+static xs_status grid_fail(const grid_src *g, const char *key, long index, xs_error *err,
+                           const char *fmt, ...) XS__PRINTF(5, 6);
+static xs_status grid_fail(const grid_src *g, const char *key, long index, xs_error *err,
+                           const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  xs__jpath jp;
+  memset(&jp, 0, sizeof jp);
+  xs__jpath_key(&jp, key);
+  if (index >= 0)
+    xs__jpath_index(&jp, (size_t)index);
+  return xs__json_fail(err, XS_INVALID, g->path, g->text, g->length, &jp, "%s", msg);
+}
 
 /* Parse a grid's text: NULL with *st XS_OK for no text, else the root
  * object, or NULL with *st set after saying what was wrong. */
@@ -45,6 +72,7 @@ static json_t *grid_root(const char *text, size_t length, const char *file,
 xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filename,
                             xs_moe_config **configs, size_t *n, xs_error *err) {
   const char *path = filename ? filename : "grid";
+  const grid_src g = {path, text, length};
   *configs = NULL;
   *n = 0;
   xs_status st;
@@ -63,14 +91,12 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
     json_t *v;
     json_object_foreach(root, key, v) {
       if (strcmp(key, "presets") && strcmp(key, "tokens") && strcmp(key, "ep")) {
-        st = xs__fail(err, XS_INVALID, "%s: unknown key \"%s\" (presets, tokens, ep)",
-                      path, key);
+        st = grid_fail(&g, key, -1, err, "unknown key \"%s\" (presets, tokens, ep)", key);
         goto done;
       }
       if (!json_is_array(v) || json_array_size(v) == 0 ||
           json_array_size(v) > MOE_LIST) {
-        st = xs__fail(err, XS_INVALID, "%s: \"%s\" must be an array of 1 to %d values",
-                      path, key, MOE_LIST);
+        st = grid_fail(&g, key, -1, err, "expected an array of 1 to %d values", MOE_LIST);
         goto done;
       }
     }
@@ -82,7 +108,7 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
     json_array_foreach(a, i, v) {
       xs_moe_config c;
       if (!json_is_string(v) || xs_moe_preset(json_string_value(v), &c)) {
-        st = xs__fail(err, XS_INVALID, "%s: presets[%zu]: not a preset name", path, i);
+        st = grid_fail(&g, "presets", (long)i, err, "not a preset name");
         goto done;
       }
       pre[np++] = json_string_value(v);
@@ -102,8 +128,7 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
       json_array_foreach(a, i, v) {
         double x = json_number_value(v);
         if (!json_is_number(v) || !(x >= 1) || x != floor(x)) {
-          st = xs__fail(err, XS_INVALID, "%s: %s[%zu]: expected a whole number >= 1",
-                        path, nkeys[k], i);
+          st = grid_fail(&g, nkeys[k], (long)i, err, "expected a whole number >= 1");
           goto done;
         }
         dst[(*cnt)++] = x;
@@ -161,14 +186,13 @@ done:
 }
 
 /* a grid list of numbers (its size checked already) */
-static xs_status grid_numbers(const char *path, const char *key, const char *what,
+static xs_status grid_numbers(const grid_src *g, const char *key, const char *what,
                               json_t *a, double *out, size_t *n, xs_error *err) {
   size_t i;
   json_t *v;
   json_array_foreach(a, i, v) {
     if (!json_is_number(v))
-      return xs__fail(err, XS_INVALID, "%s: %s[%zu]: expected a number of %s", path,
-                      key, i, what);
+      return grid_fail(g, key, (long)i, err, "expected a number of %s", what);
     out[(*n)++] = json_number_value(v);
   }
   return XS_OK;
@@ -177,6 +201,7 @@ static xs_status grid_numbers(const char *path, const char *key, const char *wha
 xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename,
                            xs_fa_config **configs, size_t *n, xs_error *err) {
   const char *path = filename ? filename : "grid";
+  const grid_src g = {path, text, length};
   *configs = NULL;
   *n = 0;
   const char *pre[8];
@@ -195,8 +220,8 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
       size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
                  : !strcmp(k, "causal") ? 2 : 0;
       if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
-        st = xs__fail(err, XS_INVALID, "%s: \"%s\": expected presets, seq, cp or causal, "
-                      "each a short non-empty array", path, k);
+        st = grid_fail(&g, k, -1, err, "expected presets, seq, cp or causal, each a "
+                       "short non-empty array");
         goto done;
       }
     }
@@ -205,7 +230,7 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
     json_array_foreach(a, i, v) {
       xs_fa_config c;
       if (!json_is_string(v) || xs_fa_preset(json_string_value(v), &c)) {
-        st = xs__fail(err, XS_INVALID, "%s: presets[%zu]: not a preset name", path, i);
+        st = grid_fail(&g, "presets", (long)i, err, "not a preset name");
         goto done;
       }
       pre[np++] = json_string_value(v);
@@ -215,14 +240,14 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
       pre[np++] = xs_fa_preset_name(i);
   }
   if (root && (a = json_object_get(root, "seq"))) {
-    if ((st = grid_numbers(path, "seq", "tokens", a, seqs, &ns, err)))
+    if ((st = grid_numbers(&g, "seq", "tokens", a, seqs, &ns, err)))
       goto done;
   } else {
     for (double s = 4096; s <= 65536; s *= 2)
       seqs[ns++] = s;
   }
   if (root && (a = json_object_get(root, "cp"))) {
-    if ((st = grid_numbers(path, "cp", "ranks", a, cps, &nc, err)))
+    if ((st = grid_numbers(&g, "cp", "ranks", a, cps, &nc, err)))
       goto done;
   } else {
     cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
@@ -230,7 +255,7 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   if (root && (a = json_object_get(root, "causal"))) {
     json_array_foreach(a, i, v) {
       if (!json_is_boolean(v)) {
-        st = xs__fail(err, XS_INVALID, "%s: causal[%zu]: expected true or false", path, i);
+        st = grid_fail(&g, "causal", (long)i, err, "expected true or false");
         goto done;
       }
       cz[nz++] = json_is_true(v);
