@@ -4,12 +4,11 @@
  * the JSON documents of their --json output, shared by the command and
  * the bindings.
  */
-#include "internal.h"
+#include "formats/jsonutil.h"
 #include "api/api.h"
 
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,47 +21,26 @@
 /* an attention grid's plans: about 1.2 ms per rank here */
 #define FA_RANKS 32768.0
 
-/* The grid's text, for messages that point into it */
-typedef struct {
-  const char *path, *text;
-  size_t length;
-} grid_src;
-
-/* Fail at key (and key[index] when index >= 0) of the grid's root object:
- * "grid.json:LINE:COL: key[index]: message" */
-static xs_status grid_fail(const grid_src *g, const char *key, long index, xs_error *err,
-                           const char *fmt, ...) XS__PRINTF(5, 6);
-static xs_status grid_fail(const grid_src *g, const char *key, long index, xs_error *err,
-                           const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  xs__jpath jp;
-  memset(&jp, 0, sizeof jp);
-  xs__jpath_key(&jp, key);
+/* Point the grid's messages at key, and key[index] when index >= 0, of
+ * its root object, for xs__jfail: "grid.json:LINE:COL: key[index]: ..." */
+static xs__jdoc *grid_at(xs__jdoc *g, const char *key, long index) {
+  g->path.depth = 0;
+  xs__jpath_key(&g->path, key);
   if (index >= 0)
-    xs__jpath_index(&jp, (size_t)index);
-  return xs__json_fail(err, XS_INVALID, g->path, g->text, g->length, &jp, "%s", msg);
+    xs__jpath_index(&g->path, (size_t)index);
+  return g;
 }
 
 /* Parse a grid's text: NULL with *st XS_OK for no text, else the root
  * object, or NULL with *st set after saying what was wrong. */
-static json_t *grid_root(const char *text, size_t length, const char *file,
-                         const char *what, xs_status *st, xs_error *err) {
+static json_t *grid_root(xs__jdoc *g, const char *what, xs_status *st) {
+  json_t *root = NULL;
   *st = XS_OK;
-  if (!text)
+  if (!g->text || (*st = xs__jparse(g, &root)))
     return NULL;
-  json_error_t je;
-  json_t *root = json_loadb(text, length, JSON_REJECT_DUPLICATES, &je);
-  if (!root) {
-    *st = xs__fail(err, XS_PARSE, "%s:%d:%d: %s", file, je.line, je.column, je.text);
-    return NULL;
-  }
   if (!json_is_object(root)) {
-    *st = xs__fail(err, XS_INVALID, "%s: a grid is an object of %s, not %s", file, what,
-                   json_is_array(root) ? "an array" : "a single value");
+    *st = xs__fail(g->err, XS_INVALID, "%s: a grid is an object of %s, not %s", g->filename,
+                   what, json_is_array(root) ? "an array" : "a single value");
     json_decref(root);
     return NULL;
   }
@@ -72,11 +50,11 @@ static json_t *grid_root(const char *text, size_t length, const char *file,
 xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filename,
                             xs_moe_config **configs, size_t *n, xs_error *err) {
   const char *path = filename ? filename : "grid";
-  const grid_src g = {path, text, length};
+  xs__jdoc g = {path, text, length, {0}, err};
   *configs = NULL;
   *n = 0;
   xs_status st;
-  json_t *root = grid_root(text, length, path, "presets, tokens and ep", &st, err);
+  json_t *root = grid_root(&g, "presets, tokens and ep", &st);
   if (st)
     return st;
   const char **pre = malloc(MOE_LIST * sizeof *pre);
@@ -91,12 +69,12 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
     json_t *v;
     json_object_foreach(root, key, v) {
       if (strcmp(key, "presets") && strcmp(key, "tokens") && strcmp(key, "ep")) {
-        st = grid_fail(&g, key, -1, err, "unknown key \"%s\" (presets, tokens, ep)", key);
+        st = xs__jfail(grid_at(&g, key, -1), "unknown key \"%s\" (presets, tokens, ep)", key);
         goto done;
       }
       if (!json_is_array(v) || json_array_size(v) == 0 ||
           json_array_size(v) > MOE_LIST) {
-        st = grid_fail(&g, key, -1, err, "expected an array of 1 to %d values", MOE_LIST);
+        st = xs__jfail(grid_at(&g, key, -1), "expected an array of 1 to %d values", MOE_LIST);
         goto done;
       }
     }
@@ -108,7 +86,7 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
     json_array_foreach(a, i, v) {
       xs_moe_config c;
       if (!json_is_string(v) || xs_moe_preset(json_string_value(v), &c)) {
-        st = grid_fail(&g, "presets", (long)i, err, "not a preset name");
+        st = xs__jfail(grid_at(&g, "presets", (long)i), "not a preset name");
         goto done;
       }
       pre[np++] = json_string_value(v);
@@ -128,7 +106,7 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
       json_array_foreach(a, i, v) {
         double x = json_number_value(v);
         if (!json_is_number(v) || !(x >= 1) || x != floor(x)) {
-          st = grid_fail(&g, nkeys[k], (long)i, err, "expected a whole number >= 1");
+          st = xs__jfail(grid_at(&g, nkeys[k], (long)i), "expected a whole number >= 1");
           goto done;
         }
         dst[(*cnt)++] = x;
@@ -186,13 +164,13 @@ done:
 }
 
 /* a grid list of numbers (its size checked already) */
-static xs_status grid_numbers(const grid_src *g, const char *key, const char *what,
-                              json_t *a, double *out, size_t *n, xs_error *err) {
+static xs_status grid_numbers(xs__jdoc *g, const char *key, const char *what,
+                              json_t *a, double *out, size_t *n) {
   size_t i;
   json_t *v;
   json_array_foreach(a, i, v) {
     if (!json_is_number(v))
-      return grid_fail(g, key, (long)i, err, "expected a number of %s", what);
+      return xs__jfail(grid_at(g, key, (long)i), "expected a number of %s", what);
     out[(*n)++] = json_number_value(v);
   }
   return XS_OK;
@@ -201,7 +179,7 @@ static xs_status grid_numbers(const grid_src *g, const char *key, const char *wh
 xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename,
                            xs_fa_config **configs, size_t *n, xs_error *err) {
   const char *path = filename ? filename : "grid";
-  const grid_src g = {path, text, length};
+  xs__jdoc g = {path, text, length, {0}, err};
   *configs = NULL;
   *n = 0;
   const char *pre[8];
@@ -209,7 +187,7 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   int cz[2];
   size_t np = 0, ns = 0, nc = 0, nz = 0;
   xs_status st;
-  json_t *root = grid_root(text, length, path, "presets, seq, cp and causal", &st, err);
+  json_t *root = grid_root(&g, "presets, seq, cp and causal", &st);
   if (st)
     return st;
   json_t *a, *v;
@@ -220,7 +198,7 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
       size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
                  : !strcmp(k, "causal") ? 2 : 0;
       if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
-        st = grid_fail(&g, k, -1, err, "expected presets, seq, cp or causal, each a "
+        st = xs__jfail(grid_at(&g, k, -1), "expected presets, seq, cp or causal, each a "
                        "short non-empty array");
         goto done;
       }
@@ -230,7 +208,7 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
     json_array_foreach(a, i, v) {
       xs_fa_config c;
       if (!json_is_string(v) || xs_fa_preset(json_string_value(v), &c)) {
-        st = grid_fail(&g, "presets", (long)i, err, "not a preset name");
+        st = xs__jfail(grid_at(&g, "presets", (long)i), "not a preset name");
         goto done;
       }
       pre[np++] = json_string_value(v);
@@ -240,14 +218,14 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
       pre[np++] = xs_fa_preset_name(i);
   }
   if (root && (a = json_object_get(root, "seq"))) {
-    if ((st = grid_numbers(&g, "seq", "tokens", a, seqs, &ns, err)))
+    if ((st = grid_numbers(&g, "seq", "tokens", a, seqs, &ns)))
       goto done;
   } else {
     for (double s = 4096; s <= 65536; s *= 2)
       seqs[ns++] = s;
   }
   if (root && (a = json_object_get(root, "cp"))) {
-    if ((st = grid_numbers(&g, "cp", "ranks", a, cps, &nc, err)))
+    if ((st = grid_numbers(&g, "cp", "ranks", a, cps, &nc)))
       goto done;
   } else {
     cps[nc++] = 2, cps[nc++] = 4, cps[nc++] = 8;
@@ -255,7 +233,7 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   if (root && (a = json_object_get(root, "causal"))) {
     json_array_foreach(a, i, v) {
       if (!json_is_boolean(v)) {
-        st = grid_fail(&g, "causal", (long)i, err, "expected true or false");
+        st = xs__jfail(grid_at(&g, "causal", (long)i), "expected true or false");
         goto done;
       }
       cz[nz++] = json_is_true(v);

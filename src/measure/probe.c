@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include "backend.h"
-#include "cuda_probe.h"
 
 #include <errno.h>
 #include <sched.h>
