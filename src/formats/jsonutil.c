@@ -132,6 +132,16 @@ xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
   return XS_OK;
 }
 
+xs_status xs__jstrcpy(xs__jdoc *d, json_t *obj, const char *key, char *buf,
+                      size_t size) {
+  const char *s = NULL;
+  int have;
+  xs_status st = xs__jstring(d, obj, key, &s, &have);
+  if (!st && have)
+    snprintf(buf, size, "%s", s);
+  return st;
+}
+
 xs_status xs__jbool(xs__jdoc *d, json_t *obj, const char *key, int *value) {
   json_t *v = json_object_get(obj, key);
   if (!v)

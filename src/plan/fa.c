@@ -117,19 +117,10 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
     st = xs__jfail(&d, "unknown preset \"%s\" (llama3-8b, llama3-70b, mha)", pre);
     goto done;
   }
-  if ((st = xs__jstring(&d, root, "name", &s, &have)))
-    goto done;
-  if (have)
-    snprintf(c.name, sizeof c.name, "%s", s);
-  if ((st = xs__jstring(&d, root, "dtype", &s, &have)))
-    goto done;
-  if (have)
-    snprintf(c.dtype, sizeof c.dtype, "%s", s);
-  if ((st = xs__jstring(&d, root, "kernel", &s, &have)))
-    goto done;
-  if (have)
-    snprintf(c.kernel, sizeof c.kernel, "%.7s", s);
-  if ((st = xs__jstring(&d, root, "layout", &s, &have)))
+  if ((st = xs__jstrcpy(&d, root, "name", c.name, sizeof c.name)) ||
+      (st = xs__jstrcpy(&d, root, "dtype", c.dtype, sizeof c.dtype)) ||
+      (st = xs__jstrcpy(&d, root, "kernel", c.kernel, sizeof c.kernel)) ||
+      (st = xs__jstring(&d, root, "layout", &s, &have)))
     goto done;
   if (have && (c.layout = xs_fa_layout_from_name(s)) < 0) {
     xs__jpath_key(&d.path, "layout");

@@ -143,14 +143,9 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
                    pre);
     goto done;
   }
-  if ((st = xs__jstring(&d, root, "name", &s, &have)))
+  if ((st = xs__jstrcpy(&d, root, "name", c.name, sizeof c.name)) ||
+      (st = xs__jstrcpy(&d, root, "dtype", c.dtype, sizeof c.dtype)))
     goto done;
-  if (have)
-    snprintf(c.name, sizeof c.name, "%s", s);
-  if ((st = xs__jstring(&d, root, "dtype", &s, &have)))
-    goto done;
-  if (have)
-    snprintf(c.dtype, sizeof c.dtype, "%s", s);
   const xs__jfield nums[] = {{"tokens", &c.tokens},
               {"hidden", &c.hidden},
               {"intermediate", &c.intermediate},
