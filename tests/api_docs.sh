@@ -11,30 +11,7 @@ if [ ! -r "$H" ] || [ ! -r "$D" ]; then
   echo "usage: api_docs.sh SRCDIR" >&2
   exit 2
 fi
-# comments out, preprocessor lines out, then one statement a line (split
-# at ";", "{" and "}"): the name is the identifier before the first '(' of
-# a statement that starts with XS_API
-names=$(awk '
-  {
-    line = $0; out = ""
-    while (line != "") {
-      if (incomment) {
-        i = index(line, "*/")
-        if (!i) { line = ""; break }
-        line = substr(line, i + 2); incomment = 0
-      } else {
-        i = index(line, "/*")
-        if (!i) { out = out line; line = "" }
-        else { out = out substr(line, 1, i - 1); line = substr(line, i + 2); incomment = 1 }
-      }
-    }
-    # preprocessor lines, with their continuations
-    if (cont || out ~ /^[ \t]*#/) { cont = (out ~ /\\[ \t]*$/); next }
-    print out
-  }' "$H" "$M" |
-  tr '\n' ' ' | tr ';{}' '\n\n\n' |
-  sed -n 's/^[[:space:]]*XS_API[[:space:]]\([^(]*\)(.*/\1/p' |
-  sed 's/.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*$/\1/')
+names=$(sh "$(dirname "$0")/api_names.sh" "$H" "$M")
 count=$(echo "$names" | grep -c .)
 if [ "$count" -lt 100 ]; then
   echo "api_docs: found only $count XS_API functions in $H; the extraction is broken"

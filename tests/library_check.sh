@@ -9,7 +9,8 @@ lib=$1 header=$2 kind=${3:-core}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort -u >"$tmp/exported"
-sed -n 's/^XS_API[^(]*[ *]\(xs_[A-Za-z0-9_]*\)(.*/\1/p' "$header" | sort -u >"$tmp/declared"
+sh "$(dirname "$0")/api_names.sh" "$header" | sort -u >"$tmp/declared"
+[ -s "$tmp/declared" ] || { echo "library_check: no XS_API functions read from $header"; exit 1; }
 status=0
 if grep -v '^xs_' "$tmp/exported" >"$tmp/other"; then
     echo "library_check: $lib exports symbols outside xs_:"; cat "$tmp/other"; status=1
