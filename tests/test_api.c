@@ -16,28 +16,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testio.h"
 #include "xstage.h"
 
 /* "xstage ARGS" run from the source tree; its standard output, malloc'd */
 static char *run(const char *args) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s", XSTAGE_SRC, XSTAGE_BIN, args);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
-  size_t cap = 1 << 16, n = 0, got;
-  char *buf = malloc(cap);
-  assert_non_null(buf);
-  while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (n + 1 == cap) {
-      buf = realloc(buf, cap *= 2);
-      assert_non_null(buf);
-    }
-  }
-  buf[n] = '\0';
-  int st = pclose(f);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  return buf;
+  char *out;
+  assert_int_equal(xs_test_cli(args, &out, NULL, 0), 0);
+  assert_non_null(out);
+  return out;
 }
 
 /* the command's output is the document and a newline */
@@ -56,16 +43,8 @@ static void same_document(const char *args, char *doc) {
 static char *read_text(const char *rel, size_t *len) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", XSTAGE_SRC, rel);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)size + 1);
+  char *text = xs_test_read_file(path, len);
   assert_non_null(text);
-  *len = fread(text, 1, (size_t)size, f);
-  text[*len] = '\0';
-  fclose(f);
   return text;
 }
 

@@ -21,29 +21,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testio.h"
 #include "xstage_measure.h"
 
 static char out_buf[1 << 22], err_buf[1 << 16];
 
-/* Run "xstage ARGS" through the shell; stdout and stderr captured. */
+/* Run "xstage ARGS" through the shell; stdout (its first 4 MiB) and stderr
+ * captured. */
 static int run(const char *args) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>/tmp/xstage-test-err.$PPID",
-           XSTAGE_SRC, XSTAGE_BIN, args);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
-  size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
-  out_buf[n] = '\0';
-  int st = pclose(f);
-  char ep[64];
-  snprintf(ep, sizeof ep, "/tmp/xstage-test-err.%d", (int)getpid());
-  FILE *e = fopen(ep, "r");
-  n = e ? fread(err_buf, 1, sizeof err_buf - 1, e) : 0;
-  err_buf[n] = '\0';
-  if (e)
-    fclose(e);
-  remove(ep);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  char *out;
+  int rc = xs_test_cli(args, &out, err_buf, sizeof err_buf);
+  assert_non_null(out);
+  snprintf(out_buf, sizeof out_buf, "%s", out);
+  free(out);
+  return rc;
 }
 
 static void expect_rc(const char *args, int rc, const char *in_stderr) {

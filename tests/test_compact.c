@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testio.h"
 #include "xstage.h"
 
 /* A producer, two counted SMs that each post two tiles (a nested repeat of
@@ -270,22 +271,12 @@ static char out_buf[1 << 20], err_buf[1 << 16];
 
 /* "xstage ARGS" from the source folder; stdout and stderr captured */
 static int run(const char *args) {
-  char cmd[4096], ep[64];
-  snprintf(ep, sizeof ep, "/tmp/xstage-compact-err.%d", (int)getpid());
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>%s", XSTAGE_SRC, XSTAGE_BIN,
-           args, ep);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
-  size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
-  out_buf[n] = '\0';
-  int st = pclose(f);
-  FILE *e = fopen(ep, "r");
-  n = e ? fread(err_buf, 1, sizeof err_buf - 1, e) : 0;
-  err_buf[n] = '\0';
-  if (e)
-    fclose(e);
-  remove(ep);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  char *out;
+  int rc = xs_test_cli(args, &out, err_buf, sizeof err_buf);
+  assert_non_null(out);
+  snprintf(out_buf, sizeof out_buf, "%s", out);
+  free(out);
+  return rc;
 }
 
 static void test_example_predict(void **s) {

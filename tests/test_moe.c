@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "testio.h"
 
 #include <jansson.h>
 
@@ -334,16 +335,8 @@ static void test_profile_sources(void **st) {
 /* validation: a prediction never reads the measured column, and bad rows
  * name the file, line and column */
 static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *t = malloc((size_t)n + 1);
-  assert_true(fread(t, 1, (size_t)n, f) == (size_t)n);
-  fclose(f);
-  t[n] = 0;
-  *len = (size_t)n;
+  char *t = xs_test_read_file(path, len);
+  assert_non_null(t);
   return t;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testio.h"
 #include "internal.h"
 
 static xs_profile *load(const char *name) {
@@ -155,19 +156,6 @@ static void test_bad_table_options(void **st) {
   xs_profile_free(prof);
 }
 
-static char *slurp(FILE *f) {
-  size_t cap = 1 << 16, n = 0;
-  char *s = malloc(cap);
-  size_t k;
-  while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-    n += k;
-    if (n + 1 == cap)
-      s = realloc(s, cap *= 2);
-  }
-  s[n] = 0;
-  return s;
-}
-
 /* The header from `xstage plan --emit-header`, compiled with warnings as
  * errors into a program that prints its lookups; they must equal the
  * --json table of the same command at every grid point. */
@@ -183,7 +171,7 @@ static void test_header_agrees_with_plan(void **st) {
            XSTAGE_BIN, dir);
   FILE *f = popen(cmd, "r");
   assert_non_null(f);
-  char *text = slurp(f);
+  char *text = xs_test_read_stream(f, NULL);
   assert_int_equal(pclose(f), 0);
   json_error_t je;
   json_t *doc = json_loads(text, 0, &je);
