@@ -29,12 +29,7 @@ static char out_buf[1 << 22], err_buf[1 << 16];
 /* Run "xstage ARGS" through the shell; stdout (its first 4 MiB) and stderr
  * captured. */
 static int run(const char *args) {
-  char *out;
-  int rc = xs_test_cli(args, &out, err_buf, sizeof err_buf);
-  assert_non_null(out);
-  snprintf(out_buf, sizeof out_buf, "%s", out);
-  free(out);
-  return rc;
+  return xs_test_cli_buf(args, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
 }
 
 static void expect_rc(const char *args, int rc, const char *in_stderr) {

@@ -271,12 +271,7 @@ static char out_buf[1 << 20], err_buf[1 << 16];
 
 /* "xstage ARGS" from the source folder; stdout and stderr captured */
 static int run(const char *args) {
-  char *out;
-  int rc = xs_test_cli(args, &out, err_buf, sizeof err_buf);
-  assert_non_null(out);
-  snprintf(out_buf, sizeof out_buf, "%s", out);
-  free(out);
-  return rc;
+  return xs_test_cli_buf(args, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
 }
 
 static void test_example_predict(void **s) {

@@ -66,6 +66,19 @@ static inline int xs_test_cli(const char *args, char **out, char *err, size_t er
   }
   return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+/* The same with standard output's first out_size - 1 bytes in out; -1
+ * also when the output could not be read. */
+static inline int xs_test_cli_buf(const char *args, char *out, size_t out_size, char *err,
+                                  size_t err_size) {
+  char *o;
+  int rc = xs_test_cli(args, &o, err, err_size);
+  snprintf(out, out_size, "%s", o ? o : "");
+  if (!o)
+    return -1;
+  free(o);
+  return rc;
+}
 #endif
 
 #endif
