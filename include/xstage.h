@@ -1086,6 +1086,13 @@ XS_API xs_status xs_fa_table(const xs_fa_config *config,
                              const xs_profile *profile, const double *seq,
                              size_t n, double tolerance, xs_fa_table_row *rows,
                              size_t *changes, xs_error *err);
+/* `plan flashattn --seq-grid ... --emit-header`: those rows as a C header
+ * of {lo, seq, path, layout, forward_sms, spread, predicted_us} rows and
+ * PREFIX_lookup(seq), needing no xstage; prefix an xs_c_identifier. NULL
+ * for another prefix or when out of memory; free() the result. */
+XS_API char *xs_fa_table_header(const xs_fa_config *config, const xs_profile *profile,
+                                const xs_fa_table_row *rows, size_t n,
+                                double tolerance, const char *prefix);
 /* `plan flashattn --seq-grid ... --json` of those rows. */
 XS_API xs_status xs_fa_table_json(const xs_fa_config *config,
                                   const xs_profile *profile,

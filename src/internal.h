@@ -273,6 +273,13 @@ void xs__sb_put(xs__sbuf *b, const char *text, size_t n);
 /* text with XML's special characters escaped and control bytes dropped */
 void xs__sb_escaped(xs__sbuf *b, const char *text);
 
+/* Generated C headers (knob and ring tables): prefix in capitals into up
+ * (size at least 65, the prefix an xs_c_identifier), and the binary search
+ * over the table's lo column that every such header ends with. */
+void xs__c_upper(const char *prefix, char *up);
+void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
+                  const char *up, const char *arg);
+
 /* The index of name in names[0..n), or -1 */
 int xs__name_index(const char *const *names, size_t n, const char *name);
 
