@@ -83,12 +83,19 @@ static const xs__backend *find(const char *name) {
   return NULL;
 }
 
-static void unknown(const char *name, char *why, size_t size) {
-  size_t at = (size_t)snprintf(why, size, "no backend \"%s\" (", name ? name : "(null)");
+/* The table's names, or only those that replay, ", " between them */
+static void list_names(char *buf, size_t size, int replaying) {
+  size_t at = 0;
+  buf[0] = '\0';
   for (size_t i = 0; i < NBACKENDS && at < size; i++)
-    at += (size_t)snprintf(why + at, size - at, "%s%s", i ? ", " : "", table[i].name);
-  if (at < size)
-    snprintf(why + at, size - at, ")");
+    if (!replaying || table[i].replay)
+      at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", table[i].name);
+}
+
+static void unknown(const char *name, char *why, size_t size) {
+  char names[256];
+  list_names(names, sizeof names, 0);
+  snprintf(why, size, "no backend \"%s\" (%s)", name ? name : "(null)", names);
 }
 
 int xs_backend_replays(const char *name) {
@@ -124,10 +131,7 @@ static xs_status replayer(const char *backend, const xs__backend **b, xs_error *
     return xs__fail(err, XS_NOTBUILT, "%s", why);
   }
   if (!(*b)->replay) {
-    size_t at = 0;
-    for (size_t i = 0; i < NBACKENDS; i++)
-      if (table[i].replay)
-        at += (size_t)snprintf(why + at, sizeof why - at, "%s%s", at ? ", " : "", table[i].name);
+    list_names(why, sizeof why, 1);
     return xs__fail(err, XS_INVALID, "replay runs on %s (\"%s\" is a probe only)", why, backend);
   }
   return XS_OK;
