@@ -28,8 +28,10 @@ done
 
 # pkg-config, shared and static
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-[ "$(pkg-config --modversion xstage)" = "$(sed -n 's/^#define XSTAGE_VERSION_MAJOR //p' "$src/include/xstage.h").$(sed -n 's/^#define XSTAGE_VERSION_MINOR //p' "$src/include/xstage.h").$(sed -n 's/^#define XSTAGE_VERSION_PATCH //p' "$src/include/xstage.h")" ] ||
-    { say "pkg-config --modversion xstage disagrees with xstage.h"; exit 1; }
+want=$(awk '/^#define XSTAGE_VERSION_(MAJOR|MINOR|PATCH) / { v = v sep $3; sep = "." }
+           END { print v }' "$src/include/xstage.h")
+[ "$(pkg-config --modversion xstage)" = "$want" ] ||
+    { say "pkg-config --modversion xstage disagrees with xstage.h ($want)"; exit 1; }
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror "$src/tests/consumer/use.c" -o "$tmp/use_pc" \
     $(pkg-config --cflags --libs xstage) -Wl,-rpath,"$libdir"
