@@ -251,14 +251,18 @@ typedef enum {
   XS_OP_COMPUTE = 0, /* value: seconds                               */
   XS_OP_SEND = 1,    /* value: bytes                                 */
   XS_OP_WAIT = 2,    /* target: index of the send waited on          */
-  XS_OP_FENCE = 3    /* all of this worker's earlier sends delivered */
+  XS_OP_FENCE = 3,   /* all of this worker's earlier sends delivered */
+  XS_OP_SIGNAL = 4,  /* value: added to a counter (per copy)         */
+  XS_OP_AWAIT = 5    /* value: the counter value waited for          */
 } xs_op_kind;
 
 typedef struct xs_op_info {
   xs_op_kind kind;
-  double value;        /* seconds for compute, bytes for send; else 0   */
+  double value;        /* seconds for compute, bytes for send, the amount
+                          for signal and await; else 0                  */
   size_t send;         /* send: its index; wait: the send waited on     */
   const char *channel; /* send: channel name, NULL = profile's first    */
+  const char *counter; /* signal and await: the counter's name          */
 } xs_op_info;
 
 typedef struct xs_program xs_program;
@@ -270,6 +274,15 @@ XS_API void xs_program_free(xs_program *program);
  * xs_program_finish, which must succeed before the program is evaluated. */
 XS_API xs_status xs_program_add_worker(xs_program *program, const char *name,
                                 size_t *index, xs_error *err);
+/* A worker that stands for `copies` identical workers running its ops in
+ * lockstep (docs/formats.md "Copies"): each copy computes, sends its own
+ * bytes and signals; on a channel the copies count as that many senders.
+ * The evaluations run it as one worker, so a kernel of 132 SMs that do the
+ * same thing costs what one does. copies = 1 is xs_program_add_worker. */
+XS_API xs_status xs_program_add_workers(xs_program *program, const char *name,
+                                        size_t copies, size_t *index,
+                                        xs_error *err);
+XS_API size_t xs_program_worker_copies(const xs_program *program, size_t w);
 XS_API xs_status xs_program_compute(xs_program *program, size_t w, double seconds,
                              xs_error *err);
 /* channel NULL: the profile's first channel in name order. id NULL: the
@@ -283,8 +296,35 @@ XS_API xs_status xs_program_wait(xs_program *program, size_t w, const char *id,
 XS_API xs_status xs_program_wait_send(xs_program *program, size_t w,
                                size_t send_index, xs_error *err);
 XS_API xs_status xs_program_fence(xs_program *program, size_t w, xs_error *err);
-/* Resolves waits, rejects duplicate ids, empty programs and waits that form
- * a cycle (the message names the ops in it). Idempotent. */
+/* Counters (docs/formats.md "Counters"): named whole numbers of the
+ * program, 0 at the start. A signal adds `add` (a whole number >= 1) per
+ * copy of its worker, at once; an await blocks its worker until the
+ * counter reaches `value` (a whole number >= 1). They are how a kernel's
+ * flags and barriers look: a tile published, a ring slot freed, every SM
+ * arrived. xs_program_counter names (and makes) a counter and gives its
+ * index for the _index builders, which skip the name lookup. */
+XS_API xs_status xs_program_counter(xs_program *program, const char *name,
+                                    size_t *index, xs_error *err);
+XS_API xs_status xs_program_signal(xs_program *program, size_t w,
+                                   const char *counter, double add,
+                                   xs_error *err);
+XS_API xs_status xs_program_await(xs_program *program, size_t w,
+                                  const char *counter, double value,
+                                  xs_error *err);
+XS_API xs_status xs_program_signal_index(xs_program *program, size_t w,
+                                         size_t counter, double add,
+                                         xs_error *err);
+XS_API xs_status xs_program_await_index(xs_program *program, size_t w,
+                                        size_t counter, double value,
+                                        xs_error *err);
+XS_API size_t xs_program_counter_count(const xs_program *program);
+XS_API const char *xs_program_counter_name(const xs_program *program,
+                                           size_t counter);
+/* Resolves waits, rejects duplicate ids, empty programs, waits that form
+ * a cycle (the message names the ops in it) and awaits that can never be
+ * met (a counter that cannot reach the value, or only after the await
+ * itself: the message names the await and how far the counter gets).
+ * Idempotent. */
 XS_API xs_status xs_program_finish(xs_program *program, xs_error *err);
 
 /* Parse program JSON (docs/formats.md "Program"), finished on success. */

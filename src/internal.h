@@ -73,8 +73,10 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
 
 /* ---- Programs: per-worker arrays of compact ops ---- */
 typedef struct xs__op {
-  double value;   /* seconds (compute) or bytes (send)                    */
-  uint32_t aux;   /* send: its send index; wait: the target send index     */
+  double value;   /* seconds (compute), bytes (send), the amount (signal,
+                     await)                                              */
+  uint32_t aux;   /* send: its send index; wait: the target send index;
+                     signal and await: the counter                       */
   uint8_t kind;   /* xs_op_kind                                           */
   uint8_t pending; /* wait whose id is still a string (aux: pending index) */
   uint8_t pad[2];
@@ -86,6 +88,7 @@ typedef struct xs__worker {
   char *name;
   xs__op *ops; /* its own array, or (cap 0) a stretch of the program's opblock */
   size_t nops, cap;
+  uint32_t copies; /* identical workers it stands for, >= 1 */
 } xs__worker;
 
 struct xs_program {
@@ -107,6 +110,12 @@ struct xs_program {
   char **pending; /* ids of waits not yet resolved */
   size_t npending, pending_cap;
   size_t nwaits; /* wait ops, so evaluators know without a scan */
+  /* counters: names, index by name, and how many signal and await ops */
+  char **counter_names;
+  size_t ncounters, counters_cap;
+  xs__strmap counter_map;
+  size_t nsignals, nawaits;
+  double copies_sum; /* workers counted with their copies */
   /* all workers' compute seconds and all sends' bytes, summed by
    * xs_program_finish: evaluations refuse a program whose times these
    * make overflow (run_model in eval.c) */
@@ -121,6 +130,14 @@ struct xs_program {
   char *src_name, *src_text;
   size_t src_len;
 };
+
+/* The program with every worker's copies written out as workers of their
+ * own ("NAME[k]"), for evaluators that cannot run copies as one (the packet
+ * simulator). first_worker (one per worker) and first_send (one per send)
+ * receive where each worker's and send's first copy is in the result. */
+xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
+                                    uint32_t *first_worker,
+                                    uint32_t *first_send, xs_error *err);
 
 /* Fail naming op i of worker w: "file:line:col: workers[w].ops[i].key: ..."
  * for parsed programs, "worker NAME, op I: ..." otherwise. */
@@ -223,6 +240,7 @@ typedef struct xs__wm_worker {
   size_t pc;
   int state, overhead_done, pending_fence;
   uint32_t send, next_waiter;
+  double await_value; /* the counter value an awaiting worker needs */
   uint32_t wake; /* waiters on the send just ended still to let go */
   double t_block, issue_start, max_deliver;
   double compute_s, issue_s, overhead_s, blocked_s, stall_s, finish_s;
@@ -240,6 +258,10 @@ typedef struct xs__wm {
   xs__iheap timers; /* each worker's next timed event */
   double *deliver;  /* per send, NAN until its last byte is in (waits) */
   uint32_t *waiters; /* per send, first worker waiting on it */
+  double *counters;  /* per counter, its value now */
+  uint32_t *cwaiters; /* per counter, first worker awaiting it */
+  uint32_t *ready;   /* workers an await let go, still to run at now */
+  size_t nready, ready_head;
   double last_deliver;
 } xs__wm;
 

@@ -83,6 +83,10 @@ static int model_json(json_t *models, const xs_program *p, const xs_profile *pro
     for (size_t w = 0; w < r->nworkers; w++) {
       json_t *o = json_object();
       bad |= xs__jput(o, "name", json_string(xs_program_worker_name(p, w))) |
+             (xs_program_worker_copies(p, w) > 1
+                  ? xs__jput(o, "copies",
+                             json_integer((json_int_t)xs_program_worker_copies(p, w)))
+                  : 0) |
              num(o, "finish_s", r->workers[w].finish_s) |
              num(o, "stall_s", r->workers[w].stall_s) | xs__jappend(ws, o);
     }
