@@ -77,7 +77,8 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
               k->until = now + op.value;
             }
           } else if (op.kind == XS_OP_SEND) {
-            long c = op.channel ? xs_profile_find_channel(prof, op.channel) : 0;
+            long c = op.channel ? xs_profile_find_channel(prof, op.channel)
+                                : (long)xs_profile_default_channel(prof);
             const xs_channel *ch = xs_profile_channel(prof, (size_t)c);
             if (!k->ovh_done && ch->issue_overhead_s > 0) {
               k->ovh_done = 1;

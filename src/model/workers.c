@@ -68,10 +68,11 @@ static void set_key(xs__wm *m, size_t w, double t) {
   xs__iheap_set(&m->timers, (uint32_t)w, t);
 }
 
-static void block_until(xs__wm *m, size_t w, double now, double until) {
+static void block_until(xs__wm *m, size_t w, double now, double until,
+                        uint32_t sid) {
   xs__wm_worker *ws = &m->ws[w];
   if (m->ev->tl)
-    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, w, XS__NONE, now, until);
+    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, w, sid, now, until);
   ws->state = W_BLOCKED;
   ws->t_block = now;
   set_key(m, w, until);
@@ -102,8 +103,10 @@ static void send_end(xs__wm *m, size_t w, double now, double d,
     if (stall > 0)
       xs__tl_segment(m->ev->tl, XS_SEG_STALL, w, sid, now - stall, now);
   }
-  if (d > ws->max_deliver)
+  if (d > ws->max_deliver) {
     ws->max_deliver = d;
+    ws->max_send = sid;
+  }
   if (d > m->last_deliver)
     m->last_deliver = d;
   ws->pc++;
@@ -147,7 +150,7 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
     if (ws->pending_fence) {
       ws->pending_fence = 0;
       if (ws->max_deliver > now) {
-        block_until(m, w, now, ws->max_deliver);
+        block_until(m, w, now, ws->max_deliver, ws->max_send);
         return XS_OK;
       }
     }
@@ -214,7 +217,7 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
         return XS_OK;
       }
       if (d > now) {
-        block_until(m, w, now, d);
+        block_until(m, w, now, d, sid);
         return XS_OK;
       }
       break;
@@ -236,8 +239,7 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
         }
         *link = wx->next_waiter;
         if (m->ev->tl && now > wx->t_block)
-          xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, x, XS__NONE, wx->t_block,
-                         now);
+          xs__tl_await(m->ev->tl, x, c, wx->t_block, now);
         wx->blocked_s += now - wx->t_block;
         wx->state = W_READY;
         /* a ring: a worker is in it at most once (only an awaiting worker
@@ -262,7 +264,7 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
     default: /* fence */
       ws->pc++;
       if (ws->max_deliver > now) {
-        block_until(m, w, now, ws->max_deliver);
+        block_until(m, w, now, ws->max_deliver, ws->max_send);
         return XS_OK;
       }
       break;

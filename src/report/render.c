@@ -323,7 +323,8 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
     size_t drawn = 0;
     for (size_t s = 0; r->sends && s < r->nsends && drawn < 5000; s++) {
       const char *cn = xs_program_send_channel(p, s);
-      long k = cn ? xs_profile_find_channel(prof, cn) : 0;
+      long k = cn ? xs_profile_find_channel(prof, cn)
+                  : (long)xs_profile_default_channel(prof);
       if (k != (long)c)
         continue;
       const xs_send_result *sr = &r->sends[s];

@@ -36,7 +36,7 @@ static int take(void **array, size_t *cap, size_t need, size_t elem,
  * the first send that names it. */
 static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
                                uint32_t *map, xs_error *err) {
-  map[0] = 0;
+  map[0] = (uint32_t)xs_profile_default_channel(prof);
   for (size_t i = 0; i < p->nchan_names; i++) {
     long c = xs_profile_find_channel(prof, p->chan_names[i]);
     if (c >= 0) {
@@ -165,7 +165,8 @@ xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
   double limit = sim->max_packets > 0 ? sim->max_packets : 1e8, packets = 0;
   for (size_t s = 0; s < p->nsends; s++) {
     const char *cn = xs_program_send_channel(p, s);
-    long c = cn ? xs_profile_find_channel(prof, cn) : 0;
+    long c = cn ? xs_profile_find_channel(prof, cn)
+                : (long)xs_profile_default_channel(prof);
     const xs_channel *ch = xs_profile_channel(prof, c < 0 ? 0 : (size_t)c);
     double P = sim->packet_B > 0 ? sim->packet_B
                : ch && ch->packet_B > 0 ? ch->packet_B
