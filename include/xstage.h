@@ -1022,6 +1022,23 @@ typedef struct xs_validate_pair {
 XS_API xs_status xs_validate_pair_list(const xs_validate_set *set,
                                        double apart, xs_validate_pair **out,
                                        size_t *n, xs_error *err);
+/* What n pairs add up to: how many, in how many the faster is predicted
+ * faster, the median and largest |predicted ratio / measured ratio - 1|
+ * (NAN for none), and of the pairs measured at least 1.2x apart (wide)
+ * how many are predicted at least 1.1x apart the same way round. */
+typedef struct xs_validate_pair_stats {
+  size_t pairs, agree;
+  double median_ratio_error, max_ratio_error;
+  size_t wide, wide_kept;
+} xs_validate_pair_stats;
+XS_API void xs_validate_pair_stats_of(const xs_validate_pair *pairs, size_t n,
+                                      xs_validate_pair_stats *out);
+/* The signed median error of an arm's rows in token band i of the bias
+ * table (<= 64, 128 to 512, >= 1024 tokens per rank; *label "<=64",
+ * "128-512", ">=1024"), NAN for a band of fewer than 3 rows; *n its rows. */
+#define XS_VALIDATE_BANDS 3
+XS_API double xs_validate_band_bias(const xs_validate_set *set, const char *arm,
+                                    int i, const char **label, size_t *n);
 /* The median |error| of one model's predictions (XS_MODEL_BURSTGAP is
  * error) over the kept rows that measure kernel time; NAN when none. */
 XS_API double xs_validate_median_model(const xs_validate_set *set,
