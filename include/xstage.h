@@ -740,6 +740,26 @@ XS_API xs_status xs_moe_recommend(const xs_moe_config *config,
                            const xs_profile *profile, double tolerance,
                            unsigned schedules, xs_moe_pick *out,
                            xs_error *err);
+/* How sure a recommendation is: the runner-up (the fastest option of
+ * another schedule than the chosen one's) and its margin over the chosen,
+ * and the chosen schedule's knobs on a finer grid than its rules, the tile
+ * kept (searched and fused-lag: lag 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48,
+ * 64 by group 1, 2, 4, 8; fused-wave: 1 to 64 experts per wave; fused-
+ * interleaved: 1 to 8 warm-up waves; the others have no knob): the fastest
+ * setting found and whether the choice holds (nothing on the finer grid is
+ * faster by more than the tolerance). `xstage plan megamoe` prints it. */
+typedef struct xs_moe_certainty {
+  double runner_up_margin; /* runner-up's time over the chosen's, minus 1;
+                              NAN when there is none                     */
+  xs_moe_option finer;     /* the fastest setting on the finer grid (the
+                              chosen option when it has no knobs)        */
+  size_t settings;         /* finer settings evaluated                    */
+  int holds;
+} xs_moe_certainty;
+XS_API xs_status xs_moe_certainty_of(const xs_moe_config *config,
+                                     const xs_profile *profile,
+                                     const xs_moe_pick *pick, double tolerance,
+                                     xs_moe_certainty *out, xs_error *err);
 /* Whether two options are the same choice: one schedule, and the same
  * rule or the same knob values. */
 XS_API int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);

@@ -325,6 +325,7 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "what to\n  measure first"));
   assert_non_null(strstr(out_buf, "channels.hbm.drain_Bps"));
   assert_non_null(strstr(out_buf, "recommended:"));
+  assert_non_null(strstr(out_buf, "how sure: the runner-up"));
   /* the attention planner: the ring model's paths and layouts, tables */
   expect_rc("plan flashattn --preset llama3-8b --profile h800-nvlink --seq 8192", 0, NULL);
   assert_non_null(strstr(out_buf, "ring model (fa2 forward"));

@@ -69,10 +69,11 @@ json_t *xs__api_moe_schedules(const xs_moe_result *r) {
 static json_t *option_json(const xs_moe_option *o) {
   if (isnan(o->time_s))
     return json_null();
+  const char *rule = xs_moe_rule_name(o->schedule, o->rule);
   return json_pack("{s:s,s:s,s:i,s:f,s:o}", "schedule",
-                   xs_moe_schedule_name(o->schedule), "rule",
-                   xs_moe_rule_name(o->schedule, o->rule), "away", (int)o->away,
-                   "time_s", o->time_s, "knobs", xs__api_moe_knobs(&o->knobs));
+                   xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
+                   "away", (int)o->away, "time_s", o->time_s, "knobs",
+                   xs__api_moe_knobs(&o->knobs));
 }
 
 static json_t *pick_json(const xs_moe_pick *p, double tol) {
@@ -155,9 +156,18 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
   } else if (!st) {
     st = xs_moe_recommend(config, profile, tolerance, schedules, &pick, err);
   }
+  xs_moe_certainty cert;
+  if (!st)
+    st = xs_moe_certainty_of(config, profile, &pick, tolerance, &cert, err);
   if (!st) {
     json_t *o = moe_plan_doc(config, profile, &r);
-    json_object_set_new(o, "recommended", pick_json(&pick, tolerance));
+    json_t *rec = pick_json(&pick, tolerance);
+    json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
+        "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
+                                                         : json_real(cert.runner_up_margin),
+        "finer", option_json(&cert.finer), "settings", (json_int_t)cert.settings,
+        "holds", cert.holds));
+    json_object_set_new(o, "recommended", rec);
     if (sens)
       json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens));
     st = xs__api_dump(o, 12, out, err);
