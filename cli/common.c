@@ -137,6 +137,9 @@ int cli_write_output(const char *cmd, const char *path, const char *text) {
       cli_stdout_errno = errno;
     return EXIT_OK;
   }
+  /* what was printed goes first: the path may be /dev/stdout */
+  cli_flush_stdout();
+  fflush(stderr);
   xs_error err;
   if (xs_write_file_atomic(path, text, strlen(text), &err))
     return cli_error(cmd, &err);

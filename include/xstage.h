@@ -1112,13 +1112,24 @@ XS_API char *xs_timeline_trace_json(const xs_program *program,
 XS_API char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
                       const xs_result *result, const xs_timeline *timeline);
 
-/* Write data to path through a temporary file and a rename, so that a
- * reader never sees half a file; the new file's mode is 0666 less the
- * umask. A symbolic link stays a link: its target is written so (a
- * dangling link's target is created through it). A device or a FIFO
- * (/dev/null) is written in place. */
+/* Write data to path. A regular file (new, or replaced) is written
+ * through a temporary file beside it and a rename, so that a reader never
+ * sees half a file; a new file's mode is 0666 less the umask, a replaced
+ * file keeps its mode (and owner and group, where this process may set
+ * them). A symbolic link stays a link: its target is written so (a
+ * dangling link's target is created through it). Written in place,
+ * never replaced: a device or a FIFO (/dev/null), /dev/stdout,
+ * /dev/stderr, /dev/fd/N and /proc/self/fd/N (through that descriptor,
+ * from its offset, so `--svg /dev/stdout >> log` appends), and a file
+ * that standard output or error is open on. A directory is refused. On
+ * any error the temporary file is removed. */
 XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
+/* Remove the temporary files of the xs_write_file_atomic calls in
+ * progress. Async-signal-safe: for a handler of SIGINT or SIGTERM to call
+ * before the process dies (the xstage command does), so that no
+ * NAME.tmpPID-N is left beside a target. */
+XS_API void xs_remove_temp_files(void);
 
 /* ---- Results as JSON text, for the command and the bindings ----
  * The documents `xstage plan`, `sweep` and `validate` print with --json
