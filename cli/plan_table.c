@@ -178,8 +178,11 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
   xs_moe_table *t;
   xs_error err;
   double tol = o->tolerance;
-  if (xs_moe_plan_table(cfg, prof, o, &t, &err))
-    return cli_error(cmd, &err);
+  if (xs_moe_plan_table(cfg, prof, o, &t, &err)) {
+    fprintf(stderr, "xstage %s: %s: %s\n", cmd,
+            o->tokens ? "--tokens-grid" : "--tokens-range", err.message);
+    return cli_exit_code(err.status);
+  }
   size_t n = xs_moe_table_size(t);
   size_t changes = 0;
   for (size_t i = 1; i < n; i++)

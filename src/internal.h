@@ -308,6 +308,15 @@ void xs__sb_escaped(xs__sbuf *b, const char *text);
 void xs__c_upper(const char *prefix, char *up);
 void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
                   const char *up, const char *arg);
+/* xs_moe_plan_table and xs_moe_sensitivity_run with the work limit
+ * (XS_MOE_WORK_MAX for them) as a parameter, for tests of the limit */
+xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *prof,
+                                    const xs_moe_table_options *o, double limit,
+                                    xs_moe_table **out, xs_error *err);
+xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *prof,
+                                     double tol, unsigned schedules, double limit,
+                                     xs_moe_pick *base, xs_moe_sensitivity *out,
+                                     size_t *n, xs_error *err);
 
 /* The index of name in names[0..n), or -1 */
 int xs__name_index(const char *const *names, size_t n, const char *name);
