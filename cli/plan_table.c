@@ -264,14 +264,18 @@ static const char *value_words(const char *key, double v, char *buf, size_t n) {
 }
 
 /* the first word of a number's source: measurement, derived, datasheet,
- * lead; "-" when the profile does not say */
+ * lead; "-" when the profile does not say; control characters escaped,
+ * cut to fit buf between characters */
 static const char *source_kind(const xs_profile *prof, const char *key,
                                char *buf, size_t n) {
   const char *s = xs_profile_number_source(prof, key);
-  if (!s)
+  char *word = s ? strndup(s, strcspn(s, ": ")) : NULL;
+  if (!word)
     return "-";
-  size_t len = strcspn(s, ": ");
-  snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), s);
+  const char *t = cli_text_cut(word, n - 1, buf, n);
+  if (t != buf)
+    snprintf(buf, n, "%s", t);
+  free(word);
   return buf;
 }
 

@@ -42,6 +42,13 @@ static void help(FILE *f) {
 }
 
 
+/* a row's source as the table shows it: at most 22 bytes, cut between
+ * characters, control characters escaped (one per row: a static buffer) */
+static const char *source_text(const char *source) {
+  static char buf[32];
+  return cli_text_cut(source, 22, buf, sizeof buf);
+}
+
 static void progress(size_t done, void *ctx) {
   (void)ctx;
   fprintf(stderr, "\r  predicting row %zu", done);
@@ -72,7 +79,7 @@ int cmd_validate(int argc, char **argv) {
     case 'f': {
       char *end;
       fail_above = strtod(optarg, &end);
-      if (*end || !(fail_above >= 0) || !isfinite(fail_above))
+      if (end == optarg || *end || !(fail_above >= 0) || !isfinite(fail_above))
         return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
                                            "got \"%s\"", optarg);
       break;
@@ -102,18 +109,15 @@ int cmd_validate(int argc, char **argv) {
     fprintf(stderr, "\r%40s\r", "");
   if (st)
     return cli_error("validate", &err);
-  /* arms and sources in order of first appearance */
-  size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
-  size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);
-  const char **arms = malloc((narms + nsources + 1) * sizeof *arms);
-  const char **sources = arms + narms;
-  if (!arms) {
+  /* arms and sources in order of first appearance, with their medians */
+  xs_validate_group *arms = NULL, *sources = NULL;
+  size_t narms = 0, nsources = 0;
+  if (xs_validate_groups(&set, 0, &arms, &narms, &err) ||
+      xs_validate_groups(&set, 1, &sources, &nsources, &err)) {
     xs_validate_free(&set);
-    fprintf(stderr, "xstage validate: out of memory\n");
-    return EXIT_MACHINE;
+    free(arms);
+    return cli_error("validate", &err);
   }
-  xs_validate_distinct(&set, 0, arms, narms);
-  xs_validate_distinct(&set, 1, sources, nsources);
   double mx, med = xs_validate_median(&set, NULL, NULL, NULL, &mx);
   int rc = EXIT_OK;
   if (json) {
@@ -133,8 +137,8 @@ int cmd_validate(int argc, char **argv) {
       const xs_validate_row *r = &set.rows[i];
       char hd[32];
       snprintf(hd, sizeof hd, "%g/%g", r->fa.heads_q, r->fa.heads_kv);
-      printf("  %-22.22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
-             "%+7.1f%%  %s\n", r->source, r->gpu, r->fa.cp, r->tokens, hd, r->layout,
+      printf("  %-22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
+             "%+7.1f%%  %s\n", source_text(r->source), r->gpu, r->fa.cp, r->tokens, hd, r->layout,
              r->pass, r->arm, r->measured_us, r->predicted_us, 100 * r->error,
              r->fa_breakdown.bound ? r->fa_breakdown.bound : "");
     }
@@ -148,31 +152,27 @@ int cmd_validate(int argc, char **argv) {
       char knobs[64];
       xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
       cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
-      printf("  %-22.22s %-12s %6g %-17s %8.1f us %8.1f us %+7.1f%%  %-8s %s\n",
-             r->source, r->gpu, r->tokens, r->arm, r->measured_us, r->predicted_us,
+      printf("  %-22s %-12s %6g %-17s %8.1f us %8.1f us %+7.1f%%  %-8s %s\n",
+             source_text(r->source), r->gpu, r->tokens, r->arm, r->measured_us, r->predicted_us,
              100 * r->error, r->breakdown.bound ? r->breakdown.bound : "", knobs);
     }
   }
   if (!json) {
     printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows\n", 100 * med,
            100 * mx, set.nrows);
-    for (size_t k = 0; k < narms; k++) {
-      size_t n;
-      double m2, m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, &m2);
-      printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k],
-             100 * m, 100 * m2, n);
-    }
-    for (size_t k = 0; k < nsources; k++) {
-      size_t n;
-      double m2, m = xs_validate_median(&set, xs_validate_same_source, (void *)sources[k], &n, &m2);
+    for (size_t k = 0; k < narms; k++)
+      printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k].name,
+             100 * arms[k].median_abs_error, 100 * arms[k].max_abs_error, arms[k].rows);
+    for (size_t k = 0; k < nsources; k++)
       printf("    source %-15s median %5.1f%%, largest %5.1f%% (%zu rows)\n",
-             sources[k], 100 * m, 100 * m2, n);
-    }
+             cli_name_text(sources[k].name), 100 * sources[k].median_abs_error,
+             100 * sources[k].max_abs_error, sources[k].rows);
     /* pairs of arms on one config: which is faster, and the ratio */
     xs_validate_pairs pr;
     if (xs_validate_compare_arms(&set, &pr, &err)) {
       xs_validate_free(&set);
       free(arms);
+      free(sources);
       return cli_error("validate", &err);
     }
     if (pr.pairs) {
@@ -204,16 +204,15 @@ int cmd_validate(int argc, char **argv) {
     }
   }
   if (!rc && isfinite(fail_above))
-    for (size_t k = 0; k < narms; k++) {
-      size_t n;
-      double m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, NULL);
-      if (m > fail_above) {
+    for (size_t k = 0; k < narms; k++)
+      if (arms[k].median_abs_error > fail_above) {
         fprintf(stderr, "xstage validate: arm %s: median |error| %.1f%% is above "
-                        "--fail-above %.1f%%\n", arms[k], 100 * m, 100 * fail_above);
+                        "--fail-above %.1f%%\n", arms[k].name,
+                100 * arms[k].median_abs_error, 100 * fail_above);
         rc = EXIT_MACHINE;
       }
-    }
   xs_validate_free(&set);
   free(arms);
+  free(sources);
   return rc;
 }

@@ -981,7 +981,9 @@ typedef struct xs_validate_set {
 } xs_validate_set;
 
 /* Parse and predict every row (progress: called after each row, may be
- * NULL). Errors name file:line:column. */
+ * NULL). Errors name file:line:column: besides a bad value, a line not
+ * UTF-8, a stray quote, a column named twice, time_us outside 0.001 to
+ * 1e12, and a row measuring what an earlier one does (docs/validate.md). */
 XS_API xs_status xs_validate_megamoe(const char *text, size_t length,
                               const char *filename, xs_validate_set *out,
                               void (*progress)(size_t done, void *ctx),
@@ -1010,9 +1012,22 @@ XS_API int xs_validate_same_source(const xs_validate_row *row, void *source);
  * the rows); returns how many there are, which may be more than max. */
 XS_API size_t xs_validate_distinct(const xs_validate_set *set, int source,
                                    const char **names, size_t max);
+/* The rows by arm (by_source 0) or by source (1), in the order each
+ * first appears: its name (into the rows), and over its rows that time a
+ * kernel (as xs_validate_median) their count and the median and largest
+ * |error| (NAN when none). *out is malloc'd (free()); O(n log n). */
+typedef struct xs_validate_group {
+  const char *name;
+  size_t rows;
+  double median_abs_error, max_abs_error;
+} xs_validate_group;
+XS_API xs_status xs_validate_groups(const xs_validate_set *set, int by_source,
+                                    xs_validate_group **out, size_t *n,
+                                    xs_error *err);
 /* Over pairs of rows that measure two arms of one config (same source,
  * GPU, shape, dtypes and tokens): how often the faster is predicted
- * faster, and |predicted ratio / measured ratio - 1| of the two. */
+ * faster, and |predicted ratio / measured ratio - 1| of the two. Rows are
+ * grouped by config first: O(n log n) and a step per pair. */
 typedef struct xs_validate_pairs {
   size_t pairs, agree;
   double median_ratio_error, max_ratio_error; /* NAN when no pairs */

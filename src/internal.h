@@ -28,6 +28,12 @@ char *xs__strdup(const char *s);
 /* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
  * points past U+10FFFF): what JSON, and so every serialiser, can hold. */
 int xs__utf8_ok(const char *s);
+/* How many of the n bytes at s are well-formed UTF-8 from the start: n
+ * when all are, else where the first bad or cut-short character starts. */
+size_t xs__utf8_prefix(const char *s, size_t n);
+/* The length of s cut to at most max bytes without splitting a character
+ * (s UTF-8): strlen(s) when it fits. */
+size_t xs__utf8_cut(const char *s, size_t max);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 

@@ -5,6 +5,7 @@
  */
 #include "internal.h"
 #include "api/api.h"
+#include "formats/jsonutil.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -24,6 +25,7 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_sim_options)
   XS__SIZE(xs_fa_ring)
   XS__SIZE(xs_fa_table_row)
+  XS__SIZE(xs_validate_group)
 #undef XS__SIZE
   return 0;
 }
@@ -384,17 +386,24 @@ xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
 
 /* ---- validation against published timings ---- */
 
+/* a number, or null where there is none (NAN: no row to take it from) */
+static json_t *real_or_null(double v) {
+  return isnan(v) ? json_null() : json_real(v);
+}
+
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
-  /* arms in order of first appearance */
-  size_t narms = xs_validate_distinct(set, 0, NULL, 0);
-  const char **arms = malloc((narms + 1) * sizeof *arms);
-  if (!arms)
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  xs_validate_distinct(set, 0, arms, narms);
+  xs_validate_group *arms;
+  size_t narms;
+  xs_status st = xs_validate_groups(set, 0, &arms, &narms, err);
+  if (st)
+    return st;
   double mx, med = xs_validate_median(set, NULL, NULL, NULL, &mx);
   json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
-  for (size_t i = 0; i < set->nrows; i++) {
+  int bad = !root || !rows || !byarm;
+  /* every row or none: a row jansson refuses (a value not finite, a name
+   * not UTF-8; the reader lets neither through) fails the document */
+  for (size_t i = 0; i < set->nrows && !bad; i++) {
     const xs_validate_row *r = &set->rows[i];
     json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:f,s:f,s:f}",
         "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
@@ -402,25 +411,34 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
         "error", r->error);
     if (o && r->kind == 1) {
       const xs_fa_breakdown *b = &r->fa_breakdown;
-      json_object_set_new(o, "layout", json_string(r->layout));
-      json_object_set_new(o, "pass", json_string(r->pass));
-      json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
+      bad |= xs__jput(o, "layout", json_string(r->layout));
+      bad |= xs__jput(o, "pass", json_string(r->pass));
+      bad |= xs__jput(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
           "compute_s", b->compute_s, "merge_s", b->merge_s, "fixed_s", b->fixed_s,
           "exposed_s", b->exposed_s, "imbalance_s", b->imbalance_s, "bound",
           b->bound ? b->bound : ""));
     }
-    json_array_append_new(rows, o);
+    bad |= xs__jappend(rows, o);
+    if (bad)
+      st = xs__fail(err, XS_INVALID, "line %zu: its row cannot be written as JSON "
+                    "(a number that is not finite, or text that is not UTF-8)",
+                    r->line);
   }
-  for (size_t k = 0; k < narms; k++) {
-    size_t n;
-    double m = xs_validate_median(set, xs_validate_same_arm, (void *)arms[k], &n, NULL);
-    json_object_set_new(byarm, arms[k], json_pack("{s:I,s:f}", "rows",
-                                                  (json_int_t)n, "median_abs_error", m));
-  }
+  for (size_t k = 0; k < narms && !bad; k++)
+    bad |= xs__jput(byarm, arms[k].name,
+                    json_pack("{s:I,s:o}", "rows", (json_int_t)arms[k].rows,
+                              "median_abs_error", real_or_null(arms[k].median_abs_error)));
   free(arms);
-  json_object_set_new(root, "rows", rows);
-  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
-      (json_int_t)set->nrows, "median_abs_error", med, "max_abs_error", mx,
-      "by_arm", byarm));
+  json_t *summary = bad ? NULL : json_pack("{s:I,s:o,s:o,s:O}", "rows",
+      (json_int_t)set->nrows, "median_abs_error", real_or_null(med),
+      "max_abs_error", real_or_null(mx), "by_arm", byarm);
+  bad |= xs__jput(root, "rows", rows);
+  rows = NULL;
+  bad |= xs__jput(root, "summary", summary);
+  json_decref(byarm);
+  if (bad) {
+    json_decref(root);
+    return st ? st : xs__fail(err, XS_NOMEM, "out of memory");
+  }
   return xs__api_dump(root, 10, out, err);
 }

@@ -54,33 +54,51 @@ char *xs__strdup(const char *s) {
   return d;
 }
 
-int xs__utf8_ok(const char *s) {
+size_t xs__utf8_prefix(const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
-  while (*u) {
-    unsigned c = *u, n, cp;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = u[i], k, cp;
     if (c < 0x80) {
-      u++;
+      i++;
       continue;
     }
     if (c >= 0xC2 && c <= 0xDF)
-      n = 1, cp = c & 0x1F;
+      k = 1, cp = c & 0x1F;
     else if (c >= 0xE0 && c <= 0xEF)
-      n = 2, cp = c & 0x0F;
+      k = 2, cp = c & 0x0F;
     else if (c >= 0xF0 && c <= 0xF4)
-      n = 3, cp = c & 0x07;
+      k = 3, cp = c & 0x07;
     else
-      return 0;
-    for (unsigned k = 1; k <= n; k++) {
-      if ((u[k] & 0xC0) != 0x80)
-        return 0;
-      cp = cp << 6 | (u[k] & 0x3F);
+      return i;
+    if (i + k >= n)
+      return i; /* cut short */
+    for (unsigned j = 1; j <= k; j++) {
+      if ((u[i + j] & 0xC0) != 0x80)
+        return i;
+      cp = cp << 6 | (u[i + j] & 0x3F);
     }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+    if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
         (cp >= 0xD800 && cp <= 0xDFFF))
-      return 0;
-    u += n + 1;
+      return i;
+    i += k + 1;
   }
-  return 1;
+  return n;
+}
+
+int xs__utf8_ok(const char *s) {
+  size_t n = strlen(s);
+  return xs__utf8_prefix(s, n) == n;
+}
+
+size_t xs__utf8_cut(const char *s, size_t max) {
+  size_t n = strnlen(s, max + 1);
+  if (n <= max)
+    return n;
+  /* back to the first byte of the character at max */
+  while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+    max--;
+  return max;
 }
 
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem) {
