@@ -133,9 +133,11 @@ int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
     return cli_usage_error(cmd, "--header-prefix needs --emit-header");
   if (prefix && !*prefix)
     return cli_usage_error(cmd, "--header-prefix: empty");
-  if (prefix && !xs_c_identifier(prefix))
-    return cli_usage_error(cmd, "--header-prefix: \"%s\" is not a C identifier of at "
-                                "most 64 characters", prefix);
+  xs_error err;
+  if (prefix && xs_c_header_prefix(prefix, &err)) {
+    char safe[160];
+    return cli_usage_error(cmd, "--header-prefix: %s", cli_text(err.message, safe, sizeof safe));
+  }
   *out = prefix ? prefix : dflt;
   return 0;
 }

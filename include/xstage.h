@@ -784,15 +784,24 @@ XS_API const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
                                       double tokens);
 /* A C header with the table as constant arrays and a lookup function,
  * for host code with no dependency on xstage; names start with prefix
- * (a C identifier). free() the result; NULL when out of memory. */
+ * (xs_c_header_prefix). free() the result; NULL for another prefix, a
+ * time that is not finite, or when out of memory. */
 XS_API char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
                           const char *comment);
 /* A copy of text safe inside a C block comment: a comment's ends ("*" "/"
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
 XS_API char *xs_c_comment_text(const char *text);
-/* 1 when name is a C identifier of 1 to 64 characters (a header prefix) */
+/* 1 when name is a C identifier of 1 to 64 characters */
 XS_API int xs_c_identifier(const char *name);
+/* XS_OK when prefix may name a generated header's names: a C identifier
+ * of 1 to 64 characters, lowercase (its capitals make the guard PREFIX_H
+ * and the constants, which two prefixes differing only in case would
+ * share), not beginning with an underscore (reserved, where the C
+ * library's guards such as _STDIO_H are), and not making names the C
+ * library reserves (errno.h's E..., string.h's str..., ...); else
+ * XS_INVALID saying why. The header writers refuse any other prefix. */
+XS_API xs_status xs_c_header_prefix(const char *prefix, xs_error *err);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue
@@ -1230,8 +1239,10 @@ XS_API xs_status xs_fa_table(const xs_fa_config *config,
                              size_t *changes, xs_error *err);
 /* `plan flashattn --seq-grid ... --emit-header`: those rows as a C header
  * of {lo, seq, path, layout, forward_sms, spread, predicted_us} rows and
- * PREFIX_lookup(seq), needing no xstage; prefix an xs_c_identifier. NULL
- * for another prefix or when out of memory; free() the result. */
+ * PREFIX_lookup(seq), needing no xstage; prefix an xs_c_header_prefix. NULL
+ * for another prefix, for a row with a number that is no C constant (not
+ * finite; lo or seq not a whole number up to 2^32 - 1) or no path or
+ * layout, or when out of memory; free() the result. */
 XS_API char *xs_fa_table_header(const xs_fa_config *config, const xs_profile *profile,
                                 const xs_fa_table_row *rows, size_t n,
                                 double tolerance, const char *prefix);

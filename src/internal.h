@@ -34,6 +34,9 @@ size_t xs__utf8_prefix(const char *s, size_t n);
 /* The length of s cut to at most max bytes without splitting a character
  * (s UTF-8): strlen(s) when it fits. */
 size_t xs__utf8_cut(const char *s, size_t max);
+/* Cut s before its first character that is not UTF-8: after snprintf cut
+ * a name into a fixed buffer, the part of a character it left. */
+void xs__utf8_trim(char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 
@@ -309,9 +312,12 @@ void xs__sb_put(xs__sbuf *b, const char *text, size_t n);
 void xs__sb_escaped(xs__sbuf *b, const char *text);
 
 /* Generated C headers (knob and ring tables): prefix in capitals into up
- * (size at least 65, the prefix an xs_c_identifier), and the binary search
+ * (size at least 65, the prefix an xs_c_header_prefix), and the binary search
  * over the table's lo column that every such header ends with. */
 void xs__c_upper(const char *prefix, char *up);
+/* 1 when v can be written into a generated header as a C constant: finite,
+ * and when whole a whole number from 0 to 2^32 - 1 (an unsigned long) */
+int xs__c_value_ok(double v, int whole);
 void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
                   const char *up, const char *arg);
 /* xs_moe_plan_table and xs_moe_sensitivity_run with the work limit

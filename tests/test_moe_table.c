@@ -21,15 +21,9 @@
 #include <unistd.h>
 
 #include "testio.h"
+#include "testutil.h"
 #include "internal.h"
 
-static xs_profile *load(const char *name) {
-  xs_profile *p;
-  xs_error e;
-  if (xs_profile_load(name, &p, &e))
-    fail_msg("%s: %s", name, e.message);
-  return p;
-}
 
 /* the options at one token count, and the fastest time among them */
 static double options_at(const xs_moe_config *c, const xs_profile *prof,
@@ -47,7 +41,7 @@ static double options_at(const xs_moe_config *c, const xs_profile *prof,
 
 static void test_stable_over_tokens(void **st) {
   (void)st;
-  xs_profile *prof = load("h800-nvlink");
+  xs_profile *prof = xs_test_profile("h800-nvlink");
   xs_moe_config c;
   xs_moe_preset("deepseek-v3", &c);
   const double tol = 0.01;
@@ -113,7 +107,7 @@ static void test_stable_over_tokens(void **st) {
 
 static void test_lookup_buckets(void **st) {
   (void)st;
-  xs_profile *prof = load("h100-nvlink");
+  xs_profile *prof = xs_test_profile("h100-nvlink");
   xs_moe_config c;
   xs_moe_preset("qwen3-235b", &c);
   xs_moe_table_options to = {NULL, 0, 16, 2048, 0.01, 0};
@@ -145,7 +139,7 @@ static void test_lookup_buckets(void **st) {
 
 static void test_bad_table_options(void **st) {
   (void)st;
-  xs_profile *prof = load("h800-nvlink");
+  xs_profile *prof = xs_test_profile("h800-nvlink");
   xs_moe_config c;
   xs_moe_preset("deepseek-v3", &c);
   xs_moe_table *t = NULL;
@@ -253,7 +247,7 @@ static void test_sensitivity(void **st) {
   static const char *gpus[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink",
                                "h20-nvlink", "b200-nvlink"};
   for (size_t g = 0; g < 5; g++) {
-    xs_profile *prof = load(gpus[g]);
+    xs_profile *prof = xs_test_profile(gpus[g]);
     xs_moe_config c;
     xs_moe_preset("deepseek-v3", &c);
     c.tokens = 512;
@@ -311,7 +305,7 @@ static double work_at(const xs_moe_config *c, double tokens) {
 
 static void test_work_limit(void **st) {
   (void)st;
-  xs_profile *prof = load("h800-nvlink");
+  xs_profile *prof = xs_test_profile("h800-nvlink");
   xs_moe_config c;
   xs_moe_preset("deepseek-v3", &c);
   xs_moe_table *t = NULL;
@@ -363,7 +357,7 @@ static void test_work_limit(void **st) {
  * channel added (injection and drain rates, capacity, latency). */
 static void test_sensitivity_rows(void **st) {
   (void)st;
-  xs_profile *prof = load("h800-nvlink");
+  xs_profile *prof = xs_test_profile("h800-nvlink");
   xs_moe_config c;
   xs_moe_preset("deepseek-v3", &c);
   c.tokens = 64;

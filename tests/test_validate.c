@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "testio.h"
+#include "testutil.h"
 #include "xstage.h"
 
 #define HDR "source,gpu,ep,hidden,intermediate,experts,topk,shared_experts,act_dtype," \
@@ -173,11 +174,8 @@ static void test_every_row_out(void **s) {
 
 /* ---- grouping and pairs against a search over everything ---- */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static unsigned next(unsigned n) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (unsigned)(rng % n);
-}
+static rng seq = {20260412};
+static unsigned next(unsigned n) { return (unsigned)rng_int(&seq, (int)n); }
 
 /* n rows over a few sources, GPUs, arms, metrics and shapes, MegaMoE and
  * attention, with random times (no prediction: the grouping is under
@@ -233,7 +231,7 @@ static int by_double(const void *x, const void *y) {
 static void test_groups_and_pairs(void **s) {
   (void)s;
   for (int round = 0; round < 20; round++) {
-    uint64_t seed = rng;
+    uint64_t seed = seq.s;
     size_t n = 1 + next(400);
     xs_validate_row *rows = random_rows(n);
     xs_validate_set set = {rows, n};

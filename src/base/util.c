@@ -91,6 +91,8 @@ int xs__utf8_ok(const char *s) {
   return xs__utf8_prefix(s, n) == n;
 }
 
+void xs__utf8_trim(char *s) { s[xs__utf8_prefix(s, strlen(s))] = '\0'; }
+
 size_t xs__utf8_cut(const char *s, size_t max) {
   size_t n = strnlen(s, max + 1);
   if (n <= max)

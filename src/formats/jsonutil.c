@@ -155,8 +155,10 @@ xs_status xs__jstrcpy(xs__jdoc *d, json_t *obj, const char *key, char *buf,
   const char *s = NULL;
   int have;
   xs_status st = xs__jstring(d, obj, key, &s, &have);
-  if (!st && have)
+  if (!st && have) {
     snprintf(buf, size, "%s", s);
+    xs__utf8_trim(buf); /* cut between characters */
+  }
   return st;
 }
 

@@ -445,6 +445,80 @@ int xs_c_identifier(const char *s) {
   return 1;
 }
 
+/* Beginnings of names the C library has or may have (C11 7.1.3 and
+ * 7.31): a header's names begin with the prefix (xx_lookup, xx_table) or
+ * its capitals (XX_H, XX_ROWS), and must not land there. Each entry is a
+ * beginning and what may follow it to be reserved: 'A' a capital or
+ * digit, 'a' a lowercase letter, '_' anything. */
+static const struct {
+  const char *start;
+  char next;
+  const char *what;
+} reserved[] = {
+    {"E", 'A', "errno.h's macros (E and a capital or digit)"},
+    {"SIG", 'A', "signal.h's macros (SIG and a capital)"},
+    {"SIG_", 'A', "signal.h's macros (SIG_ and a capital)"},
+    {"LC_", 'A', "locale.h's macros (LC_ and a capital)"},
+    {"FE_", 'A', "fenv.h's macros (FE_ and a capital)"},
+    {"ATOMIC_", 'A', "stdatomic.h's macros (ATOMIC_ and a capital)"},
+    {"TIME_", 'A', "time.h's macros (TIME_ and a capital)"},
+    {"PRIX", '_', "inttypes.h's macros (PRIX, SCNX)"},
+    {"SCNX", '_', "inttypes.h's macros (PRIX, SCNX)"},
+    {"is", 'a', "ctype.h's functions (is and a lowercase letter)"},
+    {"to", 'a', "ctype.h's functions (to and a lowercase letter)"},
+    {"str", 'a', "string.h's and stdlib.h's functions (str and a lowercase letter)"},
+    {"mem", 'a', "string.h's functions (mem and a lowercase letter)"},
+    {"wcs", 'a', "wchar.h's functions (wcs and a lowercase letter)"},
+    {"atomic_", 'a', "stdatomic.h's names (atomic_ and a lowercase letter)"},
+    {"memory_order_", 'a', "stdatomic.h's names (memory_order_)"},
+    {"cnd_", 'a', "threads.h's names (cnd_)"},
+    {"mtx_", 'a', "threads.h's names (mtx_)"},
+    {"thrd_", 'a', "threads.h's names (thrd_)"},
+    {"tss_", 'a', "threads.h's names (tss_)"},
+};
+
+xs_status xs_c_header_prefix(const char *prefix, xs_error *err) {
+  if (!xs_c_identifier(prefix))
+    return xs__fail(err, XS_INVALID, "\"%s\" is not a C identifier of at most 64 "
+                    "characters", prefix ? prefix : "(null)");
+  if (prefix[0] == '_')
+    return xs__fail(err, XS_INVALID, "\"%s\" begins with an underscore: the header's "
+                    "names would be reserved ones, where the C library's own guards "
+                    "(_STDIO_H) are", prefix);
+  for (const char *c = prefix; *c; c++)
+    if (*c >= 'A' && *c <= 'Z')
+      return xs__fail(err, XS_INVALID, "\"%s\" has capitals: a prefix is lowercase, "
+                      "as its capitals name the header's guard and constants "
+                      "(PREFIX_H, PREFIX_ROWS), which two prefixes that differ only in "
+                      "case would share", prefix);
+  char up[65];
+  xs__c_upper(prefix, up);
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+    const char *s = reserved[i].start;
+    int caps = s[0] >= 'A' && s[0] <= 'Z';
+    const char *name = caps ? up : prefix;
+    size_t n = strlen(s);
+    char next = name[n];
+    if (strncmp(name, s, n))
+      continue;
+    int hit = reserved[i].next == '_' ||
+              (reserved[i].next == 'A' &&
+               ((next >= 'A' && next <= 'Z') || (next >= '0' && next <= '9'))) ||
+              (reserved[i].next == 'a' && next >= 'a' && next <= 'z');
+    if (hit)
+      return xs__fail(err, XS_INVALID, "\"%s\": the header's names (%s_H, %s_lookup) "
+                      "would begin as %s do, which the C library reserves", prefix, up,
+                      prefix, reserved[i].what);
+  }
+  return XS_OK;
+}
+
+int xs__c_value_ok(double v, int whole) {
+  if (!isfinite(v))
+    return 0;
+  return !whole || (v >= 0 && v <= 4294967295.0 && v == floor(v));
+}
+
 void xs__c_upper(const char *prefix, char *up) {
   size_t k = 0;
   for (; prefix[k] && k < 64; k++)
@@ -473,7 +547,7 @@ void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *P, const char *
 
 char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
                           const char *comment) {
-  if (!xs_c_identifier(prefix))
+  if (xs_c_header_prefix(prefix, NULL))
     return NULL;
   char up[65];
   xs__c_upper(prefix, up);
@@ -530,6 +604,11 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
     const xs_moe_option *c = &p->chosen;
     const xs_moe_pattern *kn = &c->knobs;
     int ru = isnan(p->runner_up.time_s) ? -1 : (int)p->runner_up.schedule;
+    /* every number a C constant: no inf or nan in the text */
+    if (!xs__c_value_ok(p->lo, 1) || !xs__c_value_ok(p->tokens, 1) ||
+        !xs__c_value_ok(c->time_s * 1e6, 0) ||
+        (ru >= 0 && !xs__c_value_ok(p->runner_up.time_s * 1e6, 0)))
+      b.oom = 1;
     xs__sb_printf(&b,
         "  {%.0f, %.0f, %d, \"%s\", \"%s\", %u, %u, %u, %u, %u, %u, %.17g, "
         "%d, %.17g},\n",

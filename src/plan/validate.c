@@ -403,6 +403,7 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   xs_moe_config *c = &row->config;
   xs_moe_preset("deepseek-v3", c);
   snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+  xs__utf8_trim(c->name);
   const row_number nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
                              {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
                              {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
@@ -481,6 +482,7 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   xs_fa_config *c = &row->fa;
   xs_fa_preset("llama3-8b", c);
   snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+  xs__utf8_trim(c->name);
   double causal = 0;
   const row_number nums[] = {{F_CP, &c->cp},       {F_SEQ, &c->seq},
                              {F_HEADS, &c->heads_q}, {F_KV, &c->heads_kv},
