@@ -71,10 +71,11 @@ json_t *xs__api_moe_schedules(const xs_moe_result *r) {
 static json_t *option_json(const xs_moe_option *o) {
   if (isnan(o->time_s))
     return json_null();
+  const char *rule = xs_moe_rule_name(o->schedule, o->rule);
   return json_pack("{s:s,s:s,s:i,s:f,s:o}", "schedule",
-                   xs_moe_schedule_name(o->schedule), "rule",
-                   xs_moe_rule_name(o->schedule, o->rule), "away", (int)o->away,
-                   "time_s", o->time_s, "knobs", xs__api_moe_knobs(&o->knobs));
+                   xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
+                   "away", (int)o->away, "time_s", o->time_s, "knobs",
+                   xs__api_moe_knobs(&o->knobs));
 }
 
 static json_t *pick_json(const xs_moe_pick *p, double tol) {
@@ -157,9 +158,18 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
   } else if (!st) {
     st = xs_moe_recommend(config, profile, tolerance, schedules, &pick, err);
   }
+  xs_moe_certainty cert;
+  if (!st)
+    st = xs_moe_certainty_of(config, profile, &pick, tolerance, &cert, err);
   if (!st) {
     json_t *o = moe_plan_doc(config, profile, &r);
-    json_object_set_new(o, "recommended", pick_json(&pick, tolerance));
+    json_t *rec = pick_json(&pick, tolerance);
+    json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
+        "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
+                                                         : json_real(cert.runner_up_margin),
+        "finer", option_json(&cert.finer), "settings", (json_int_t)cert.settings,
+        "holds", cert.holds));
+    json_object_set_new(o, "recommended", rec);
     if (sens)
       json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens));
     st = xs__api_dump(o, 12, out, err);
@@ -402,13 +412,99 @@ static json_t *real_or_null(double v) {
   return isnan(v) ? json_null() : json_real(v);
 }
 
+/* MegaMoE's summary beyond the medians: every model per arm, the signed
+ * bias per arm and token band, the pairs of arms, the pull-end rows, and
+ * what leaving a source or a kernel out does (nothing is fitted to these
+ * timings: the same predictions, listed so). 1 when a value could not be
+ * written (sum is then incomplete and not to be printed). */
+static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms,
+                       size_t narms, const xs_validate_group *sources, size_t nsources,
+                       json_t *sum, xs_status *st, xs_error *err) {
+  static const char *const mn[XS_MODEL_COUNT] = {"burstgap", "blocking", "serial",
+                                                 "ideal"};
+  json_t *bym = json_object(), *bias = json_array(), *pl = json_array(),
+         *pulls = json_array(), *bysrc = json_object(), *byk = json_object();
+  int bad = !bym || !bias || !pl || !pulls || !bysrc || !byk;
+  for (size_t k = 0; k < narms && !bad; k++) {
+    json_t *a = json_object();
+    for (int m = 0; m < XS_MODEL_COUNT; m++) {
+      size_t n;
+      double mx, md = xs_validate_median_model(set, (xs_model)m, xs_validate_same_arm,
+                                               (void *)arms[k].name, &n, &mx);
+      bad |= xs__jput(a, mn[m], json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n,
+                                          "median_abs_error", real_or_null(md),
+                                          "max_abs_error", real_or_null(mx)));
+    }
+    bad |= xs__jput(bym, arms[k].name, a);
+    for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
+      const char *label;
+      size_t n;
+      double v = xs_validate_band_bias(set, arms[k].name, b, &label, &n);
+      if (!isnan(v))
+        bad |= xs__jappend(bias, json_pack("{s:s,s:s,s:I,s:f}", "arm", arms[k].name,
+                                           "band", label, "rows", (json_int_t)n,
+                                           "signed_median_error", v));
+    }
+  }
+  xs_validate_pair *p = NULL;
+  size_t np = 0;
+  if (!bad && (*st = xs_validate_pair_list(set, 0.05, &p, &np, err)))
+    bad = 1;
+  xs_validate_pair_stats ps;
+  xs_validate_pair_stats_of(p, np, &ps);
+  for (size_t i = 0; i < np && !bad; i++) {
+    const xs_validate_row *a = &set->rows[p[i].a], *b = &set->rows[p[i].b];
+    bad |= xs__jappend(pl, json_pack("{s:I,s:I,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:b}",
+        "line_a", (json_int_t)a->line, "line_b", (json_int_t)b->line, "source", a->source,
+        "arm_a", a->arm, "arm_b", b->arm, "tokens", a->tokens, "measured_ratio",
+        p[i].measured_ratio, "predicted_ratio", p[i].predicted_ratio, "ratio_error",
+        p[i].predicted_ratio / p[i].measured_ratio - 1, "agree", p[i].agree));
+  }
+  free(p);
+  for (size_t i = 0; i < set->nrows && !bad; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (r->metric[0] && strcmp(r->metric, "time"))
+      bad |= xs__jappend(pulls, json_pack("{s:I,s:s,s:s,s:f,s:o,s:f,s:f,s:f}",
+          "line", (json_int_t)r->line, "metric", r->metric, "arm", r->arm, "tokens",
+          r->tokens, "knobs", xs__api_moe_knobs(&r->knobs), "measured_us", r->measured_us,
+          "predicted_us", r->predicted_us, "error", r->error));
+  }
+  /* leave one out: no constant is fitted to kernel timings, so the
+   * medians without a source's or a kernel's rows are their own */
+  for (size_t k = 0; k < nsources + narms && !bad; k++) {
+    const xs_validate_group *g = k < nsources ? &sources[k] : &arms[k - nsources];
+    bad |= xs__jput(k < nsources ? bysrc : byk, g->name,
+                    json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)g->rows,
+                              "median_abs_error", real_or_null(g->median_abs_error),
+                              "left_out_median_abs_error",
+                              real_or_null(g->median_abs_error)));
+  }
+  bad |= xs__jput(sum, "by_model", bym);
+  bad |= xs__jput(sum, "bias", bias);
+  bad |= xs__jput(sum, "pairs", json_pack("{s:f,s:I,s:I,s:o,s:o,s:I,s:I,s:o}",
+      "apart", 0.05, "pairs", (json_int_t)ps.pairs, "agree", (json_int_t)ps.agree,
+      "median_ratio_error", real_or_null(ps.median_ratio_error), "max_ratio_error",
+      real_or_null(ps.max_ratio_error), "wide", (json_int_t)ps.wide, "wide_kept",
+      (json_int_t)ps.wide_kept, "list", pl));
+  bad |= xs__jput(sum, "pull_end", pulls);
+  bad |= xs__jput(sum, "fitted_constants", json_array());
+  bad |= xs__jput(sum, "leave_one_out", json_pack("{s:o,s:o}", "by_source", bysrc,
+                                                  "by_kernel", byk));
+  return bad;
+}
+
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
-  xs_validate_group *arms;
-  size_t narms;
+  /* arms and sources in order of first appearance, with their medians */
+  xs_validate_group *arms = NULL, *sources = NULL;
+  size_t narms = 0, nsources = 0;
   xs_status st = xs_validate_groups(set, 0, &arms, &narms, err);
-  if (st)
+  if (!st)
+    st = xs_validate_groups(set, 1, &sources, &nsources, err);
+  if (st) {
+    free(arms);
     return st;
+  }
   double mx, med = xs_validate_median(set, NULL, NULL, NULL, &mx);
   json_t *root = json_object(), *rows = json_array(), *byarm = json_object();
   int bad = !root || !rows || !byarm;
@@ -420,6 +516,28 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
         "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
         "measured_us", r->measured_us, "predicted_us", r->predicted_us,
         "error", r->error);
+    if (o && r->kind == 0) {
+      const xs_moe_config *c = &r->config;
+      bad |= xs__jput(o, "ep", json_real(c->ep));
+      bad |= xs__jput(o, "hidden", json_real(c->hidden));
+      bad |= xs__jput(o, "intermediate", json_real(c->intermediate));
+      bad |= xs__jput(o, "experts", json_real(c->experts));
+      bad |= xs__jput(o, "topk", json_real(c->topk));
+      bad |= xs__jput(o, "metric", json_string(r->metric[0] ? r->metric : "time"));
+      bad |= xs__jput(o, "knobs", xs__api_moe_knobs(&r->knobs));
+      json_t *m = json_object();
+      static const char *const mn[XS_MODEL_COUNT] = {"burstgap_us", "blocking_us",
+                                                     "serial_us", "ideal_us"};
+      for (int k = 0; k < XS_MODEL_COUNT; k++)
+        bad |= xs__jput(m, mn[k], real_or_null(r->model_us[k]));
+      bad |= xs__jput(o, "models", m);
+      if (!isnan(r->alt_us)) {
+        bad |= xs__jput(o, "other_bound_us", json_real(r->alt_us));
+        bad |= xs__jput(o, "other_bound_knobs", xs__api_moe_knobs(&r->alt_knobs));
+      }
+      if (r->breakdown.bound)
+        bad |= xs__jput(o, "breakdown", xs__api_moe_breakdown(&r->breakdown));
+    }
     if (o && r->kind == 1) {
       const xs_fa_breakdown *b = &r->fa_breakdown;
       bad |= xs__jput(o, "layout", json_string(r->layout));
@@ -439,14 +557,17 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
     bad |= xs__jput(byarm, arms[k].name,
                     json_pack("{s:I,s:o}", "rows", (json_int_t)arms[k].rows,
                               "median_abs_error", real_or_null(arms[k].median_abs_error)));
-  free(arms);
-  json_t *summary = bad ? NULL : json_pack("{s:I,s:o,s:o,s:O}", "rows",
+  json_t *sum = bad ? NULL : json_pack("{s:I,s:o,s:o,s:O}", "rows",
       (json_int_t)set->nrows, "median_abs_error", real_or_null(med),
       "max_abs_error", real_or_null(mx), "by_arm", byarm);
-  bad |= xs__jput(root, "rows", rows);
-  rows = NULL;
-  bad |= xs__jput(root, "summary", summary);
   json_decref(byarm);
+  bad |= !sum;
+  if (!bad && set->nrows && set->rows[0].kind == 0)
+    bad |= moe_summary(set, arms, narms, sources, nsources, sum, &st, err);
+  bad |= xs__jput(root, "rows", rows);
+  bad |= xs__jput(root, "summary", sum);
+  free(arms);
+  free(sources);
   if (bad) {
     json_decref(root);
     return st ? st : xs__fail(err, XS_NOMEM, "out of memory");
