@@ -360,7 +360,9 @@ XS_API size_t xs_program_send_worker(const xs_program *program, size_t s);
 XS_API double xs_program_send_bytes(const xs_program *program, size_t s);
 /* The send's channel name as written, NULL for the default channel. */
 XS_API const char *xs_program_send_channel(const xs_program *program, size_t s);
-/* The send's id, explicit or "<worker>#<op index>", into buf. */
+/* The send's id: its own, or "<worker>#<op index>" written into buf (cut
+ * between characters when buf is short: strlen of the worker's name + 12
+ * bytes always hold it). */
 XS_API const char *xs_program_send_id(const xs_program *program, size_t s,
                                char *buf, size_t size);
 

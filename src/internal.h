@@ -34,8 +34,8 @@ size_t xs__utf8_prefix(const char *s, size_t n);
 /* The length of s cut to at most max bytes without splitting a character
  * (s UTF-8): strlen(s) when it fits. */
 size_t xs__utf8_cut(const char *s, size_t max);
-/* Cut s before its first character that is not UTF-8: after snprintf cut
- * a name into a fixed buffer, the part of a character it left. */
+/* Remove the start of a character that s ends with, cut short: what
+ * snprintf leaves of a UTF-8 name cut into a fixed buffer. */
 void xs__utf8_trim(char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
@@ -310,6 +310,10 @@ void xs__sb_printf(xs__sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
 void xs__sb_put(xs__sbuf *b, const char *text, size_t n);
 /* text with XML's special characters escaped and control bytes dropped */
 void xs__sb_escaped(xs__sbuf *b, const char *text);
+
+/* Send s's id, whole however long its worker's name: its own, or
+ * "WORKER#OP" written into b (NULL when out of memory) */
+const char *xs__send_id(const xs_program *p, size_t s, xs__sbuf *b);
 
 /* Generated C headers (knob and ring tables): prefix in capitals into up
  * (size at least 65, the prefix an xs_c_header_prefix), and the binary search

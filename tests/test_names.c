@@ -174,9 +174,73 @@ static void test_config_names(void **s) {
   xs_profile_free(prof);
 }
 
+/* Long names whole where they are written out (a trace's events, its
+ * X-stage spans and backlog counters: they were cut at 300 and 512 bytes
+ * and, cut inside a character, left out), and cut between characters
+ * where a buffer is given. */
+static void test_long_ids(void **s) {
+  (void)s;
+  char wname[700] = "", id[500] = "", chan[400] = "";
+  for (int i = 0; i < 300; i++)
+    strcat(wname, "\xc3\xa9");
+  for (int i = 0; i < 100; i++)
+    strcat(id, "\xe2\x82\xac"); /* 3-byte characters */
+  for (int i = 0; i < 90; i++)
+    strcat(chan, "c\xc3\xa9");
+  xs_error e;
+  xs_channel ch;
+  xs_channel_init(&ch, 2e11, 1e11);
+  ch.capacity_B = 1 << 16;
+  xs_profile *prof = xs_profile_new("long", "test");
+  assert_int_equal(xs_profile_add_channel(prof, chan, &ch, &e), XS_OK);
+  xs_program *p = xs_program_new("long names");
+  size_t w;
+  assert_int_equal(xs_program_add_worker(p, wname, &w, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, w, 1e6, NULL, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_send(p, w, 1e6, NULL, id, NULL, &e), XS_OK);
+  assert_int_equal(xs_program_finish(p, &e), XS_OK);
+  /* into a short buffer: a prefix, whole characters */
+  char small[64];
+  const char *cut = xs_program_send_id(p, 0, small, sizeof small);
+  assert_true(is_utf8(cut) && strlen(cut) >= 61 && !strncmp(cut, wname, strlen(cut)));
+  xs_timeline *tl = xs_timeline_new();
+  xs_eval_options o = {0, 0, NULL, tl};
+  xs_result *r;
+  assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, &e), XS_OK);
+  char *trace = xs_timeline_trace_json(p, prof, r, tl);
+  assert_non_null(trace);
+  json_error_t je;
+  json_t *doc = json_loads(trace, 0, &je), *ev = json_object_get(doc, "traceEvents");
+  char want[2][1100], backlog[600];
+  snprintf(want[0], sizeof want[0], "X-stage %s#0", wname);
+  snprintf(want[1], sizeof want[1], "X-stage %s", id);
+  snprintf(backlog, sizeof backlog, "backlog %s (bytes)", chan);
+  size_t spans[2] = {0, 0}, counters = 0, slices = 0;
+  for (size_t i = 0; i < json_array_size(ev); i++) {
+    json_t *x = json_array_get(ev, i);
+    const char *name = json_string_value(json_object_get(x, "name"));
+    for (int k = 0; k < 2; k++)
+      spans[k] += !strcmp(name, want[k]);
+    counters += !strcmp(name, backlog);
+    json_t *send = json_object_get(json_object_get(x, "args"), "send");
+    slices += send && !strcmp(json_string_value(send), want[0] + 8);
+  }
+  if (spans[0] != 2 || spans[1] != 2 || !counters || !slices)
+    fail_msg("X-stage begin and end events %zu and %zu (want 2 each), backlog "
+             "counters %zu, slices of the first send %zu", spans[0], spans[1], counters,
+             slices);
+  json_decref(doc);
+  free(trace);
+  xs_result_free(r);
+  xs_timeline_free(tl);
+  xs_program_free(p);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_header_prefix),
                                      cmocka_unit_test(test_header_values),
-                                     cmocka_unit_test(test_config_names)};
+                                     cmocka_unit_test(test_config_names),
+                                     cmocka_unit_test(test_long_ids)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

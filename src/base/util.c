@@ -34,6 +34,7 @@ xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
   if (err) {
     err->status = status;
     vsnprintf(err->message, sizeof err->message, fmt, ap);
+    xs__utf8_trim(err->message); /* a message cut short: between characters */
   }
   return status;
 }
@@ -91,7 +92,18 @@ int xs__utf8_ok(const char *s) {
   return xs__utf8_prefix(s, n) == n;
 }
 
-void xs__utf8_trim(char *s) { s[xs__utf8_prefix(s, strlen(s))] = '\0'; }
+void xs__utf8_trim(char *s) {
+  size_t n = strlen(s), start = n;
+  /* back to the first byte of the last character */
+  while (start > 0 && n - start < 4 && ((unsigned char)s[start - 1] & 0xC0) == 0x80)
+    start--;
+  if (start == 0)
+    return;
+  start--;
+  if (xs__utf8_prefix(s + start, n - start) < n - start &&
+      ((unsigned char)s[start] & 0xC0) == 0xC0)
+    s[start] = '\0'; /* a lead byte whose character was cut */
+}
 
 size_t xs__utf8_cut(const char *s, size_t max) {
   size_t n = strnlen(s, max + 1);

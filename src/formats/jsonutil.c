@@ -43,6 +43,7 @@ xs_status xs__jfail(xs__jdoc *d, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  xs__utf8_trim(msg); /* cut short: between characters */
   return xs__json_fail(d->err, XS_INVALID, d->filename, d->text, d->length,
                        &d->path, "%s", msg);
 }
