@@ -419,8 +419,9 @@ static int bench_probe(int quick) {
 /* validate's summary over many rows: the project's MegaMoE rows
  * predicted once, then copied under distinct sources into `rows` rows
  * (each copy a set of configs of its own, as another paper's data would
- * be), and the summary the command prints (arms and sources with their
- * medians, pairs of arms, the JSON) made of them. */
+ * be), and the summary the command prints made of them: arms and sources
+ * with their medians and the pairs of arms (validate_summary_s), and the
+ * JSON document of every row and that summary (validate_json_s). */
 static int bench_validate(int quick) {
   size_t want = quick ? 2580 : 25800, len;
   char *text = NULL;
@@ -447,13 +448,14 @@ static int bench_validate(int quick) {
     snprintf(many.rows[i].source, sizeof many.rows[i].source, "%.60s #%zu",
              one.rows[i % one.nrows].source, i / one.nrows);
   }
-  double v[5];
+  double v[5], vj[5];
   size_t pairs = 0, groups = 0;
   for (int r = 0; r < 5; r++) {
     double s0 = now_s();
     xs_validate_group *g;
-    size_t n, n2;
+    size_t n, n2, np;
     xs_validate_pairs pr;
+    xs_validate_pair *pl;
     char *js;
     if (xs_validate_groups(&many, 0, &g, &n, &e))
       die("groups", &e);
@@ -461,10 +463,16 @@ static int bench_validate(int quick) {
     if (xs_validate_groups(&many, 1, &g, &n2, &e))
       die("groups", &e);
     free(g);
-    if (xs_validate_compare_arms(&many, &pr, &e) || xs_validate_json(&many, &js, &e))
+    if (xs_validate_compare_arms(&many, &pr, &e) ||
+        xs_validate_pair_list(&many, 0.05, &pl, &np, &e))
       die("summary", &e);
-    xs_free(js);
+    free(pl);
     v[r] = now_s() - s0;
+    s0 = now_s();
+    if (xs_validate_json(&many, &js, &e))
+      die("json", &e);
+    xs_free(js);
+    vj[r] = now_s() - s0;
     pairs = pr.pairs;
     groups = n + n2;
   }
@@ -472,6 +480,7 @@ static int bench_validate(int quick) {
   printf("validate_summary_groups %zu arms and sources\n", groups);
   printf("validate_summary_pairs %zu pairs\n", pairs);
   printf("validate_summary_s %.3g s\n", median(v, 5));
+  printf("validate_json_s %.3g s\n", median(vj, 5));
   xs_validate_free(&one);
   free(many.rows);
   free(text);

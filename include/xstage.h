@@ -98,6 +98,14 @@ XS_API xs_status xs_parse_time(const char *text, double *seconds, xs_error *err)
  * binary prefixes, "/s" or "ps" suffix. > 0 and finite. */
 XS_API xs_status xs_parse_rate(const char *text, double *bytes_per_s,
                         xs_error *err);
+/* Token counts as `plan --tokens-grid` takes them: values and ranges
+ * FIRST:LAST[:STEP], comma-separated ("64,128", "64:4096:64"), whole
+ * numbers from 1 to 1e9 (decimal), ascending, at most max of them. *out is
+ * malloc'd (free()); messages name the character at fault. */
+XS_API xs_status xs_parse_token_grid(const char *text, size_t max, double **out,
+                                     size_t *n, xs_error *err);
+/* "0.01" or "1%": a fraction from 0 to 1 (plan's --tolerance). */
+XS_API xs_status xs_parse_fraction(const char *text, double *out, xs_error *err);
 /* Human formatting into buf (at least 32 bytes): "12.3 us", "4.00 MiB",
  * "370 GB/s". Returns buf. */
 XS_API char *xs_format_time(double seconds, char *buf, size_t size);
@@ -814,6 +822,10 @@ XS_API char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
 XS_API char *xs_c_comment_text(const char *text);
+/* Schedule names, comma-separated ("fused-wave,fused-lag"), as the mask
+ * xs_moe_options takes (bit k: schedule k); plan's --schedules. */
+XS_API xs_status xs_moe_parse_schedules(const char *text, unsigned *mask,
+                                        xs_error *err);
 /* 1 when name is a C identifier of 1 to 64 characters */
 XS_API int xs_c_identifier(const char *name);
 /* XS_OK when prefix may name a generated header's names: a C identifier
@@ -1014,7 +1026,9 @@ typedef struct xs_validate_set {
 /* Parse and predict every row (progress: called after each row, may be
  * NULL). Errors name file:line:column: besides a bad value, a line not
  * UTF-8, a stray quote, a column named twice, time_us outside 0.001 to
- * 1e12, and a row measuring what an earlier one does (docs/validate.md). */
+ * 1e12, a row measuring what an earlier one does (docs/validate.md), and
+ * a row past XS_VALIDATE_MAX_ROWS. */
+#define XS_VALIDATE_MAX_ROWS 100000
 XS_API xs_status xs_validate_megamoe(const char *text, size_t length,
                               const char *filename, xs_validate_set *out,
                               void (*progress)(size_t done, void *ctx),

@@ -130,6 +130,24 @@ static void test_text(void **s) {
   xs_validate_free(&set);
 }
 
+/* A file of more rows than XS_VALIDATE_MAX_ROWS is refused at the first
+ * row past it, before any row is predicted; comments and blank lines do
+ * not count. */
+static void test_row_limit(void **s) {
+  (void)s;
+  size_t rows = XS_VALIDATE_MAX_ROWS + 1, n = 0;
+  char *text = malloc(strlen(HDR) + rows * (strlen(ROW_HEAD) + 16) + 64);
+  assert_non_null(text);
+  n += (size_t)sprintf(text, "# a comment\n\n" HDR);
+  for (size_t i = 0; i < rows; i++)
+    n += (size_t)sprintf(text + n, "%s%zu\n", ROW_HEAD, 100 + i);
+  char want[128];
+  snprintf(want, sizeof want, "d.csv:%zu:1: more than %d rows", rows + 3,
+           XS_VALIDATE_MAX_ROWS);
+  refused(text, n, want);
+  free(text);
+}
+
 /* Every row in is a row out: UTF-8 names, an arm with no kernel time
  * (its median null, not a dropped summary). Checked against the rows the
  * library read, one by one. */
@@ -316,6 +334,7 @@ static void test_command(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_times), cmocka_unit_test(test_text),
+      cmocka_unit_test(test_row_limit),
       cmocka_unit_test(test_every_row_out), cmocka_unit_test(test_groups_and_pairs),
       cmocka_unit_test(test_command)};
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,6 +64,31 @@ void xs_moe_pick_options(const xs_moe_option *o, size_t n, double tol,
       out->runner_up = o[i];
 }
 
+xs_status xs_moe_parse_schedules(const char *text, unsigned *mask, xs_error *err) {
+  *mask = 0;
+  const char *p = text;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    char name[32];
+    int k = -1;
+    if (len < sizeof name) {
+      memcpy(name, p, len);
+      name[len] = 0;
+      k = xs_moe_schedule_from_name(name);
+    }
+    if (k < 0) {
+      *mask = 0;
+      return xs__fail(err, XS_INVALID, "\"%.*s\" is not a schedule (sequential, "
+                      "baseline, searched, fused-split, fused-wave, fused-interleaved, "
+                      "fused-lag)", (int)(len < 64 ? len : 64), p);
+    }
+    *mask |= 1u << k;
+    if (!p[len])
+      return XS_OK;
+    p += len + 1;
+  }
+}
+
 /* ---- tables ---- */
 
 struct xs_moe_table {

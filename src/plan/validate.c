@@ -213,6 +213,29 @@ static void row_key(const xs_validate_row *r, int with_arm, xs__sbuf *b) {
   }
 }
 
+/* a line that is not blank and not a comment: the header or a row */
+static int holds_fields(const char *lp, size_t len) {
+  size_t skip = 0;
+  while (skip < len && (lp[skip] == ' ' || lp[skip] == '\t'))
+    skip++;
+  return skip < len && lp[skip] != '#';
+}
+
+/* The line of the row past XS_VALIDATE_MAX_ROWS, 0 when there is none:
+ * known before any row is predicted (each takes milliseconds). */
+static size_t row_past_limit(const char *p, const char *end) {
+  size_t lineno = 0, rows = 0;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    lineno++;
+    if (holds_fields(p, len) && rows++ > XS_VALIDATE_MAX_ROWS)
+      return lineno; /* the header, then the rows */
+    p = nl ? nl + 1 : end;
+  }
+  return 0;
+}
+
 static xs_status csv_rows(csv_job *j, const char *text, size_t length,
                           xs_status (*row)(csv_job *, const field **, size_t,
                                            xs_validate_row *, xs_error *),
@@ -236,6 +259,10 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
   /* a byte order mark, as spreadsheets write: not part of the header */
   if (length >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
     p += 3;
+  size_t past = row_past_limit(p, end);
+  if (past)
+    st = row_fail(err, j->file, past, 1, "more than %d rows (each is predicted, about "
+                  "10 ms here): split the file", XS_VALIDATE_MAX_ROWS);
   while (p < end && !st) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -255,10 +282,7 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
                     "not UTF-8 (byte 0x%02x)", (unsigned char)lp[good]);
       break;
     }
-    size_t skip = 0;
-    while (skip < len && (lp[skip] == ' ' || lp[skip] == '\t'))
-      skip++;
-    if (skip == len || lp[skip] == '#')
+    if (!holds_fields(lp, len))
       continue;
     if (len + 1 > bufcap) {
       bufcap = len + 1;
