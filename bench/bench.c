@@ -11,6 +11,7 @@
  *   xstage-bench probe   calibration accuracy against the pipe's set
  *                        truth, and replays of burst schedules measured
  *                        against burstgap and blocking
+ *   xstage-bench validate  validate's summary of 25,800 rows
  */
 #define _POSIX_C_SOURCE 200809L
 #include "xstage_measure.h"
@@ -415,8 +416,79 @@ static int bench_probe(int quick) {
   return 0;
 }
 
+/* validate's summary over many rows: the project's MegaMoE rows
+ * predicted once, then copied under distinct sources into `rows` rows
+ * (each copy a set of configs of its own, as another paper's data would
+ * be), and the summary the command prints made of them: arms and sources
+ * with their medians and the pairs of arms (validate_summary_s), and the
+ * JSON document of every row and that summary (validate_json_s). */
+static int bench_validate(int quick) {
+  size_t want = quick ? 2580 : 25800, len;
+  char *text = NULL;
+  FILE *f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");
+  if (!f) {
+    fprintf(stderr, "xstage-bench: %s/data/published/megamoe.csv: cannot open\n", XSTAGE_SRC);
+    return 1;
+  }
+  text = malloc(1 << 20);
+  len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  xs_validate_set one, many;
+  xs_error e;
+  double t0 = now_s();
+  if (!text || xs_validate_megamoe(text, len, "megamoe.csv", &one, NULL, NULL, &e))
+    die("validate", &e);
+  printf("validate_predict_per_row %.3g ms\n", (now_s() - t0) * 1e3 / (double)one.nrows);
+  many.nrows = want;
+  many.rows = malloc(want * sizeof *many.rows);
+  if (!many.rows)
+    return 1;
+  for (size_t i = 0; i < want; i++) {
+    many.rows[i] = one.rows[i % one.nrows];
+    snprintf(many.rows[i].source, sizeof many.rows[i].source, "%.60s #%zu",
+             one.rows[i % one.nrows].source, i / one.nrows);
+  }
+  double v[5], vj[5];
+  size_t pairs = 0, groups = 0;
+  for (int r = 0; r < 5; r++) {
+    double s0 = now_s();
+    xs_validate_group *g;
+    size_t n, n2, np;
+    xs_validate_pairs pr;
+    xs_validate_pair *pl;
+    char *js;
+    if (xs_validate_groups(&many, 0, &g, &n, &e))
+      die("groups", &e);
+    free(g);
+    if (xs_validate_groups(&many, 1, &g, &n2, &e))
+      die("groups", &e);
+    free(g);
+    if (xs_validate_compare_arms(&many, &pr, &e) ||
+        xs_validate_pair_list(&many, 0.05, &pl, &np, &e))
+      die("summary", &e);
+    free(pl);
+    v[r] = now_s() - s0;
+    s0 = now_s();
+    if (xs_validate_json(&many, &js, &e))
+      die("json", &e);
+    xs_free(js);
+    vj[r] = now_s() - s0;
+    pairs = pr.pairs;
+    groups = n + n2;
+  }
+  printf("validate_summary_rows %zu rows\n", want);
+  printf("validate_summary_groups %zu arms and sources\n", groups);
+  printf("validate_summary_pairs %zu pairs\n", pairs);
+  printf("validate_summary_s %.3g s\n", median(v, 5));
+  printf("validate_json_s %.3g s\n", median(vj, 5));
+  xs_validate_free(&one);
+  free(many.rows);
+  free(text);
+  return 0;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: xstage-bench model|sim|plan|probe [--quick]\n"
+  fprintf(f, "usage: xstage-bench model|sim|plan|probe|validate [--quick]\n"
              "\n"
              "Prints figures, one a line: NAME VALUE UNIT (medians of repeated\n"
              "runs). It never fails on time. --quick runs smaller programs.\n");
@@ -445,6 +517,9 @@ int main(int argc, char **argv) {
     return bench_plan(quick);
   if (strcmp(argv[1], "probe") == 0)
     return bench_probe(quick);
-  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim, plan, probe)\n", argv[1]);
+  if (strcmp(argv[1], "validate") == 0)
+    return bench_validate(quick);
+  fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim, plan, probe, "
+                  "validate)\n", argv[1]);
   return 2;
 }

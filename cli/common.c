@@ -63,19 +63,6 @@ int cli_bad_flag(const char *cmd, int argc, char **argv) {
   return cli_usage_error(cmd, "flag %s is unknown or needs a value", arg);
 }
 
-json_t *cli_load_json(const char *cmd, const char *path) {
-  char *text;
-  size_t len;
-  if (cli_read_file(cmd, path, CLI_INPUT_LIMIT, &text, &len))
-    return NULL;
-  json_error_t je;
-  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-  free(text);
-  if (!root)
-    fprintf(stderr, "xstage %s: %s:%d:%d: %s\n", cmd, path, je.line, je.column, je.text);
-  return root;
-}
-
 int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
                          const char *const *outputs, size_t nout) {
   for (size_t o = 0; o < nout; o++) {
@@ -98,26 +85,45 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
   return EXIT_OK;
 }
 
-const char *cli_text(const char *s, char *buf, size_t size) {
+/* a C0 control or DEL (1), a C1 control, two bytes in UTF-8 (2), or 0 */
+static size_t control_at(const unsigned char *u) {
+  if (u[0] < 0x20 || u[0] == 0x7f)
+    return 1;
+  return u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
+}
+
+const char *cli_text_cut(const char *s, size_t max, char *buf, size_t size) {
   const unsigned char *u = (const unsigned char *)s;
   size_t i = 0, n = 0;
-  for (; u[i]; i++)
-    if (u[i] < 0x20 || u[i] == 0x7f || (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f))
-      break;
-  if (!u[i])
+  while (u[i] && !control_at(u + i))
+    i++;
+  if (!u[i] && i <= max)
     return s;
-  for (i = 0; u[i] && n + 5 < size; i++) {
-    if (u[i] < 0x20 || u[i] == 0x7f) {
-      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i]);
-    } else if (u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f) {
-      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i + 1]);
-      i++;
-    } else {
-      buf[n++] = (char)u[i];
+  if (max > size - 1)
+    max = size - 1;
+  for (i = 0; u[i];) {
+    size_t c = control_at(u + i), len = 1;
+    if (c) {
+      if (n + 4 > max)
+        break;
+      n += (size_t)snprintf(buf + n, size - n, "\\x%02x", u[i + c - 1]);
+      i += c;
+      continue;
     }
+    /* a character's bytes go whole or not at all */
+    while (u[i + len] && (u[i + len] & 0xC0) == 0x80 && len < 4)
+      len++;
+    if (n + len > max)
+      break;
+    memcpy(buf + n, u + i, len);
+    n += len, i += len;
   }
   buf[n] = '\0';
   return buf;
+}
+
+const char *cli_text(const char *s, char *buf, size_t size) {
+  return cli_text_cut(s, (size_t)-1, buf, size);
 }
 
 int cli_stdout_errno;
@@ -137,6 +143,9 @@ int cli_write_output(const char *cmd, const char *path, const char *text) {
       cli_stdout_errno = errno;
     return EXIT_OK;
   }
+  /* what was printed goes first: the path may be /dev/stdout */
+  cli_flush_stdout();
+  fflush(stderr);
   xs_error err;
   if (xs_write_file_atomic(path, text, strlen(text), &err))
     return cli_error(cmd, &err);

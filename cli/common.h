@@ -28,10 +28,6 @@ int cli_out_of_memory(const char *cmd);
  * planner's config) the commands read; programs, profiles and samples go
  * through the library, which reads up to XS_INPUT_LIMIT_BYTES. */
 #define CLI_INPUT_LIMIT ((size_t)64 << 20)
-/* A JSON file (a sweep's grid), or NULL after saying what was wrong:
- * "PATH: cannot open: why", "PATH: larger than the limit of 64 MiB..." or
- * "PATH:LINE:COL: what". */
-json_t *cli_load_json(const char *cmd, const char *path);
 /* Read a whole input file (at most limit bytes) into *text (NUL-terminated,
  * free() it): 0, or the exit code (2 for a file that cannot be opened or
  * read or is over the limit, naming it and the limit) after saying what
@@ -47,6 +43,9 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
  * in buf (cut to size) with control characters (C0, DEL, C1) written as
  * \xNN, so that a name cannot move the cursor or recolour the screen. */
 const char *cli_text(const char *s, char *buf, size_t size);
+/* The same cut to at most max bytes, never inside a character or an
+ * escape (for a column of fixed width). */
+const char *cli_text_cut(const char *s, size_t max, char *buf, size_t size);
 /* cli_text of a profile's name and of a config's, each into its own
  * static buffer (one of each per printf) */
 const char *cli_profile_text(const xs_profile *profile);

@@ -6,6 +6,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,8 +65,33 @@ static int check_stdout(const char *cmd, int rc) {
 
 static int run_main(int argc, char **argv, const char **cmd_name);
 
+/* SIGINT, SIGTERM or SIGHUP while an output file is being written: its
+ * temporary file is removed, then the signal kills the process as it
+ * would have (probe, calibrate and replay catch SIGINT and SIGTERM
+ * themselves while they measure). */
+static void on_fatal_signal(int sig) {
+  xs_remove_temp_files();
+  raise(sig); /* SA_RESETHAND, SA_NODEFER: the default action, now */
+}
+
+static void catch_fatal_signals(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction sa, old;
+    /* a signal the shell ignores for us (nohup, a background job) stays
+     * ignored */
+    if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+      continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *cmd = NULL;
+  catch_fatal_signals();
   int rc = run_main(argc, argv, &cmd);
   return check_stdout(cmd, rc);
 }

@@ -292,7 +292,7 @@ int cmd_plan(int argc, char **argv) {
     const xs_moe_workload *w = &r.work;
     char a[32], b[32], d[32], e[32], pn[256];
     const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
-    printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cfg.name,
+    printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cli_name_text(cfg.name),
            cfg.tokens, cfg.ep, pname);
     printf("  H %g, I %g, %g experts (%g per rank), top-%g, %s GEMMs, "
            "dispatch %g B/element, combine %g B/element\n",

@@ -11,120 +11,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "xstage CMD: FLAG: message (see xstage CMD --help)", the message's
+ * quotes of the flag's text with control characters escaped */
+static int flag_error(const char *cmd, const char *flag, const xs_error *err) {
+  if (err->status != XS_INVALID && err->status != XS_PARSE)
+    return cli_error(cmd, err);
+  char safe[sizeof err->message * 4];
+  return cli_usage_error(cmd, "%s: %s", flag, cli_text(err->message, safe, sizeof safe));
+}
+
 int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
                           double **out, size_t *n) {
-  size_t cap = 64;
-  double *g = malloc(cap * sizeof *g);
-  if (!g)
-    return cli_out_of_memory(cmd);
-  *n = 0;
-  const char *p = text;
-  int rc = 0;
-  while (!rc) {
-    double v[3] = {0, 0, 1};
-    int nv = 0;
-    char *end;
-    for (;;) {
-      v[nv] = strtod(p, &end);
-      if (end == p || !(v[nv] >= 1 && v[nv] <= 1e9) || v[nv] != floor(v[nv])) {
-        rc = cli_usage_error(cmd,
-                             "%s: at character %zu of \"%s\": expected a whole "
-                             "number from 1 to 1e9 (a list like 64,128 or a "
-                             "range FIRST:LAST:STEP)",
-                             flag, (size_t)(p - text) + 1, text);
-        break;
-      }
-      nv++;
-      p = end;
-      if (*p != ':' || nv == 3)
-        break;
-      p++;
-    }
-    if (rc)
-      break;
-    if (nv == 2)
-      v[2] = 1;
-    double last = nv >= 2 ? v[1] : v[0];
-    if (nv >= 2 && last < v[0]) {
-      rc = cli_usage_error(cmd, "%s: range %g:%g runs backwards", flag, v[0], last);
-      break;
-    }
-    for (double t = v[0]; t <= last; t += v[2]) {
-      if (*n && t <= g[*n - 1]) {
-        rc = cli_usage_error(cmd, "%s: %g after %g: expected ascending token "
-                                  "counts", flag, t, g[*n - 1]);
-        break;
-      }
-      if (*n == XS_MOE_TABLE_MAX) {
-        rc = cli_usage_error(cmd, "%s: more than %d grid points", flag,
-                             XS_MOE_TABLE_MAX);
-        break;
-      }
-      if (*n == cap) {
-        double *ng = realloc(g, 2 * cap * sizeof *g);
-        if (!ng) {
-          rc = cli_out_of_memory(cmd);
-          break;
-        }
-        g = ng;
-        cap *= 2;
-      }
-      g[(*n)++] = t;
-    }
-    if (rc || !*p)
-      break;
-    if (*p != ',') {
-      rc = cli_usage_error(cmd, "%s: at character %zu of \"%s\": expected ',' "
-                                "or ':'", flag, (size_t)(p - text) + 1, text);
-      break;
-    }
-    p++;
-  }
-  if (rc) {
-    free(g);
-    *n = 0;
-    return rc;
-  }
-  *out = g;
+  xs_error err;
+  if (xs_parse_token_grid(text, XS_MOE_TABLE_MAX, out, n, &err))
+    return flag_error(cmd, flag, &err);
   return 0;
 }
 
 int cli_parse_tolerance(const char *cmd, const char *text, double *out) {
-  char *end;
-  double v = strtod(text, &end);
-  if (end != text && *end == '%' && !end[1]) {
-    v /= 100;
-    end++;
-  }
-  if (end == text || *end || !(v >= 0 && v <= 1))
-    return cli_usage_error(cmd, "--tolerance: expected a fraction from 0 to 1 "
-                                "or a percentage (0.01, 1%%), got \"%s\"", text);
-  *out = v;
+  xs_error err;
+  if (xs_parse_fraction(text, out, &err))
+    return flag_error(cmd, "--tolerance", &err);
   return 0;
 }
 
 int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask) {
-  *mask = 0;
-  const char *p = text;
-  for (;;) {
-    size_t len = strcspn(p, ",");
-    char name[32];
-    int k = -1;
-    if (len < sizeof name) {
-      memcpy(name, p, len);
-      name[len] = 0;
-      k = xs_moe_schedule_from_name(name);
-    }
-    if (k < 0)
-      return cli_usage_error(cmd, "--schedules: \"%.*s\" is not a schedule "
-                                  "(sequential, baseline, searched, fused-split, "
-                                  "fused-wave, fused-interleaved, fused-lag)",
-                             (int)len, p);
-    *mask |= 1u << k;
-    if (!p[len])
-      return 0;
-    p += len + 1;
-  }
+  xs_error err;
+  if (xs_moe_parse_schedules(text, mask, &err))
+    return flag_error(cmd, "--schedules", &err);
+  return 0;
 }
 
 int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
@@ -133,9 +48,9 @@ int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
     return cli_usage_error(cmd, "--header-prefix needs --emit-header");
   if (prefix && !*prefix)
     return cli_usage_error(cmd, "--header-prefix: empty");
-  if (prefix && !xs_c_identifier(prefix))
-    return cli_usage_error(cmd, "--header-prefix: \"%s\" is not a C identifier of at "
-                                "most 64 characters", prefix);
+  xs_error err;
+  if (prefix && xs_c_header_prefix(prefix, &err))
+    return flag_error(cmd, "--header-prefix", &err);
   *out = prefix ? prefix : dflt;
   return 0;
 }
@@ -205,8 +120,11 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
   xs_moe_table *t;
   xs_error err;
   double tol = o->tolerance;
-  if (xs_moe_plan_table(cfg, prof, o, &t, &err))
-    return cli_error(cmd, &err);
+  if (xs_moe_plan_table(cfg, prof, o, &t, &err)) {
+    fprintf(stderr, "xstage %s: %s: %s\n", cmd,
+            o->tokens ? "--tokens-grid" : "--tokens-range", err.message);
+    return cli_exit_code(err.status);
+  }
   size_t n = xs_moe_table_size(t);
   size_t changes = 0;
   for (size_t i = 1; i < n; i++)
@@ -288,14 +206,18 @@ static const char *value_words(const char *key, double v, char *buf, size_t n) {
 }
 
 /* the first word of a number's source: measurement, derived, datasheet,
- * lead; "-" when the profile does not say */
+ * lead; "-" when the profile does not say; control characters escaped,
+ * cut to fit buf between characters */
 static const char *source_kind(const xs_profile *prof, const char *key,
                                char *buf, size_t n) {
   const char *s = xs_profile_number_source(prof, key);
-  if (!s)
+  char *word = s ? strndup(s, strcspn(s, ": ")) : NULL;
+  if (!word)
     return "-";
-  size_t len = strcspn(s, ": ");
-  snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), s);
+  const char *t = cli_text_cut(word, n - 1, buf, n);
+  if (t != buf)
+    snprintf(buf, n, "%s", t);
+  free(word);
   return buf;
 }
 

@@ -655,12 +655,15 @@ int cmd_replay(int argc, char **argv) {
                              "blocking", ebl);
     json_t *ss = json_array();
     for (size_t s = 0; s < meas->nsends; s++) {
-      char idb[256];
-      json_array_append_new(ss, json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "id",
-          xs_program_send_id(prog, s, idb, sizeof idb), "issue_end_s", meas->sends[s].issue_end_s,
+      /* the whole id, however long its worker's name */
+      size_t idn = strlen(xs_program_worker_name(prog, xs_program_send_worker(prog, s))) + 24;
+      char *idb = malloc(idn);
+      json_array_append_new(ss, !idb ? NULL : json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "id",
+          xs_program_send_id(prog, s, idb, idn), "issue_end_s", meas->sends[s].issue_end_s,
           "deliver_s", meas->sends[s].deliver_s, "burstgap_issue_end_s", bg->sends[s].issue_end_s,
           "burstgap_deliver_s", bg->sends[s].deliver_s, "blocking_issue_end_s",
           bl->sends[s].issue_end_s, "blocking_deliver_s", bl->sends[s].deliver_s));
+      free(idb);
     }
     json_object_set_new(root, "sends", ss);
     if (info.ctas)

@@ -52,6 +52,13 @@ static void help(FILE *f) {
           "                       (a fraction, e.g. 0.25), after printing\n");
 }
 
+/* a source for a column of width bytes: cut between characters, control
+ * characters escaped (one per printf: a static buffer) */
+static const char *source_text(const char *source, size_t width) {
+  static char buf[64];
+  return cli_text_cut(source, width, buf, sizeof buf);
+}
+
 static void progress(size_t done, void *ctx) {
   (void)ctx;
   fprintf(stderr, "\r  predicting row %zu", done);
@@ -80,10 +87,10 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
   for (size_t i = 0; i < set->nrows; i++) {
     const xs_validate_row *r = &set->rows[i];
     const xs_moe_config *c = &r->config;
-    char knobs[80], src[32];
+    char knobs[80];
     xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
     cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
-    printf("  %-16.16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", cli_text(r->source, src, sizeof src),
+    printf("  %-16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", source_text(r->source, 16),
            r->gpu, c->ep, c->hidden, c->experts, c->topk, r->tokens,
            r->arm + (strncmp(r->arm, "fused-", 6) ? 0 : 6), r->measured_us);
     if (model < 0)
@@ -102,25 +109,21 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
          "  the other token bound is under \"lag bound\" below)\n");
 }
 
-static int keep_source(const xs_validate_row *r, void *src) {
-  return !strcmp(r->source, (const char *)src);
-}
-
 /* the sections after the medians: models, bias, pairs, pull end, lag
  * bound, leave one out */
-static int moe_sections(const xs_validate_set *set, const char **arms, size_t narms,
-                        const char **sources, size_t nsources, int model,
-                        int by_source) {
+static int moe_sections(const xs_validate_set *set, const xs_validate_group *arms,
+                        size_t narms, const xs_validate_group *sources,
+                        size_t nsources, int model, int by_source) {
   printf("\n  median |error| per arm and model (kernel time rows):\n    %-20s", "arm");
   for (int m = 0; m < XS_MODEL_COUNT; m++)
     printf(" %9s", model_names[m]);
   printf("\n");
   for (size_t k = 0; k < narms; k++) {
-    printf("    %-20s", arms[k]);
+    printf("    %-20s", arms[k].name);
     for (int m = 0; m < XS_MODEL_COUNT; m++) {
       size_t n;
       double v = xs_validate_median_model(set, (xs_model)m, xs_validate_same_arm,
-                                          (void *)arms[k], &n, NULL);
+                                          (void *)arms[k].name, &n, NULL);
       printf(" %8.1f%%", 100 * v);
     }
     printf("\n");
@@ -134,11 +137,11 @@ static int moe_sections(const xs_validate_set *set, const char **arms, size_t na
   }
   printf("\n");
   for (size_t k = 0; k < narms; k++) {
-    printf("    %-20s", arms[k]);
+    printf("    %-20s", arms[k].name);
     for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
       const char *label;
       size_t n;
-      double v = xs_validate_band_bias(set, arms[k], b, &label, &n);
+      double v = xs_validate_band_bias(set, arms[k].name, b, &label, &n);
       if (!isnan(v))
         printf(" %+8.1f%% (%2zu)", 100 * v, n);
       else
@@ -158,9 +161,8 @@ static int moe_sections(const xs_validate_set *set, const char **arms, size_t na
          "b", "measured", "predicted", "error");
   for (size_t i = 0; i < np; i++) {
     const xs_validate_row *a = &set->rows[p[i].a], *b = &set->rows[p[i].b];
-    char src[32];
-    printf("    %-16.16s %-11.11s %6g %-12.12s %-12.12s %8.3fx %8.3fx %+6.1f%%%s\n",
-           cli_text(a->source, src, sizeof src), a->gpu, a->tokens,
+    printf("    %-16s %-11.11s %6g %-12.12s %-12.12s %8.3fx %8.3fx %+6.1f%%%s\n",
+           source_text(a->source, 16), a->gpu, a->tokens,
            a->arm + (strncmp(a->arm, "fused-", 6) ? 0 : 6),
            b->arm + (strncmp(b->arm, "fused-", 6) ? 0 : 6), p[i].measured_ratio,
            p[i].predicted_ratio, 100 * (p[i].predicted_ratio / p[i].measured_ratio - 1),
@@ -205,20 +207,18 @@ static int moe_sections(const xs_validate_set *set, const char **arms, size_t na
          "  predictions:\n");
   for (size_t k = 0; k < nsources + narms; k++) {
     int is_src = k < nsources;
-    const char *name = is_src ? sources[k] : arms[k - nsources];
-    size_t n;
-    double v = xs_validate_median(set, is_src ? keep_source : xs_validate_same_arm,
-                                  (void *)name, &n, NULL);
+    const xs_validate_group *g = is_src ? &sources[k] : &arms[k - nsources];
     char nm[40];
     printf("    %-6s %-30s %3zu rows: median |error| %5.1f%%, left out %5.1f%%\n",
-           is_src ? "source" : "kernel", cli_text(name, nm, sizeof nm), n, 100 * v, 100 * v);
+           is_src ? "source" : "kernel", cli_text(g->name, nm, sizeof nm), g->rows,
+           100 * g->median_abs_error, 100 * g->median_abs_error);
   }
   if (by_source)
     for (size_t k = 0; k < nsources; k++) {
-      printf("\n  %s:\n", sources[k]);
+      printf("\n  %s:\n", cli_name_text(sources[k].name));
       for (size_t i = 0; i < set->nrows; i++) {
         const xs_validate_row *r = &set->rows[i];
-        if (strcmp(r->source, sources[k]) || !is_time(r))
+        if (strcmp(r->source, sources[k].name) || !is_time(r))
           continue;
         printf("    %-11s %6g %-18s %9.1f us %9.1f us %+6.1f%%\n", r->gpu, r->tokens, r->arm,
                r->measured_us, r->predicted_us, 100 * r->error);
@@ -266,7 +266,7 @@ int cmd_validate(int argc, char **argv) {
     case 'f': {
       char *end;
       fail_above = strtod(optarg, &end);
-      if (*end || !(fail_above >= 0) || !isfinite(fail_above))
+      if (end == optarg || *end || !(fail_above >= 0) || !isfinite(fail_above))
         return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
                                            "got \"%s\"", optarg);
       break;
@@ -308,18 +308,15 @@ int cmd_validate(int argc, char **argv) {
         r->error = r->predicted_us / r->measured_us - 1;
       }
     }
-  /* arms and sources in order of first appearance */
-  size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
-  size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);
-  const char **arms = malloc((narms + nsources + 1) * sizeof *arms);
-  const char **sources = arms + narms;
-  if (!arms) {
+  /* arms and sources in order of first appearance, with their medians */
+  xs_validate_group *arms = NULL, *sources = NULL;
+  size_t narms = 0, nsources = 0;
+  if (xs_validate_groups(&set, 0, &arms, &narms, &err) ||
+      xs_validate_groups(&set, 1, &sources, &nsources, &err)) {
     xs_validate_free(&set);
-    fprintf(stderr, "xstage validate: out of memory\n");
-    return EXIT_MACHINE;
+    free(arms);
+    return cli_error("validate", &err);
   }
-  xs_validate_distinct(&set, 0, arms, narms);
-  xs_validate_distinct(&set, 1, sources, nsources);
   double mx, med = xs_validate_median(&set, NULL, NULL, NULL, &mx);
   int rc = EXIT_OK;
   if (json) {
@@ -339,8 +336,8 @@ int cmd_validate(int argc, char **argv) {
       const xs_validate_row *r = &set.rows[i];
       char hd[32];
       snprintf(hd, sizeof hd, "%g/%g", r->fa.heads_q, r->fa.heads_kv);
-      printf("  %-22.22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
-             "%+7.1f%%  %s\n", r->source, r->gpu, r->fa.cp, r->tokens, hd, r->layout,
+      printf("  %-22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
+             "%+7.1f%%  %s\n", source_text(r->source, 22), r->gpu, r->fa.cp, r->tokens, hd, r->layout,
              r->pass, r->arm, r->measured_us, r->predicted_us, 100 * r->error,
              r->fa_breakdown.bound ? r->fa_breakdown.bound : "");
     }
@@ -353,23 +350,19 @@ int cmd_validate(int argc, char **argv) {
     printf("\n  |error|%s: median %.1f%%, largest %.1f%% over %zu rows%s\n",
            fa ? "" : model >= 0 ? "" : " (burstgap)", 100 * med, 100 * mx, nmed,
            nmed < set.nrows ? " of kernel time" : "");
-    for (size_t k = 0; k < narms; k++) {
-      size_t n;
-      double m2, m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, &m2);
-      printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k],
-             100 * m, 100 * m2, n);
-    }
-    for (size_t k = 0; k < nsources; k++) {
-      size_t n;
-      double m2, m = xs_validate_median(&set, xs_validate_same_source, (void *)sources[k], &n, &m2);
+    for (size_t k = 0; k < narms; k++)
+      printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k].name,
+             100 * arms[k].median_abs_error, 100 * arms[k].max_abs_error, arms[k].rows);
+    for (size_t k = 0; k < nsources; k++)
       printf("    source %-15s median %5.1f%%, largest %5.1f%% (%zu rows)\n",
-             sources[k], 100 * m, 100 * m2, n);
-    }
+             cli_name_text(sources[k].name), 100 * sources[k].median_abs_error,
+             100 * sources[k].max_abs_error, sources[k].rows);
     /* pairs of arms on one config: which is faster, and the ratio */
     xs_validate_pairs pr;
     if (xs_validate_compare_arms(&set, &pr, &err)) {
       xs_validate_free(&set);
       free(arms);
+      free(sources);
       return cli_error("validate", &err);
     }
     if (pr.pairs && fa) {
@@ -382,6 +375,7 @@ int cmd_validate(int argc, char **argv) {
     if (!fa && (rc = moe_sections(&set, arms, narms, sources, nsources, model, by_source))) {
       xs_validate_free(&set);
       free(arms);
+      free(sources);
       return rc;
     }
     if (fa)
@@ -407,16 +401,15 @@ int cmd_validate(int argc, char **argv) {
     }
   }
   if (!rc && isfinite(fail_above))
-    for (size_t k = 0; k < narms; k++) {
-      size_t n;
-      double m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, NULL);
-      if (m > fail_above) {
+    for (size_t k = 0; k < narms; k++)
+      if (arms[k].median_abs_error > fail_above) {
         fprintf(stderr, "xstage validate: arm %s: median |error| %.1f%% is above "
-                        "--fail-above %.1f%%\n", arms[k], 100 * m, 100 * fail_above);
+                        "--fail-above %.1f%%\n", arms[k].name,
+                100 * arms[k].median_abs_error, 100 * fail_above);
         rc = EXIT_MACHINE;
       }
-    }
   xs_validate_free(&set);
   free(arms);
+  free(sources);
   return rc;
 }

@@ -98,6 +98,14 @@ XS_API xs_status xs_parse_time(const char *text, double *seconds, xs_error *err)
  * binary prefixes, "/s" or "ps" suffix. > 0 and finite. */
 XS_API xs_status xs_parse_rate(const char *text, double *bytes_per_s,
                         xs_error *err);
+/* Token counts as `plan --tokens-grid` takes them: values and ranges
+ * FIRST:LAST[:STEP], comma-separated ("64,128", "64:4096:64"), whole
+ * numbers from 1 to 1e9 (decimal), ascending, at most max of them. *out is
+ * malloc'd (free()); messages name the character at fault. */
+XS_API xs_status xs_parse_token_grid(const char *text, size_t max, double **out,
+                                     size_t *n, xs_error *err);
+/* "0.01" or "1%": a fraction from 0 to 1 (plan's --tolerance). */
+XS_API xs_status xs_parse_fraction(const char *text, double *out, xs_error *err);
 /* Human formatting into buf (at least 32 bytes): "12.3 us", "4.00 MiB",
  * "370 GB/s". Returns buf. */
 XS_API char *xs_format_time(double seconds, char *buf, size_t size);
@@ -360,7 +368,9 @@ XS_API size_t xs_program_send_worker(const xs_program *program, size_t s);
 XS_API double xs_program_send_bytes(const xs_program *program, size_t s);
 /* The send's channel name as written, NULL for the default channel. */
 XS_API const char *xs_program_send_channel(const xs_program *program, size_t s);
-/* The send's id, explicit or "<worker>#<op index>", into buf. */
+/* The send's id: its own, or "<worker>#<op index>" written into buf (cut
+ * between characters when buf is short: strlen of the worker's name + 12
+ * bytes always hold it). */
 XS_API const char *xs_program_send_id(const xs_program *program, size_t s,
                                char *buf, size_t size);
 
@@ -774,6 +784,15 @@ typedef struct xs_moe_table_options {
   unsigned schedules;   /* as xs_moe_options' mask; 0: all               */
 } xs_moe_table_options;
 #define XS_MOE_TABLE_MAX 4096
+/* The most planning a knob table or a sensitivity run may take, in GEMM
+ * tiles (xs_moe_tiles) planned: each evaluation of every option at one
+ * token count counts its tiles plus 32768 for its fixed part. 2e8 is
+ * 25 to 45 s on one core of the development machine (the 64:4096 table
+ * of DeepSeek-V3 is 1.2e8, 15 s). Estimated before the first plan (a
+ * table's points, twice for a range; a sensitivity run's 4 x numbers + 1
+ * plans) and counted as they go, since a table's bisections are not known
+ * beforehand; past it, XS_INVALID. */
+#define XS_MOE_WORK_MAX 2e8
 typedef struct xs_moe_table xs_moe_table;
 
 /* Plans every grid point with the stable choice (each point's previous is
@@ -795,15 +814,28 @@ XS_API const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
                                       double tokens);
 /* A C header with the table as constant arrays and a lookup function,
  * for host code with no dependency on xstage; names start with prefix
- * (a C identifier). free() the result; NULL when out of memory. */
+ * (xs_c_header_prefix). free() the result; NULL for another prefix, a
+ * time that is not finite, or when out of memory. */
 XS_API char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
                           const char *comment);
 /* A copy of text safe inside a C block comment: a comment's ends ("*" "/"
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
 XS_API char *xs_c_comment_text(const char *text);
-/* 1 when name is a C identifier of 1 to 64 characters (a header prefix) */
+/* Schedule names, comma-separated ("fused-wave,fused-lag"), as the mask
+ * xs_moe_options takes (bit k: schedule k); plan's --schedules. */
+XS_API xs_status xs_moe_parse_schedules(const char *text, unsigned *mask,
+                                        xs_error *err);
+/* 1 when name is a C identifier of 1 to 64 characters */
 XS_API int xs_c_identifier(const char *name);
+/* XS_OK when prefix may name a generated header's names: a C identifier
+ * of 1 to 64 characters, lowercase (its capitals make the guard PREFIX_H
+ * and the constants, which two prefixes differing only in case would
+ * share), not beginning with an underscore (reserved, where the C
+ * library's guards such as _STDIO_H are), and not making names the C
+ * library reserves (errno.h's E..., string.h's str..., ...); else
+ * XS_INVALID saying why. The header writers refuse any other prefix. */
+XS_API xs_status xs_c_header_prefix(const char *prefix, xs_error *err);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue
@@ -992,7 +1024,11 @@ typedef struct xs_validate_set {
 } xs_validate_set;
 
 /* Parse and predict every row (progress: called after each row, may be
- * NULL). Errors name file:line:column. */
+ * NULL). Errors name file:line:column: besides a bad value, a line not
+ * UTF-8, a stray quote, a column named twice, time_us outside 0.001 to
+ * 1e12, a row measuring what an earlier one does (docs/validate.md), and
+ * a row past XS_VALIDATE_MAX_ROWS. */
+#define XS_VALIDATE_MAX_ROWS 100000
 XS_API xs_status xs_validate_megamoe(const char *text, size_t length,
                               const char *filename, xs_validate_set *out,
                               void (*progress)(size_t done, void *ctx),
@@ -1021,9 +1057,22 @@ XS_API int xs_validate_same_source(const xs_validate_row *row, void *source);
  * the rows); returns how many there are, which may be more than max. */
 XS_API size_t xs_validate_distinct(const xs_validate_set *set, int source,
                                    const char **names, size_t max);
+/* The rows by arm (by_source 0) or by source (1), in the order each
+ * first appears: its name (into the rows), and over its rows that time a
+ * kernel (as xs_validate_median) their count and the median and largest
+ * |error| (NAN when none). *out is malloc'd (free()); O(n log n). */
+typedef struct xs_validate_group {
+  const char *name;
+  size_t rows;
+  double median_abs_error, max_abs_error;
+} xs_validate_group;
+XS_API xs_status xs_validate_groups(const xs_validate_set *set, int by_source,
+                                    xs_validate_group **out, size_t *n,
+                                    xs_error *err);
 /* Over pairs of rows that measure two arms of one config (same source,
  * GPU, shape, dtypes and tokens): how often the faster is predicted
- * faster, and |predicted ratio / measured ratio - 1| of the two. */
+ * faster, and |predicted ratio / measured ratio - 1| of the two. Rows are
+ * grouped by config first: O(n log n) and a step per pair. */
 typedef struct xs_validate_pairs {
   size_t pairs, agree;
   double median_ratio_error, max_ratio_error; /* NAN when no pairs */
@@ -1149,13 +1198,24 @@ XS_API char *xs_timeline_trace_json(const xs_program *program,
 XS_API char *xs_timeline_svg(const xs_program *program, const xs_profile *profile,
                       const xs_result *result, const xs_timeline *timeline);
 
-/* Write data to path through a temporary file and a rename, so that a
- * reader never sees half a file; the new file's mode is 0666 less the
- * umask. A symbolic link stays a link: its target is written so (a
- * dangling link's target is created through it). A device or a FIFO
- * (/dev/null) is written in place. */
+/* Write data to path. A regular file (new, or replaced) is written
+ * through a temporary file beside it and a rename, so that a reader never
+ * sees half a file; a new file's mode is 0666 less the umask, a replaced
+ * file keeps its mode (and owner and group, where this process may set
+ * them). A symbolic link stays a link: its target is written so (a
+ * dangling link's target is created through it). Written in place,
+ * never replaced: a device or a FIFO (/dev/null), /dev/stdout,
+ * /dev/stderr, /dev/fd/N and /proc/self/fd/N (through that descriptor,
+ * from its offset, so `--svg /dev/stdout >> log` appends), and a file
+ * that standard output or error is open on. A directory is refused. On
+ * any error the temporary file is removed. */
 XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
+/* Remove the temporary files of the xs_write_file_atomic calls in
+ * progress. Async-signal-safe: for a handler of SIGINT or SIGTERM to call
+ * before the process dies (the xstage command does), so that no
+ * NAME.tmpPID-N is left beside a target. */
+XS_API void xs_remove_temp_files(void);
 
 /* ---- Results as JSON text, for the command and the bindings ----
  * The documents `xstage plan`, `sweep` and `validate` print with --json
@@ -1232,8 +1292,10 @@ XS_API xs_status xs_fa_table(const xs_fa_config *config,
                              size_t *changes, xs_error *err);
 /* `plan flashattn --seq-grid ... --emit-header`: those rows as a C header
  * of {lo, seq, path, layout, forward_sms, spread, predicted_us} rows and
- * PREFIX_lookup(seq), needing no xstage; prefix an xs_c_identifier. NULL
- * for another prefix or when out of memory; free() the result. */
+ * PREFIX_lookup(seq), needing no xstage; prefix an xs_c_header_prefix. NULL
+ * for another prefix, for a row with a number that is no C constant (not
+ * finite; lo or seq not a whole number up to 2^32 - 1) or no path or
+ * layout, or when out of memory; free() the result. */
 XS_API char *xs_fa_table_header(const xs_fa_config *config, const xs_profile *profile,
                                 const xs_fa_table_row *rows, size_t n,
                                 double tolerance, const char *prefix);

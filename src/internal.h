@@ -28,6 +28,15 @@ char *xs__strdup(const char *s);
 /* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
  * points past U+10FFFF): what JSON, and so every serialiser, can hold. */
 int xs__utf8_ok(const char *s);
+/* How many of the n bytes at s are well-formed UTF-8 from the start: n
+ * when all are, else where the first bad or cut-short character starts. */
+size_t xs__utf8_prefix(const char *s, size_t n);
+/* The length of s cut to at most max bytes without splitting a character
+ * (s UTF-8): strlen(s) when it fits. */
+size_t xs__utf8_cut(const char *s, size_t max);
+/* Remove the start of a character that s ends with, cut short: what
+ * snprintf leaves of a UTF-8 name cut into a fixed buffer. */
+void xs__utf8_trim(char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 
@@ -302,12 +311,28 @@ void xs__sb_put(xs__sbuf *b, const char *text, size_t n);
 /* text with XML's special characters escaped and control bytes dropped */
 void xs__sb_escaped(xs__sbuf *b, const char *text);
 
+/* Send s's id, whole however long its worker's name: its own, or
+ * "WORKER#OP" written into b (NULL when out of memory) */
+const char *xs__send_id(const xs_program *p, size_t s, xs__sbuf *b);
+
 /* Generated C headers (knob and ring tables): prefix in capitals into up
- * (size at least 65, the prefix an xs_c_identifier), and the binary search
+ * (size at least 65, the prefix an xs_c_header_prefix), and the binary search
  * over the table's lo column that every such header ends with. */
 void xs__c_upper(const char *prefix, char *up);
+/* 1 when v can be written into a generated header as a C constant: finite,
+ * and when whole a whole number from 0 to 2^32 - 1 (an unsigned long) */
+int xs__c_value_ok(double v, int whole);
 void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
                   const char *up, const char *arg);
+/* xs_moe_plan_table and xs_moe_sensitivity_run with the work limit
+ * (XS_MOE_WORK_MAX for them) as a parameter, for tests of the limit */
+xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *prof,
+                                    const xs_moe_table_options *o, double limit,
+                                    xs_moe_table **out, xs_error *err);
+xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *prof,
+                                     double tol, unsigned schedules, double limit,
+                                     xs_moe_pick *base, xs_moe_sensitivity *out,
+                                     size_t *n, xs_error *err);
 
 /* The index of name in names[0..n), or -1 */
 int xs__name_index(const char *const *names, size_t n, const char *name);

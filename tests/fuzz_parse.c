@@ -1,7 +1,7 @@
 /*
  * fuzz_parse.c: libFuzzer target for everything the library parses. The
- * first byte picks what the rest is (its value mod 8, so that the corpus's
- * '0' programs and '1' profiles keep their meaning):
+ * first byte picks what the rest is (its value mod 12, so that the
+ * corpus's '0' programs, '1' profiles ... '7' units keep their meaning):
  *   0 a program (one that expands to at most 1e5 ops): evaluated under
  *     every model on a built-in profile, and written back, which must read
  *     back and write the same text again
@@ -15,6 +15,13 @@
  *   6 bytes that drive the program builder (workers, computes, sends with
  *     channels and ids, waits, fences): what it builds is written, read
  *     back and written again, the same text both times
+ *   8, 9 a validate CSV (megamoe, flashattn; at most 4 data lines): read,
+ *     every row is a row of the JSON, every error finite
+ *   10 plan's table flags, a line each: --tokens-grid, --tolerance,
+ *     --schedules, --header-prefix; what they accept keeps their rules, and
+ *     an accepted prefix makes a header
+ *   11 bytes that write a compact program (counts, nested repeats, ids and
+ *     waits on them): it reads to the ops the bytes say, or is refused
  * Inputs that once crashed it live in tests/fuzz-corpus/ and run in every
  * build through fuzz_main.c.
  */
@@ -27,6 +34,7 @@
 #include "xstage.h"
 
 #include <jansson.h>
+#include <math.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -246,13 +254,207 @@ static void fuzz_builder(const uint8_t *d, size_t n) {
   xs_program_free(p);
 }
 
+/* a validate CSV of at most 4 data lines (each is predicted: 4 ms and
+ * more): if read, the JSON holds every row, with finite numbers */
+static void fuzz_validate(const char *text, size_t n, int fa) {
+  size_t lines = 0;
+  for (size_t i = 0; i < n; i++)
+    lines += text[i] == '\n';
+  if (lines > 5)
+    return;
+  xs_validate_set set;
+  xs_error err;
+  if ((fa ? xs_validate_flashattn : xs_validate_megamoe)(text, n, "fuzz", &set, NULL,
+                                                          NULL, &err) != XS_OK)
+    return;
+  char *js = NULL;
+  if (xs_validate_json(&set, &js, &err) != XS_OK)
+    __builtin_trap();
+  json_t *doc = json_loads(js, 0, NULL);
+  if (json_array_size(json_object_get(doc, "rows")) != set.nrows ||
+      !json_object_get(doc, "summary"))
+    __builtin_trap();
+  for (size_t i = 0; i < set.nrows; i++)
+    if (!isfinite(set.rows[i].error) || !(set.rows[i].measured_us > 0))
+      __builtin_trap();
+  xs_validate_group *g;
+  size_t ng, total = 0;
+  if (xs_validate_groups(&set, 1, &g, &ng, &err) == XS_OK) {
+    for (size_t k = 0; k < ng; k++)
+      total += g[k].rows;
+    if (total > set.nrows)
+      __builtin_trap();
+    free(g);
+  }
+  xs_validate_pairs pr;
+  xs_validate_compare_arms(&set, &pr, &err);
+  free(xs_validate_svg(&set, "fuzz"));
+  json_decref(doc);
+  free(js);
+  xs_validate_free(&set);
+}
+
+/* a table of one point to write headers from (planned once) */
+static xs_moe_table *one_point_table(void) {
+  static xs_moe_table *t;
+  static int tried;
+  if (!tried++) {
+    xs_profile *prof;
+    xs_error err;
+    xs_moe_config c;
+    xs_moe_preset("glm", &c);
+    double grid[1] = {64};
+    xs_moe_table_options o = {grid, 1, 0, 0, 0.01, 0};
+    if (xs_profile_load("h800-nvlink", &prof, &err) == XS_OK) {
+      xs_moe_plan_table(&c, prof, &o, &t, &err);
+      xs_profile_free(prof);
+    }
+  }
+  return t;
+}
+
+/* the table flags, one a line */
+static void fuzz_flags(const char *text, size_t n) {
+  char line[4][256];
+  size_t k = 0, at = 0;
+  memset(line, 0, sizeof line);
+  for (size_t i = 0; i < n && k < 4; i++) {
+    if (text[i] == '\n' || text[i] == '\0') {
+      k++, at = 0;
+      continue;
+    }
+    if (at < sizeof line[k] - 1)
+      line[k][at++] = text[i];
+  }
+  xs_error err;
+  double *g, v;
+  size_t ng;
+  if (xs_parse_token_grid(line[0], 64, &g, &ng, &err) == XS_OK) {
+    if (!ng || ng > 64)
+      __builtin_trap();
+    for (size_t i = 0; i < ng; i++)
+      if (!(g[i] >= 1 && g[i] <= 1e9) || g[i] != floor(g[i]) || (i && g[i] <= g[i - 1]))
+        __builtin_trap();
+    free(g);
+  }
+  if (xs_parse_fraction(line[1], &v, &err) == XS_OK && !(v >= 0 && v <= 1))
+    __builtin_trap();
+  unsigned mask;
+  if (xs_moe_parse_schedules(line[2], &mask, &err) == XS_OK &&
+      (!mask || mask >> XS_MOE_SCHEDULES))
+    __builtin_trap();
+  if (xs_c_header_prefix(line[3], &err) == XS_OK) {
+    if (!xs_c_identifier(line[3]) || line[3][0] == '_')
+      __builtin_trap();
+    for (const char *c = line[3]; *c; c++)
+      if (*c >= 'A' && *c <= 'Z')
+        __builtin_trap();
+    xs_moe_table *t = one_point_table();
+    char *h = t ? xs_moe_table_header(t, line[3], line[0]) : NULL;
+    if (t && !h)
+      __builtin_trap();
+    if (h) {
+      /* the comment text cannot close the header's first comment early:
+       * the first end of a comment is the one before the guard */
+      const char *end = strstr(h, "*/");
+      if (!end || strncmp(end, "*/\n#ifndef ", 11))
+        __builtin_trap();
+    }
+    free(h);
+  }
+}
+
+/* Bytes as a compact program: a worker's count, then nested repeats of
+ * sends with ids, waits on them and computes. The ops it must expand to
+ * are counted as it is written: it reads to exactly that many, or is
+ * refused (past a bound, or a wait it cannot resolve). */
+static void fuzz_compact(const uint8_t *d, size_t n) {
+  char text[8192];
+  size_t t = 0, i = 0;
+  double ops = 0, mult[8] = {1};
+  int depth = 0, items[8] = {0};
+#define PUT(...) (t += (size_t)snprintf(text + t, t < sizeof text ? sizeof text - t : 0, __VA_ARGS__))
+  size_t count = n ? 1 + d[i++] % 200 : 1;
+  PUT("{\"workers\":[{\"name\":\"w\",\"count\":%zu,\"ops\":[", count);
+  while (i < n && t < sizeof text - 256) {
+    uint8_t b = d[i++];
+    int kind = b % 6;
+    if (kind == 1 && depth) { /* close a repeat */
+      PUT("]}");
+      depth--;
+      continue;
+    }
+    if (items[depth]++)
+      PUT(",");
+    if (kind == 0 && depth < 5) { /* open one, at most 5 deep */
+      double k = 1 + (b >> 3) % 8 + (b >> 6 ? 1000000.0 : 0);
+      PUT("{\"repeat\":%g,\"ops\":[", k);
+      depth++;
+      mult[depth] = mult[depth - 1] * k;
+      items[depth] = 0;
+      continue;
+    }
+    switch (kind) {
+    case 0:
+    case 1:
+    case 2:
+      PUT("{\"compute\":1e-6}");
+      ops += mult[depth];
+      break;
+    case 3:
+      PUT("{\"send\":%d,\"id\":\"%c\"}", b, 'a' + (b >> 3) % 3);
+      ops += mult[depth];
+      break;
+    case 4:
+      PUT("{\"wait\":\"%c\"}", 'a' + (b >> 3) % 3);
+      ops += mult[depth];
+      break;
+    default:
+      PUT("{\"send\":1}");
+      ops += mult[depth];
+      break;
+    }
+  }
+  while (depth--)
+    PUT("]}");
+  PUT("]}]}");
+#undef PUT
+  if (t >= sizeof text)
+    return;
+  ops *= (double)count;
+  xs_program *p = NULL;
+  xs_error err;
+  if (ops > 1e5) { /* past what the fuzzer expands: only the bounds */
+    if (ops > 16777216.0 &&
+        xs_program_parse(text, t, "fuzz", &p, &err) != XS_INVALID)
+      __builtin_trap();
+    xs_program_free(p);
+    return;
+  }
+  if (xs_program_parse(text, t, "fuzz", &p, &err) != XS_OK) {
+    /* only a wait with nothing to wait on, a cycle, a duplicate id, or
+     * an empty program is refused */
+    if (!strstr(err.message, "wait") && !strstr(err.message, "cycle") &&
+        !strstr(err.message, "duplicate") && !strstr(err.message, "empty"))
+      __builtin_trap();
+    return;
+  }
+  double got = 0;
+  for (size_t w = 0; w < xs_program_worker_count(p); w++)
+    got += (double)xs_program_op_count(p, w);
+  if (got != ops || xs_program_worker_count(p) != count)
+    __builtin_trap();
+  program_roundtrip(p);
+  xs_program_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
   const char *text = (const char *)data + 1;
   size_t n = size - 1;
   xs_error err;
-  switch (data[0] % 8) {
+  switch (data[0] % 12) {
   case 0:
     fuzz_program(text, n);
     break;
@@ -276,6 +478,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   case 6:
     fuzz_builder(data + 1, n);
+    break;
+  case 8:
+  case 9:
+    fuzz_validate(text, n, data[0] % 12 == 9);
+    break;
+  case 10:
+    fuzz_flags(text, n);
+    break;
+  case 11:
+    fuzz_compact(data + 1, n);
     break;
   default:
     fuzz_units(text, n);

@@ -222,6 +222,91 @@ static void test_nested_and_empty(void **s) {
   xs_program_free(p);
 }
 
+/* Repeats of empty bodies, however many passes, expand at once to
+ * nothing (they spun through every pass); and a worker's long name is
+ * found in an automatic id ("NAME#0") past 512 bytes. */
+static void test_empty_passes_and_long_names(void **s) {
+  (void)s;
+  const char *t = "{\"workers\":[{\"name\":\"a\",\"ops\":[{\"repeat\":16777216,\"ops\":"
+                  "[{\"repeat\":16777216,\"ops\":[]}]},{\"send\":100}]}]}";
+  xs_program *p = parse_ok(t, "t.json");
+  assert_int_equal(xs_program_op_count(p, 0), 1);
+  assert_int_equal(xs_program_send_count(p), 1);
+  xs_program_free(p);
+  t = "{\"workers\":[{\"name\":\"a\",\"count\":1024,\"ops\":[{\"repeat\":16777216,"
+      "\"ops\":[{\"repeat\":16777216,\"ops\":[{\"repeat\":16777216,\"ops\":[]}]},"
+      "{\"repeat\":1,\"ops\":[]}]},{\"compute\":1e-6}]}]}";
+  p = parse_ok(t, "t.json");
+  assert_int_equal(xs_program_worker_count(p), 1024);
+  assert_int_equal(xs_program_op_count(p, 1023), 1);
+  xs_program_free(p);
+  /* NAME#0 of a worker whose name is 600 bytes of two-byte characters */
+  char name[700] = "", text[2048];
+  for (int i = 0; i < 300; i++)
+    strcat(name, "\xc3\xa9");
+  snprintf(text, sizeof text, "{\"workers\":[{\"name\":\"%s\",\"ops\":[{\"send\":1}]},"
+           "{\"name\":\"b\",\"ops\":[{\"wait\":\"%s#0\"}]}]}", name, name);
+  p = parse_ok(text, "t.json");
+  xs_op_info op;
+  xs_program_op(p, 1, 0, &op);
+  assert_int_equal(op.kind, XS_OP_WAIT);
+  assert_int_equal(op.send, 0);
+  xs_program_free(p);
+}
+
+/* The strings a program expands to are bounded as its ops are: a send id
+ * of L bytes repeated 64 times holds 64 (L + 1) bytes and the indexes
+ * [0] ... [63] (10 x 3 + 54 x 4 bytes); at 64 MiB it is read, a byte a
+ * pass past it refused before anything is expanded. So is the 100-byte
+ * program of a million counted workers with 2000-byte ids. */
+static void test_name_bytes(void **s) {
+  (void)s;
+  const size_t bound = (size_t)64 << 20, idx = 10 * 3 + 54 * 4;
+  size_t len = (bound - idx) / 64 - 1; /* 64 (len + 1) + idx <= bound */
+  assert_true(64 * (len + 1) + idx <= bound && 64 * (len + 2) + idx > bound);
+  char *text = malloc(len + 256);
+  assert_non_null(text);
+  for (int past = 0; past < 2; past++) {
+    size_t l = len + (size_t)past;
+    int n = sprintf(text, "{\"workers\":[{\"name\":\"w\",\"ops\":[{\"repeat\":64,"
+                          "\"ops\":[{\"send\":1,\"id\":\"");
+    memset(text + n, 'x', l);
+    strcpy(text + n + l, "\"}]}]}]}");
+    xs_program *p = NULL;
+    xs_error e;
+    xs_status st = xs_program_parse(text, strlen(text), "t.json", &p, &e);
+    if (!past) {
+      if (st)
+        fail_msg("%zu bytes of ids: %s", 64 * (l + 1) + idx, e.message);
+      assert_int_equal(xs_program_send_count(p), 64);
+      xs_program_free(p);
+      continue;
+    }
+    char want[256];
+    snprintf(want, sizeof want, "t.json:1:42: workers[0].ops[0].repeat: repeat 64 x 1 ids "
+             "and wait names (%zu bytes a pass) takes the program past %zu bytes", l + 1, bound);
+    if (st != XS_INVALID || !strstr(e.message, want))
+      fail_msg("%s\nwant: %s", e.message, want);
+  }
+  /* a million workers, each 16 sends with a 2000-byte id */
+  char id[2001];
+  memset(id, 'i', 2000);
+  id[2000] = 0;
+  snprintf(text, len + 256, "{\"workers\":[{\"name\":\"a\",\"count\":1048576,\"ops\":"
+           "[{\"repeat\":16,\"ops\":[{\"send\":100,\"id\":\"%s\"}]}]}]}", id);
+  xs_program *p = NULL;
+  xs_error e;
+  assert_int_equal(xs_program_parse(text, strlen(text), "t.json", &p, &e), XS_INVALID);
+  /* a copy: 16 ids of 2001 bytes with [0] ... [15] (10 x 3 + 6 x 4), its
+   * name "a" and NUL; 17 names, each with its copy's index */
+  char want[256];
+  snprintf(want, sizeof want, "workers[0].count: count 1048576 x 17 names (%d bytes a copy) "
+           "takes the program past %zu bytes", 16 * 2001 + 54 + 2, bound);
+  if (!strstr(e.message, want))
+    fail_msg("%s\nwant: %s", e.message, want);
+  free(text);
+}
+
 /* parse, write, parse: the same program, written the same */
 static void test_roundtrip(void **s) {
   (void)s;
@@ -438,6 +523,8 @@ int main(void) {
       cmocka_unit_test(test_expands_to_long_form),
       cmocka_unit_test(test_ids_and_waits),
       cmocka_unit_test(test_nested_and_empty),
+      cmocka_unit_test(test_empty_passes_and_long_names),
+      cmocka_unit_test(test_name_bytes),
       cmocka_unit_test(test_roundtrip),
       cmocka_unit_test(test_example),
       cmocka_unit_test(test_example_predict),

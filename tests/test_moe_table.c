@@ -21,15 +21,9 @@
 #include <unistd.h>
 
 #include "testio.h"
+#include "testutil.h"
 #include "internal.h"
 
-static xs_profile *load(const char *name) {
-  xs_profile *p;
-  xs_error e;
-  if (xs_profile_load(name, &p, &e))
-    fail_msg("%s: %s", name, e.message);
-  return p;
-}
 
 /* the options at one token count, and the fastest time among them */
 static double options_at(const xs_moe_config *c, const xs_profile *prof,
@@ -47,7 +41,7 @@ static double options_at(const xs_moe_config *c, const xs_profile *prof,
 
 static void test_stable_over_tokens(void **st) {
   (void)st;
-  xs_profile *prof = load("h800-nvlink");
+  xs_profile *prof = xs_test_profile("h800-nvlink");
   xs_moe_config c;
   xs_moe_preset("deepseek-v3", &c);
   const double tol = 0.01;
@@ -113,7 +107,7 @@ static void test_stable_over_tokens(void **st) {
 
 static void test_lookup_buckets(void **st) {
   (void)st;
-  xs_profile *prof = load("h100-nvlink");
+  xs_profile *prof = xs_test_profile("h100-nvlink");
   xs_moe_config c;
   xs_moe_preset("qwen3-235b", &c);
   xs_moe_table_options to = {NULL, 0, 16, 2048, 0.01, 0};
@@ -149,7 +143,7 @@ static void test_lookup_buckets(void **st) {
  * runner-up's margin is its time over the chosen's. */
 static void test_certainty(void **st) {
   (void)st;
-  xs_profile *prof = load("h200-nvlink");
+  xs_profile *prof = xs_test_profile("h200-nvlink");
   const char *presets[] = {"deepseek-v4-flash", "glm", "qwen3.5"};
   const double tokens[] = {64, 1024, 4096};
   const double tol = 0.01;
@@ -185,7 +179,7 @@ static void test_certainty(void **st) {
 
 static void test_bad_table_options(void **st) {
   (void)st;
-  xs_profile *prof = load("h800-nvlink");
+  xs_profile *prof = xs_test_profile("h800-nvlink");
   xs_moe_config c;
   xs_moe_preset("deepseek-v3", &c);
   xs_moe_table *t = NULL;
@@ -293,7 +287,7 @@ static void test_sensitivity(void **st) {
   static const char *gpus[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink",
                                "h20-nvlink", "b200-nvlink"};
   for (size_t g = 0; g < 5; g++) {
-    xs_profile *prof = load(gpus[g]);
+    xs_profile *prof = xs_test_profile(gpus[g]);
     xs_moe_config c;
     xs_moe_preset("deepseek-v3", &c);
     c.tokens = 512;
@@ -339,11 +333,104 @@ static void test_sensitivity(void **st) {
   }
 }
 
+/* The work a table or a sensitivity run estimates, computed again by
+ * hand (each evaluation: the config's GEMM tiles plus 32768): a limit one
+ * below it is refused before any plan, one at it lets the estimate pass,
+ * and the counted work then stops a table whose bisection runs past. */
+static double work_at(const xs_moe_config *c, double tokens) {
+  xs_moe_config at = *c;
+  at.tokens = tokens;
+  return xs_moe_tiles(&at) + 32768;
+}
+
+static void test_work_limit(void **st) {
+  (void)st;
+  xs_profile *prof = xs_test_profile("h800-nvlink");
+  xs_moe_config c;
+  xs_moe_preset("deepseek-v3", &c);
+  xs_moe_table *t = NULL;
+  xs_error e;
+  double grid[2] = {16, 4096};
+  xs_moe_table_options o = {grid, 2, 0, 0, 0.01, 0};
+  double est = work_at(&c, 16) + work_at(&c, 4096);
+  assert_int_equal(xs__moe_plan_table_within(&c, prof, &o, est - 1, &t, &e), XS_INVALID);
+  assert_null(t);
+  if (!strstr(e.message, "a table of 2 grid points from 16 to 4096 tokens: about"))
+    fail_msg("estimate %g, limit %g: %s", est, est - 1, e.message);
+  /* without the limit, the two choices differ, so the table bisects
+   * between them: the first midpoint passes a limit of the estimate */
+  assert_int_equal(xs_moe_plan_table(&c, prof, &o, &t, &e), XS_OK);
+  assert_false(xs_moe_same_choice(&xs_moe_table_pick(t, 0)->chosen,
+                                  &xs_moe_table_pick(t, 1)->chosen));
+  xs_moe_table_free(t);
+  t = NULL;
+  assert_int_equal(xs__moe_plan_table_within(&c, prof, &o, est, &t, &e), XS_INVALID);
+  assert_null(t);
+  char want[160];
+  snprintf(want, sizeof want, "its plans passed %.3g GEMM tiles",
+           est + work_at(&c, floor((16 + 4096) / 2)));
+  if (!strstr(e.message, want))
+    fail_msg("want \"%s\" in: %s", want, e.message);
+  /* a range is estimated at twice its points */
+  xs_moe_table_options r = {NULL, 0, 64, 128, 0.01, 0};
+  double rest = 0;
+  for (int i = 0; i <= 32; i++)
+    rest += 2 * work_at(&c, round(64 * exp2(i / 32.0)));
+  assert_int_equal(xs__moe_plan_table_within(&c, prof, &r, rest - 1, &t, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "a table of 33 grid points from 64 to 128 tokens"));
+  /* the sensitivity: 4 x numbers + 1 plans at the config's tokens */
+  c.tokens = 256;
+  xs_moe_pick base;
+  xs_moe_sensitivity s[XS_MOE_SENS_MAX];
+  size_t n;
+  assert_int_equal(xs_moe_sensitivity_run(&c, prof, 0.01, 0, &base, s, &n, &e), XS_OK);
+  double sest = (double)(4 * n + 1) * work_at(&c, 256);
+  assert_int_equal(xs__moe_sensitivity_within(&c, prof, 0.01, 0, sest - 1, &base, s, &n,
+                                              &e), XS_INVALID);
+  assert_int_equal(n, 0);
+  assert_non_null(strstr(e.message, "sensitivity: "));
+  xs_profile_free(prof);
+}
+
+/* A profile with more numbers than the rows a sensitivity run gives is
+ * refused, naming how many: the base profile's rows plus 4 for each
+ * channel added (injection and drain rates, capacity, latency). */
+static void test_sensitivity_rows(void **st) {
+  (void)st;
+  xs_profile *prof = xs_test_profile("h800-nvlink");
+  xs_moe_config c;
+  xs_moe_preset("deepseek-v3", &c);
+  c.tokens = 64;
+  xs_moe_pick base;
+  xs_moe_sensitivity s[XS_MOE_SENS_MAX];
+  size_t n0, n;
+  xs_error e;
+  assert_int_equal(xs_moe_sensitivity_run(&c, prof, 0.01, 0, &base, s, &n0, &e), XS_OK);
+  size_t added = (XS_MOE_SENS_MAX - n0) / 4 + 1;
+  for (size_t k = 0; k < added; k++) {
+    xs_channel ch;
+    xs_channel_init(&ch, 2e11, 1e11);
+    ch.capacity_B = 1 << 20;
+    ch.latency_s = 1e-6;
+    char name[32];
+    snprintf(name, sizeof name, "extra%zu", k);
+    assert_int_equal(xs_profile_add_channel(prof, name, &ch, &e), XS_OK);
+  }
+  assert_int_equal(xs_moe_sensitivity_run(&c, prof, 0.01, 0, &base, s, &n, &e),
+                   XS_INVALID);
+  char want[64];
+  snprintf(want, sizeof want, "has %zu numbers the plan reads", n0 + 4 * added);
+  if (!strstr(e.message, want))
+    fail_msg("want \"%s\" in: %s", want, e.message);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stable_over_tokens), cmocka_unit_test(test_lookup_buckets),
       cmocka_unit_test(test_bad_table_options), cmocka_unit_test(test_certainty),
       cmocka_unit_test(test_header_agrees_with_plan),
-      cmocka_unit_test(test_sensitivity)};
+      cmocka_unit_test(test_sensitivity), cmocka_unit_test(test_work_limit),
+      cmocka_unit_test(test_sensitivity_rows)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

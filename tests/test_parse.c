@@ -250,6 +250,40 @@ static void test_program_roundtrip(void **s) {
   xs_program_free(q);
 }
 
+/* A NUL byte (where a C reader would stop, after a number) and a byte
+ * order mark, in every text input: refused with the line and column of
+ * the byte, JSON and CSV alike; a CSV's mark before its header is
+ * skipped. */
+static void test_nul_and_bom(void **s) {
+  (void)s;
+  static const char prog[] = "{\"workers\":[{\"ops\":[{\"send\":100\0}]}]}";
+  static const char prof[] = "{\"name\":\"p\",\n\"channels\":{\"n\":{\"inject_Bps\":1e9\0,"
+                             "\"drain_Bps\":5e8}}}";
+  static const char csv[] = "backend,bytes,gap_s,issue_s,deliver_s,repeat\n"
+                            "pipe,4096,0,1e-6,2e-6,0\0\n";
+  xs_error e;
+  xs_program *p = NULL;
+  xs_profile *q = NULL;
+  xs_samples *sm = NULL;
+  assert_int_equal(xs_program_parse(prog, sizeof prog - 1, "t.json", &p, &e), XS_PARSE);
+  assert_string_equal(e.message, "t.json:1:32: a NUL byte");
+  assert_int_equal(xs_profile_parse(prof, sizeof prof - 1, "p.json", &q, &e), XS_PARSE);
+  assert_string_equal(e.message, "p.json:2:34: a NUL byte");
+  assert_int_equal(xs_samples_parse_csv(csv, sizeof csv - 1, "s.csv", &sm, &e), XS_PARSE);
+  assert_string_equal(e.message, "s.csv:2:24: a NUL byte");
+  static const char bom[] = "\xEF\xBB\xBF{\"workers\":[{\"ops\":[{\"send\":100}]}]}";
+  assert_int_equal(xs_program_parse(bom, sizeof bom - 1, "t.json", &p, &e), XS_PARSE);
+  assert_non_null(strstr(e.message, "t.json:1:1: a UTF-8 byte order mark"));
+  static const char bcsv[] = "\xEF\xBB\xBF" "backend,bytes,gap_s,issue_s,deliver_s,repeat\n"
+                             "tcp,4096,0,1e-6,2e-6,0\ntcp,8192,0,2e-6,3e-6,0\n"
+                             "tcp,16384,0,3e-6,5e-6,0\ntcp,32768,0,5e-6,9e-6,0\n";
+  assert_int_equal(xs_samples_parse_csv(bcsv, sizeof bcsv - 1, "s.csv", &sm, &e), XS_OK);
+  char *back = xs_samples_to_csv(sm, NULL);
+  assert_non_null(strstr(back, "tcp,4096,"));
+  free(back);
+  xs_samples_free(sm);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_programs),
@@ -260,6 +294,7 @@ int main(void) {
       cmocka_unit_test(test_good_profile_roundtrip),
       cmocka_unit_test(test_program_roundtrip),
       cmocka_unit_test(test_many_entries),
+      cmocka_unit_test(test_nul_and_bom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,19 @@
 #include "xstage.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A built-in profile or a profile file, or the test stops saying why. */
+static inline xs_profile *xs_test_profile(const char *name) {
+  xs_profile *p;
+  xs_error e;
+  if (xs_profile_load(name, &p, &e)) {
+    fprintf(stderr, "%s: %s\n", name, e.message);
+    abort();
+  }
+  return p;
+}
 
 typedef struct {
   uint64_t s;

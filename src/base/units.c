@@ -207,3 +207,114 @@ char *xs_format_rate(double bytes_per_s, char *buf, size_t size) {
       {"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"kB/s", 1e3}, {"B/s", 1}};
   return format_scaled(bytes_per_s, u, 5, buf, size);
 }
+
+/* ---- token grids and fractions (plan's --tokens-grid, --tolerance) ---- */
+
+/* A decimal number at text (no hex, inf or nan, which strtod would take):
+ * its value and end, or -1. */
+static int decimal(const char *text, double *v, const char **end) {
+  const char *t = text;
+  while (*t == ' ')
+    t++;
+  if (!(isdigit((unsigned char)*t) || *t == '.' || *t == '-' || *t == '+') ||
+      (t[0] == '0' && (t[1] == 'x' || t[1] == 'X')))
+    return -1;
+  char *e;
+  *v = strtod(t, &e);
+  if (e == t)
+    return -1;
+  *end = e;
+  return 0;
+}
+
+xs_status xs_parse_token_grid(const char *text, size_t max, double **out, size_t *n,
+                              xs_error *err) {
+  size_t cap = 64;
+  double *g = malloc(cap * sizeof *g);
+  *out = NULL;
+  *n = 0;
+  if (!g)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  const char *p = text;
+  xs_status st = XS_OK;
+  while (!st) {
+    double v[3] = {0, 0, 1};
+    int nv = 0;
+    const char *end;
+    for (;;) {
+      if (decimal(p, &v[nv], &end) || !(v[nv] >= 1 && v[nv] <= 1e9) ||
+          v[nv] != floor(v[nv])) {
+        st = xs__fail(err, XS_INVALID,
+                      "at character %zu of \"%s\": expected a whole number from 1 "
+                      "to 1e9 (a list like 64,128 or a range FIRST:LAST:STEP)",
+                      (size_t)(p - text) + 1, text);
+        break;
+      }
+      nv++;
+      p = end;
+      if (*p != ':' || nv == 3)
+        break;
+      p++;
+    }
+    if (st)
+      break;
+    if (nv == 2)
+      v[2] = 1;
+    double last = nv >= 2 ? v[1] : v[0];
+    if (nv >= 2 && last < v[0]) {
+      st = xs__fail(err, XS_INVALID, "range %g:%g runs backwards", v[0], last);
+      break;
+    }
+    for (double t = v[0]; t <= last; t += v[2]) {
+      if (*n && t <= g[*n - 1]) {
+        st = xs__fail(err, XS_INVALID, "%g after %g: expected ascending token counts",
+                      t, g[*n - 1]);
+        break;
+      }
+      if (*n == max) {
+        st = xs__fail(err, XS_INVALID, "more than %zu grid points", max);
+        break;
+      }
+      if (*n == cap) {
+        double *ng = realloc(g, 2 * cap * sizeof *g);
+        if (!ng) {
+          st = xs__fail(err, XS_NOMEM, "out of memory");
+          break;
+        }
+        g = ng;
+        cap *= 2;
+      }
+      g[(*n)++] = t;
+    }
+    if (st || !*p)
+      break;
+    if (*p != ',') {
+      st = xs__fail(err, XS_INVALID, "at character %zu of \"%s\": expected ',' or ':'",
+                    (size_t)(p - text) + 1, text);
+      break;
+    }
+    p++;
+  }
+  if (st) {
+    free(g);
+    *n = 0;
+    return st;
+  }
+  *out = g;
+  return XS_OK;
+}
+
+xs_status xs_parse_fraction(const char *text, double *out, xs_error *err) {
+  const char *end;
+  double v;
+  int bad = decimal(text, &v, &end);
+  if (!bad && *end == '%') {
+    v /= 100;
+    end++;
+  }
+  if (bad || *end || !(v >= 0 && v <= 1))
+    return xs__fail(err, XS_INVALID, "expected a fraction from 0 to 1 or a percentage "
+                                     "(0.01, 1%%), got \"%s\"", text);
+  *out = v;
+  return XS_OK;
+}

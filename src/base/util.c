@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
   if (err) {
     err->status = status;
     vsnprintf(err->message, sizeof err->message, fmt, ap);
+    xs__utf8_trim(err->message); /* a message cut short: between characters */
   }
   return status;
 }
@@ -53,33 +55,64 @@ char *xs__strdup(const char *s) {
   return d;
 }
 
-int xs__utf8_ok(const char *s) {
+size_t xs__utf8_prefix(const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
-  while (*u) {
-    unsigned c = *u, n, cp;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = u[i], k, cp;
     if (c < 0x80) {
-      u++;
+      i++;
       continue;
     }
     if (c >= 0xC2 && c <= 0xDF)
-      n = 1, cp = c & 0x1F;
+      k = 1, cp = c & 0x1F;
     else if (c >= 0xE0 && c <= 0xEF)
-      n = 2, cp = c & 0x0F;
+      k = 2, cp = c & 0x0F;
     else if (c >= 0xF0 && c <= 0xF4)
-      n = 3, cp = c & 0x07;
+      k = 3, cp = c & 0x07;
     else
-      return 0;
-    for (unsigned k = 1; k <= n; k++) {
-      if ((u[k] & 0xC0) != 0x80)
-        return 0;
-      cp = cp << 6 | (u[k] & 0x3F);
+      return i;
+    if (i + k >= n)
+      return i; /* cut short */
+    for (unsigned j = 1; j <= k; j++) {
+      if ((u[i + j] & 0xC0) != 0x80)
+        return i;
+      cp = cp << 6 | (u[i + j] & 0x3F);
     }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+    if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
         (cp >= 0xD800 && cp <= 0xDFFF))
-      return 0;
-    u += n + 1;
+      return i;
+    i += k + 1;
   }
-  return 1;
+  return n;
+}
+
+int xs__utf8_ok(const char *s) {
+  size_t n = strlen(s);
+  return xs__utf8_prefix(s, n) == n;
+}
+
+void xs__utf8_trim(char *s) {
+  size_t n = strlen(s), start = n;
+  /* back to the first byte of the last character */
+  while (start > 0 && n - start < 4 && ((unsigned char)s[start - 1] & 0xC0) == 0x80)
+    start--;
+  if (start == 0)
+    return;
+  start--;
+  if (xs__utf8_prefix(s + start, n - start) < n - start &&
+      ((unsigned char)s[start] & 0xC0) == 0xC0)
+    s[start] = '\0'; /* a lead byte whose character was cut */
+}
+
+size_t xs__utf8_cut(const char *s, size_t max) {
+  size_t n = strnlen(s, max + 1);
+  if (n <= max)
+    return n;
+  /* back to the first byte of the character at max */
+  while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+    max--;
+  return max;
 }
 
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem) {
@@ -235,6 +268,36 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
   return XS_OK;
 }
 
+/* ---- temporary files of writes in progress ----
+ * A process killed while it writes would leave NAME.tmpPID-N beside its
+ * target. Each write through a temporary file holds one slot here while
+ * its file exists, and xs_remove_temp_files (from a signal handler)
+ * unlinks the live ones. The slots are static storage, filled with atomic
+ * stores and read with atomic loads only, so the handler neither
+ * allocates nor locks: the one mutable state of the library, and it only
+ * ever names files this process created. A write that finds every slot
+ * taken (more than TEMP_SLOTS at once, from as many threads) is refused
+ * rather than left unprotected. */
+#define TEMP_SLOTS 64
+#define TEMP_NAME_MAX 4096 /* PATH_MAX on Linux: open() refuses longer */
+static char temp_names[TEMP_SLOTS][TEMP_NAME_MAX];
+static atomic_int temp_state[TEMP_SLOTS]; /* 0 free, 1 being named, 2 live */
+
+void xs_remove_temp_files(void) {
+  for (int i = 0; i < TEMP_SLOTS; i++)
+    if (atomic_load(&temp_state[i]) == 2)
+      unlink(temp_names[i]);
+}
+
+static int temp_claim(void) {
+  for (int i = 0; i < TEMP_SLOTS; i++) {
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&temp_state[i], &expect, 1))
+      return i;
+  }
+  return -1;
+}
+
 /* Write all of data to fd; 0, or -1 with errno set. */
 static int write_all(int fd, const char *data, size_t length) {
   size_t done = 0;
@@ -257,7 +320,8 @@ static xs_status write_in_place(const char *path, const char *data,
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
   if (fd < 0) {
     int bad = errno == ENOENT || errno == ENOTDIR || errno == EACCES ||
-              errno == EROFS || errno == ENAMETOOLONG || errno == ELOOP;
+              errno == EROFS || errno == ENAMETOOLONG || errno == ELOOP ||
+              errno == ENXIO;
     return xs__fail(err, bad ? XS_NOTFOUND : XS_IO, "%s: cannot open: %s",
                     path, strerror(errno));
   }
@@ -271,72 +335,159 @@ static xs_status write_in_place(const char *path, const char *data,
   return XS_OK;
 }
 
-/* Write data to a new file beside path, then rename it over path. */
-static xs_status write_renamed(const char *path, const char *data,
+/* Write data through descriptor fd, which this process holds open (its
+ * standard output, say): from the descriptor's offset on, or at the end
+ * when it was opened for append; nothing before is touched. */
+static xs_status write_through(const char *path, int fd, const char *data,
                                size_t length, xs_error *err) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0)
+    return xs__fail(err, XS_NOTFOUND, "%s: descriptor %d is not open", path, fd);
+  if ((flags & O_ACCMODE) == O_RDONLY)
+    return xs__fail(err, XS_NOTFOUND, "%s: descriptor %d is open for reading only",
+                    path, fd);
+  if (write_all(fd, data, length) != 0)
+    return xs__fail(err, XS_IO, "%s: write error: %s", path, strerror(errno));
+  return XS_OK;
+}
+
+/* The descriptor a path names by number: /dev/stdin, /dev/stdout,
+ * /dev/stderr, /dev/fd/N, /proc/self/fd/N and /proc/PID/fd/N of this
+ * process; -1 for any other path. */
+static int named_fd(const char *path) {
+  static const char *const std[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr"};
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(path, std[i]))
+      return i;
+  char self[48];
+  snprintf(self, sizeof self, "/proc/%ld/fd/", (long)getpid());
+  const char *const dirs[] = {"/dev/fd/", "/proc/self/fd/", self};
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(dirs[i]);
+    if (strncmp(path, dirs[i], n) || !path[n])
+      continue;
+    long fd = 0;
+    for (const char *d = path + n; *d; d++) {
+      if (*d < '0' || *d > '9' || fd > 1000000)
+        return -1;
+      fd = fd * 10 + (*d - '0');
+    }
+    return (int)fd;
+  }
+  return -1;
+}
+
+/* The standard stream (0 to 2) open for writing on the file sb describes
+ * (`--svg out.svg >> out.svg`, or a link to /dev/stdout); -1 for none. */
+static int std_fd_on(const struct stat *sb) {
+  for (int fd = 0; fd <= 2; fd++) {
+    struct stat fb;
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0 && (flags & O_ACCMODE) != O_RDONLY && fstat(fd, &fb) == 0 &&
+        fb.st_dev == sb->st_dev && fb.st_ino == sb->st_ino)
+      return fd;
+  }
+  return -1;
+}
+
+/* Write data to a new file beside path, then rename it over path. A file
+ * it replaces (old, NULL for none) gives the new one its mode, and its
+ * owner and group where this process may set them. Signals are held
+ * while the temporary file is created and its slot marked live, so that
+ * a handler sees every temporary file that exists; on every error the
+ * file is removed. */
+static xs_status write_renamed(const char *path, const struct stat *old,
+                               const char *data, size_t length, xs_error *err) {
   static atomic_uint seq;
-  size_t n = strlen(path) + 40;
-  char *tmp = malloc(n);
-  if (!tmp)
-    return xs__fail(err, XS_NOMEM, "%s: out of memory", path);
+  if (strlen(path) + 40 > TEMP_NAME_MAX)
+    return xs__fail(err, XS_NOTFOUND, "%s: cannot create a file there: %s",
+                    path, strerror(ENAMETOOLONG));
+  int slot = temp_claim();
+  if (slot < 0)
+    return xs__fail(err, XS_IO, "%s: more than %d files being written at once",
+                    path, TEMP_SLOTS);
+  char *tmp = temp_names[slot];
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
   /* O_EXCL with mode 0666: the kernel applies the umask (and a default
    * ACL), as for any new file; a name left by an earlier process of the
    * same id is skipped */
   int fd = -1;
   for (int tries = 0; fd < 0 && tries < 100; tries++) {
-    snprintf(tmp, n, "%s.tmp%ld-%u", path, (long)getpid(),
+    snprintf(tmp, TEMP_NAME_MAX, "%s.tmp%ld-%u", path, (long)getpid(),
              atomic_fetch_add(&seq, 1u));
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (fd < 0 && errno != EEXIST)
       break;
   }
+  int saved = errno;
+  if (fd >= 0)
+    atomic_store(&temp_state[slot], 2);
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
   if (fd < 0) {
+    atomic_store(&temp_state[slot], 0);
     /* a folder that is not there or not ours is bad input, not a failure */
-    int bad = errno == ENOENT || errno == ENOTDIR || errno == EACCES ||
-              errno == EROFS || errno == ENAMETOOLONG;
-    xs_status st = xs__fail(err, bad ? XS_NOTFOUND : XS_IO,
-                            "%s: cannot create a file there: %s", path,
-                            strerror(errno));
-    free(tmp);
-    return st;
+    int bad = saved == ENOENT || saved == ENOTDIR || saved == EACCES ||
+              saved == EROFS || saved == ENAMETOOLONG;
+    return xs__fail(err, bad ? XS_NOTFOUND : XS_IO,
+                    "%s: cannot create a file there: %s", path, strerror(saved));
   }
-  if (write_all(fd, data, length) != 0) {
-    int saved = errno;
-    close(fd);
+  if (old) {
+    /* the owner first: a change of owner clears set-id bits */
+    if ((old->st_uid != geteuid() || old->st_gid != getegid()) &&
+        fchown(fd, old->st_uid, old->st_gid) != 0 && old->st_gid != getegid())
+      (void)!fchown(fd, (uid_t)-1, old->st_gid); /* a group we are in */
+    (void)!fchmod(fd, old->st_mode & 07777);
+  }
+  const char *what = "write error";
+  int bad = write_all(fd, data, length) != 0;
+  saved = errno;
+  if (close(fd) != 0 && !bad) {
+    bad = 1, saved = errno, what = "cannot write";
+  }
+  if (!bad && rename(tmp, path) != 0)
+    bad = 1, saved = errno, what = "cannot write";
+  if (bad)
     unlink(tmp);
-    free(tmp);
-    return xs__fail(err, XS_IO, "%s: write error: %s", path, strerror(saved));
-  }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    int saved = errno;
-    unlink(tmp);
-    free(tmp);
-    return xs__fail(err, XS_IO, "%s: cannot write: %s", path,
-                    strerror(saved));
-  }
-  free(tmp);
+  atomic_store(&temp_state[slot], 0);
+  if (bad)
+    return xs__fail(err, saved == EISDIR ? XS_INVALID : XS_IO, "%s: %s: %s", path,
+                    what, strerror(saved));
   return XS_OK;
 }
 
 xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
-    return write_renamed(path, data, length, err); /* a directory: refused */
-  if (!S_ISLNK(sb.st_mode))
-    return write_in_place(path, data, length, err); /* /dev/null, a FIFO */
-  /* A symbolic link stays a link: its target is resolved and written as
-   * path would be (atomically when it is a regular file, in place when it
-   * is a device); a dangling link's target is created through the link,
-   * in place. */
+  if (!*path)
+    return xs__fail(err, XS_NOTFOUND, "an output path is empty");
+  int fd = named_fd(path);
+  if (fd >= 0) /* /dev/stdout, /proc/self/fd/3: the descriptor, as it is */
+    return write_through(path, fd, data, length, err);
+  struct stat sb, lb;
+  if (stat(path, &sb) != 0) {
+    /* nothing there yet: a new file, or one created through a dangling
+     * symbolic link, in place */
+    if (lstat(path, &lb) == 0 && S_ISLNK(lb.st_mode))
+      return write_in_place(path, data, length, err);
+    return write_renamed(path, NULL, data, length, err);
+  }
+  if (S_ISDIR(sb.st_mode))
+    return xs__fail(err, XS_INVALID, "%s: is a directory", path);
+  if (!S_ISREG(sb.st_mode)) /* /dev/null, a terminal, a FIFO, a link to one */
+    return write_in_place(path, data, length, err);
+  /* a file this process writes to already (standard output redirected
+   * to it, or a link to /dev/stdout): through that descriptor */
+  if ((fd = std_fd_on(&sb)) >= 0)
+    return write_through(path, fd, data, length, err);
+  if (lstat(path, &lb) != 0 || !S_ISLNK(lb.st_mode))
+    return write_renamed(path, &sb, data, length, err);
+  /* A symbolic link stays a link: the file it resolves to is replaced. */
   char *target = realpath(path, NULL);
   if (!target)
-    return write_in_place(path, data, length, err);
-  xs_status st;
-  if (stat(target, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
-    st = write_in_place(target, data, length, err);
-  else
-    st = write_renamed(target, data, length, err);
+    return xs__fail(err, XS_NOTFOUND, "%s: cannot resolve the link: %s", path,
+                    strerror(errno));
+  xs_status st = write_renamed(target, &sb, data, length, err);
   free(target);
   return st;
 }

@@ -199,6 +199,7 @@ xs_status xs__json_fail(xs_error *err, xs_status status, const char *filename,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  xs__utf8_trim(msg); /* cut short: between characters */
   xs__jpath_format(path, where, sizeof where);
   const char *fn = filename ? filename : "<input>";
   int line, col;

@@ -10,12 +10,30 @@
 #include <string.h>
 
 xs_status xs__jparse(xs__jdoc *d, json_t **root) {
+  const char *fn = d->filename ? d->filename : "<input>";
+  *root = NULL;
+  /* what jansson would report as something else at the end of the text,
+   * or as an unexpected character */
+  if (d->length >= 3 && !memcmp(d->text, "\xEF\xBB\xBF", 3))
+    return xs__fail(d->err, XS_PARSE, "%s:1:1: a UTF-8 byte order mark (EF BB BF) "
+                    "starts the file; JSON has none (save it without)", fn);
+  const char *nul = memchr(d->text, '\0', d->length);
+  if (nul) {
+    size_t line = 1, col = 1;
+    for (const char *c = d->text; c < nul; c++)
+      col = *c == '\n' ? (line++, 1) : col + 1;
+    return xs__fail(d->err, XS_PARSE, "%s:%zu:%zu: a NUL byte", fn, line, col);
+  }
   json_error_t je;
   *root = json_loadb(d->text, d->length, JSON_REJECT_DUPLICATES, &je);
-  if (!*root)
-    return xs__fail(d->err, XS_PARSE, "%s:%d:%d: %s",
-                    d->filename ? d->filename : "<input>", je.line,
-                    je.column, je.text);
+  if (!*root) {
+    /* jansson quotes the text it stopped at: no control character of it
+     * reaches a terminal */
+    for (char *c = je.text; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f)
+        *c = '?';
+    return xs__fail(d->err, XS_PARSE, "%s:%d:%d: %s", fn, je.line, je.column, je.text);
+  }
   return XS_OK;
 }
 
@@ -25,6 +43,7 @@ xs_status xs__jfail(xs__jdoc *d, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  xs__utf8_trim(msg); /* cut short: between characters */
   return xs__json_fail(d->err, XS_INVALID, d->filename, d->text, d->length,
                        &d->path, "%s", msg);
 }
@@ -137,8 +156,10 @@ xs_status xs__jstrcpy(xs__jdoc *d, json_t *obj, const char *key, char *buf,
   const char *s = NULL;
   int have;
   xs_status st = xs__jstring(d, obj, key, &s, &have);
-  if (!st && have)
+  if (!st && have) {
     snprintf(buf, size, "%s", s);
+    xs__utf8_trim(buf); /* cut between characters */
+  }
   return st;
 }
 

@@ -37,8 +37,8 @@ xs_status xs__jnumber(xs__jdoc *d, json_t *obj, const char *key, int flags,
 /* A string at obj[key]; *present as above. */
 xs_status xs__jstring(xs__jdoc *d, json_t *obj, const char *key,
                       const char **value, int *present);
-/* An optional string at obj[key] into buf (at most size - 1 bytes of it),
- * buf untouched when absent. */
+/* An optional string at obj[key] into buf (at most size - 1 bytes of it,
+ * cut between characters), buf untouched when absent. */
 xs_status xs__jstrcpy(xs__jdoc *d, json_t *obj, const char *key, char *buf,
                       size_t size);
 /* An optional true or false at obj[key]: *value 1 or 0, untouched when

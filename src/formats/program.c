@@ -65,43 +65,44 @@ void xs_program_free(xs_program *p) {
 /* A program that uses count or repeat expands to at most this many ops:
  * about what 256 MiB (XS_INPUT_LIMIT_BYTES) of ops written out holds. */
 #define EXPAND_MAX ((size_t)1 << 24)
+/* and to at most this many bytes of the strings it keeps per op or worker
+ * (send ids, wait names, counted workers' names, with their indexes):
+ * each is held about three times (the program's pool, its map of ids, a
+ * wait's pending name), so up to about 200 MB. */
+#define EXPAND_NAME_BYTES ((size_t)64 << 20)
 /* Repeats nest at most this deep, so that the path of an op inside them
  * (workers[w].ops[a].ops[b]....send) fits an xs__jpath. */
 #define REPEAT_DEPTH 5
 
-/* The number of ops an op list expands to. Only for text that parsed, so
- * its repeats are well-formed and their sizes bounded. */
-static size_t ops_expanded(json_t *ops, int depth) {
-  size_t n = 0, k;
-  json_t *v;
-  json_array_foreach(ops, k, v) {
-    json_t *rep = json_is_object(v) ? json_object_get(v, "repeat") : NULL;
-    json_t *inner = rep ? json_object_get(v, "ops") : NULL;
-    if (rep && json_is_number(rep) && json_is_array(inner) &&
-        depth < REPEAT_DEPTH)
-      n += (size_t)json_number_value(rep) * ops_expanded(inner, depth + 1);
-    else
-      n++;
-  }
-  return n;
-}
+/* What an op list expands to: its ops, the strings it keeps (ids of
+ * sends, names of waits) and their bytes with the indexes count and
+ * repeat append, each with its NUL. */
+typedef struct {
+  size_t ops, names, bytes;
+} expanse;
+
+static xs_status measure_ops(xs__jdoc *d, json_t *ops, int depth,
+                             const expanse *budget, expanse *out);
 
 /* The op at expanded position i of an op list as written: its path
- * appended to path. 0 when found. */
+ * appended to path. 0 when found. Only for text that parsed, whose
+ * repeats are well-formed and bounded: measure_ops gives each body's
+ * size. */
 static int ops_origin(json_t *ops, size_t i, int depth, xs__jpath *path) {
   size_t k;
   json_t *v;
+  const expanse all = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
   json_array_foreach(ops, k, v) {
     json_t *rep = json_is_object(v) ? json_object_get(v, "repeat") : NULL;
     json_t *inner = rep ? json_object_get(v, "ops") : NULL;
-    size_t n = 1, one = 1;
-    if (rep && json_is_number(rep) && json_is_array(inner) &&
-        depth < REPEAT_DEPTH) {
-      one = ops_expanded(inner, depth + 1);
-      n = (size_t)json_number_value(rep) * one;
-    } else {
+    size_t n = 1;
+    expanse one = {1, 0, 0};
+    xs__jdoc quiet = {NULL, NULL, 0, {0}, NULL};
+    if (rep && json_is_array(inner) &&
+        measure_ops(&quiet, inner, depth + 1, &all, &one) == XS_OK)
+      n = (size_t)json_number_value(rep) * one.ops;
+    else
       inner = NULL;
-    }
     if (i >= n) {
       i -= n;
       continue;
@@ -110,7 +111,7 @@ static int ops_origin(json_t *ops, size_t i, int depth, xs__jpath *path) {
     if (!inner)
       return 0;
     xs__jpath_key(path, "ops");
-    return ops_origin(inner, i % one, depth + 1, path);
+    return ops_origin(inner, i % one.ops, depth + 1, path);
   }
   return -1;
 }
@@ -153,6 +154,7 @@ xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  xs__utf8_trim(msg); /* cut short: between characters */
   if (p->src_text) {
     xs__jpath path = {0};
     if (op_origin(p, w, i, &path)) {
@@ -470,14 +472,18 @@ static int find_auto_id(const xs_program *p, const char *id, uint32_t *send) {
   /* the op number as auto ids write it: "a#00" and "a#+0" are not "a#0" */
   if (*end || hash[1] < '0' || hash[1] > '9' || (hash[1] == '0' && hash[2]))
     return 0;
+  /* the worker's name, however long */
   size_t n = (size_t)(hash - id);
-  char name[512];
-  if (n >= sizeof name)
+  char small[256], *name = n < sizeof small ? small : malloc(n + 1);
+  if (!name)
     return 0;
   memcpy(name, id, n);
   name[n] = '\0';
   uint32_t w;
-  if (!xs__strmap_get(&p->worker_map, name, &w))
+  int found = xs__strmap_get(&p->worker_map, name, &w);
+  if (name != small)
+    free(name);
+  if (!found)
     return 0;
   const xs__worker *wk = &p->workers[w];
   if (k >= wk->nops || wk->ops[k].kind != XS_OP_SEND)
@@ -726,6 +732,7 @@ static xs_status check_progress(xs_program *p, xs_error *err) {
       have_first = 1;
     }
   }
+  xs__utf8_trim(msg);
   st = xs__program_op_fail(p, err, XS_CYCLE, first_w, first_i,
                            have_first ? "wait" : NULL,
                            "waits form a cycle, so the program never "
@@ -951,7 +958,16 @@ const char *xs_program_send_id(const xs_program *p, size_t s, char *buf,
     return p->idpool + p->send_idoff[s];
   snprintf(buf, size, "%s#%" PRIu32, p->workers[p->send_worker[s]].name,
            p->send_op[s]);
+  xs__utf8_trim(buf); /* cut short: between characters */
   return buf;
+}
+
+const char *xs__send_id(const xs_program *p, size_t s, xs__sbuf *b) {
+  if (p->send_idoff[s] != XS__NONE)
+    return p->idpool + p->send_idoff[s];
+  b->n = 0;
+  xs__sb_printf(b, "%s#%" PRIu32, p->workers[p->send_worker[s]].name, p->send_op[s]);
+  return b->oom ? NULL : b->s;
 }
 
 /* ---- JSON ---- */
@@ -1154,22 +1170,66 @@ static xs_status read_times(xs__jdoc *d, json_t *obj, const char *key,
   return st;
 }
 
-/* Check the repeats in an op list (the path at the list), depth of them
- * around it, and count the ops it expands to into *n. budget: the ops the
- * program may still grow by; a repeat that would take it past fails. */
+/* The bytes of the indexes "[0]" ... "[k-1]" */
+static size_t index_bytes(size_t k) {
+  size_t total = 0, lo = 0, hi = 10, digits = 1;
+  while (lo < k) {
+    size_t top = k < hi ? k : hi;
+    total += (top - lo) * (2 + digits);
+    lo = hi;
+    hi *= 10;
+    digits++;
+  }
+  return total;
+}
+
+/* k copies of e, each with one more index on its strings: into *out, or
+ * -1 when that passes budget (what *out then holds is not to be used) */
+static int times_expanse(size_t k, const expanse *e, const expanse *budget,
+                         expanse *out) {
+  if ((e->ops && k > budget->ops / e->ops) ||
+      (e->names && k > budget->names / e->names) ||
+      (e->bytes && k > budget->bytes / e->bytes))
+    return -1;
+  size_t idx = index_bytes(k);
+  if (e->names && idx > (budget->bytes - k * e->bytes) / e->names)
+    return -1;
+  *out = (expanse){k * e->ops, k * e->names, k * e->bytes + e->names * idx};
+  return 0;
+}
+
+/* The strings an op keeps: a send's id, a wait's name */
+static void op_names(json_t *op, expanse *e) {
+  static const char *const keys[] = {"id", "wait"};
+  for (int k = 0; k < 2; k++) {
+    json_t *v = json_is_object(op) ? json_object_get(op, keys[k]) : NULL;
+    size_t n = json_is_string(v) ? json_string_length(v) : 0;
+    if (n) {
+      e->names++;
+      e->bytes += n + 1;
+    }
+  }
+}
+
+/* The one walk before expanding: check the repeats of an op list (the
+ * path at the list, depth of them around it) and measure what it expands
+ * to into *out. budget: what the program may still grow by; a repeat
+ * that would take it past fails, naming the bound. */
 static xs_status measure_ops(xs__jdoc *d, json_t *ops, int depth,
-                             size_t budget, size_t *n) {
+                             const expanse *budget, expanse *out) {
   static const char *const keys[] = {"repeat", "ops", NULL};
-  size_t k, total = 0;
+  size_t k;
   json_t *v;
   xs_status st;
+  expanse total = {0, 0, 0};
   json_array_foreach(ops, k, v) {
     if (!json_is_object(v) || !json_object_get(v, "repeat")) {
-      total++; /* an op, checked as it is read */
+      total.ops++; /* an op, checked as it is read */
+      op_names(v, &total);
       continue;
     }
     xs__jpath_index(&d->path, k);
-    size_t times, one;
+    size_t times;
     if ((st = xs__jkeys(d, v, keys)) ||
         (st = read_times(d, v, "repeat", EXPAND_MAX, "a number of passes",
                          &times)))
@@ -1187,24 +1247,36 @@ static xs_status measure_ops(xs__jdoc *d, json_t *ops, int depth,
     if (!json_is_array(inner))
       return xs__jfail(d, "expected an array of ops, got %s",
                        xs__jtype(inner));
-    size_t left = budget > total ? budget - total : 0;
-    if ((st = measure_ops(d, inner, depth + 1, left, &one)))
+    expanse left = {budget->ops > total.ops ? budget->ops - total.ops : 0,
+                    budget->names > total.names ? budget->names - total.names : 0,
+                    budget->bytes > total.bytes ? budget->bytes - total.bytes : 0},
+            one, all;
+    if ((st = measure_ops(d, inner, depth + 1, &left, &one)))
       return st;
     xs__jpath_pop(&d->path);
-    if (one && times > left / one) {
+    if (times_expanse(times, &one, &left, &all)) {
       xs__jpath_key(&d->path, "repeat");
-      return xs__jfail(d, "repeat %zu x %zu ops takes the program past %zu "
-                          "ops (the most that count and repeat expand to)",
-                       times, one, EXPAND_MAX);
+      if (one.ops && times > left.ops / one.ops)
+        return xs__jfail(d, "repeat %zu x %zu ops takes the program past %zu "
+                            "ops (the most that count and repeat expand to)",
+                         times, one.ops, EXPAND_MAX);
+      return xs__jfail(d, "repeat %zu x %zu ids and wait names (%zu bytes a pass) "
+                          "takes the program past %zu bytes of them (the most "
+                          "that count and repeat expand to)",
+                       times, one.names, one.bytes, EXPAND_NAME_BYTES);
     }
-    total += times * one;
+    total.ops += all.ops;
+    total.names += all.names;
+    total.bytes += all.bytes;
     xs__jpath_pop(&d->path);
   }
-  *n = total;
+  *out = total;
   return XS_OK;
 }
 
-/* Read an op list (the path at it) into worker r->w, repeats expanded. */
+/* The second walk: read an op list (the path at it) into worker r->w,
+ * repeats expanded. A repeat whose first pass adds no op (its body
+ * expands to nothing) makes no other pass. */
 static xs_status read_ops(reader *r, json_t *ops) {
   xs__jdoc *d = r->d;
   size_t k;
@@ -1215,6 +1287,7 @@ static xs_status read_ops(reader *r, json_t *ops) {
     json_t *rep = json_is_object(v) ? json_object_get(v, "repeat") : NULL;
     if (rep) { /* checked by measure_ops */
       size_t times = (size_t)json_number_value(rep), mark = r->sfx_len;
+      size_t before = r->p->workers[r->w].nops;
       json_t *inner = json_object_get(v, "ops");
       xs__jpath_key(&d->path, "ops");
       for (size_t j = 0; j < times; j++) {
@@ -1225,6 +1298,8 @@ static xs_status read_ops(reader *r, json_t *ops) {
         r->sfx[mark] = '\0';
         if (st)
           return st;
+        if (r->p->workers[r->w].nops == before)
+          break; /* an empty body: empty every pass */
       }
       xs__jpath_pop(&d->path);
     } else if ((st = parse_op(r, v))) {
@@ -1275,7 +1350,8 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
   if (!p)
     return xs__fail(d->err, XS_NOMEM, "out of memory");
   r->p = p;
-  size_t wi, total = 0; /* ops so far */
+  size_t wi;
+  expanse total = {0, 0, 0}; /* so far */
   int any_counted = 0;
   json_t *wv;
   char *cname = NULL; /* NAME[i] of a counted worker */
@@ -1298,7 +1374,8 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
       wname = defname;
     }
     int counted = json_object_get(wv, "count") != NULL;
-    size_t count = 1, copies = 1, w = 0, body;
+    size_t count = 1, copies = 1, w = 0;
+    expanse body, all;
     any_counted |= counted;
     if (counted && (st = read_times(d, wv, "count", COUNT_MAX,
                                     "a number of workers", &count)))
@@ -1325,16 +1402,28 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
       st = xs__jfail(d, "expected an array of ops, got %s", xs__jtype(ops));
       goto fail;
     }
-    size_t budget = EXPAND_MAX > total ? EXPAND_MAX - total : 0;
-    if ((st = measure_ops(d, ops, 0, budget, &body)))
+    expanse budget = {EXPAND_MAX > total.ops ? EXPAND_MAX - total.ops : 0, SIZE_MAX,
+                      EXPAND_NAME_BYTES > total.bytes ? EXPAND_NAME_BYTES - total.bytes
+                                                      : 0};
+    if ((st = measure_ops(d, ops, 0, &budget, &body)))
       goto fail;
     xs__jpath_pop(&d->path);
+    all = body;
     if (counted) {
       xs__jpath_key(&d->path, "count");
-      if (body && count > budget / body) {
-        st = xs__jfail(d, "count %zu x %zu ops takes the program past %zu "
-                          "ops (the most that count and repeat expand to)",
-                       count, body, EXPAND_MAX);
+      /* the copies' ops and strings, and their own names NAME[c] */
+      expanse named = {body.ops, body.names + 1, body.bytes + strlen(wname) + 1};
+      if (times_expanse(count, &named, &budget, &all)) {
+        if (body.ops && count > budget.ops / body.ops)
+          st = xs__jfail(d, "count %zu x %zu ops takes the program past %zu "
+                            "ops (the most that count and repeat expand to)",
+                         count, body.ops, EXPAND_MAX);
+        else
+          st = xs__jfail(d, "count %zu x %zu names (%zu bytes a copy) takes the "
+                            "program past %zu bytes of ids, wait names and "
+                            "worker names (the most that count and repeat "
+                            "expand to)",
+                         count, named.names, named.bytes, EXPAND_NAME_BYTES);
         goto fail;
       }
       if (count > COUNT_MAX - (p->nworkers < COUNT_MAX ? p->nworkers
@@ -1370,10 +1459,12 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
     }
     free(cname);
     cname = NULL;
-    total += count * body;
+    total.ops += all.ops;
+    total.names += all.names;
+    total.bytes += all.bytes;
     xs__jpath_pop(&d->path);
   }
-  if (total == 0) { /* every op list empty, or expanding to nothing */
+  if (total.ops == 0) { /* every op list empty, or expanding to nothing */
     xs__jpath_index(&d->path, 0);
     xs__jpath_key(&d->path, "ops");
     st = xs__jfail(d, "the program is empty: no worker has an op");
@@ -1413,6 +1504,7 @@ static xs_status resolve_scoped_waits(xs_program *p, const reader *r,
       name[len] = save;
       if (len <= sw->base) {
         name[sw->base] = '\0';
+        xs__utf8_trim(tried); /* a long list cut between characters */
         return xs__program_op_fail(p, err, XS_INVALID, sw->w, sw->i, "wait",
                                    "wait on unknown send id \"%s\" (no send "
                                    "has the id %s)",
@@ -1486,13 +1578,10 @@ xs_status xs_program_load(const char *path, xs_program **out, xs_error *err) {
 }
 
 json_t *xs__send_id_json(const xs_program *p, size_t s) {
-  if (p->send_idoff[s] != XS__NONE)
-    return json_string(p->idpool + p->send_idoff[s]);
-  const char *w = p->workers[p->send_worker[s]].name;
-  size_t n = strlen(w) + 16;
-  char *buf = malloc(n);
-  json_t *v = buf ? json_string(xs_program_send_id(p, s, buf, n)) : NULL;
-  free(buf);
+  xs__sbuf b = {0};
+  const char *id = xs__send_id(p, s, &b);
+  json_t *v = id ? json_string(id) : NULL;
+  free(b.s);
   return v;
 }
 

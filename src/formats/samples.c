@@ -31,7 +31,8 @@ xs_status xs_samples_parse_csv(const char *text, size_t len,
     return xs__fail(err, XS_NOMEM, "out of memory");
   int col[6];
   int have_header = 0, line = 0;
-  size_t i = 0;
+  /* a byte order mark, as spreadsheets write: not part of the header */
+  size_t i = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
   xs_status st = XS_OK;
   char buf[1024];
   while (i < len && !st) {
@@ -42,6 +43,12 @@ xs_status xs_samples_parse_csv(const char *text, size_t len,
     size_t n = j - i;
     if (n && text[i + n - 1] == '\r')
       n--;
+    const char *nul = memchr(text + i, '\0', n);
+    if (nul) {
+      st = xs__fail(err, XS_PARSE, "%s:%d:%zu: a NUL byte", fn, line,
+                    (size_t)(nul - (text + i)) + 1);
+      break;
+    }
     if (n >= sizeof buf) {
       st = xs__fail(err, XS_PARSE, "%s:%d: line too long", fn, line);
       break;
@@ -109,10 +116,7 @@ xs_status xs_samples_parse_csv(const char *text, size_t len,
         break;
       }
       /* a long name is cut, at a character's start */
-      size_t bl = strlen(b);
-      if (bl >= sizeof s->backend)
-        for (bl = sizeof s->backend - 1; ((unsigned char)b[bl] & 0xC0) == 0x80; bl--)
-          ;
+      size_t bl = xs__utf8_cut(b, sizeof s->backend - 1);
       memcpy(s->backend, b, bl);
       s->backend[bl] = '\0';
     }

@@ -64,6 +64,31 @@ void xs_moe_pick_options(const xs_moe_option *o, size_t n, double tol,
       out->runner_up = o[i];
 }
 
+xs_status xs_moe_parse_schedules(const char *text, unsigned *mask, xs_error *err) {
+  *mask = 0;
+  const char *p = text;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    char name[32];
+    int k = -1;
+    if (len < sizeof name) {
+      memcpy(name, p, len);
+      name[len] = 0;
+      k = xs_moe_schedule_from_name(name);
+    }
+    if (k < 0) {
+      *mask = 0;
+      return xs__fail(err, XS_INVALID, "\"%.*s\" is not a schedule (sequential, "
+                      "baseline, searched, fused-split, fused-wave, fused-interleaved, "
+                      "fused-lag)", (int)(len < 64 ? len : 64), p);
+    }
+    *mask |= 1u << k;
+    if (!p[len])
+      return XS_OK;
+    p += len + 1;
+  }
+}
+
 /* ---- tables ---- */
 
 struct xs_moe_table {
@@ -111,15 +136,58 @@ static xs_status options_at(const xs_moe_config *c, const xs_profile *prof,
   return st;
 }
 
+/* ---- work ----
+ * A table or a sensitivity run plans one config many times, and a plan's
+ * time grows with its GEMM tiles (0.12-0.22 us a tile for DeepSeek-V3
+ * here) plus a part that does not (a few ms: WORK_FIXED_TILES). Both are
+ * estimated before the first plan and refused past XS_MOE_WORK_MAX; what
+ * they do is counted as they go and stopped at the same limit (a table's
+ * bisections and added points are not known beforehand). */
+#define WORK_FIXED_TILES 32768.0
+
+typedef struct {
+  double done;      /* tile-equivalents planned so far              */
+  double limit;     /* XS_MOE_WORK_MAX, or a test's                  */
+  const char *what; /* "a table of 289 grid points", for the message */
+} work_budget;
+
+/* one evaluation of every option at tokens */
+static double plan_work(const xs_moe_config *c, double tokens) {
+  xs_moe_config at = *c;
+  at.tokens = tokens;
+  return xs_moe_tiles(&at) + WORK_FIXED_TILES;
+}
+
+/* past the limit: estimated (before planning), or counted (on the way) */
+static xs_status work_refuse(xs_error *err, const char *what, double work,
+                             double limit, int counted) {
+  return xs__fail(err, XS_INVALID,
+                  "%s: %s %.3g GEMM tiles of planning, more than the limit of %g "
+                  "(XS_MOE_WORK_MAX, about half a minute here): plan fewer or "
+                  "smaller token counts", what, counted ? "its plans passed" : "about",
+                  work, limit);
+}
+
+/* count one evaluation at tokens against the limit (b NULL: no count) */
+static xs_status work_spend(work_budget *b, const xs_moe_config *c,
+                            double tokens, xs_error *err) {
+  if (!b)
+    return XS_OK;
+  b->done += plan_work(c, tokens);
+  return b->done > b->limit ? work_refuse(err, b->what, b->done, b->limit, 1) : XS_OK;
+}
+
 /* the pick at one token count, the previous choice prev */
 static xs_status pick_at(const xs_moe_config *c, const xs_profile *prof,
                          double tokens, double tol, unsigned schedules,
                          const xs_moe_option *prev, xs_moe_pick *out,
-                         xs_error *err) {
+                         work_budget *b, xs_error *err) {
   xs_moe_option o[XS_MOE_MAX_OPTIONS];
   size_t n;
   xs_moe_workload w;
-  xs_status st = options_at(c, prof, tokens, schedules, o, &n, &w, err);
+  xs_status st = work_spend(b, c, tokens, err);
+  if (!st)
+    st = options_at(c, prof, tokens, schedules, o, &n, &w, err);
   if (st)
     return st;
   xs_moe_pick_options(o, n, tol, prev, out);
@@ -132,7 +200,7 @@ xs_status xs_moe_recommend(const xs_moe_config *c, const xs_profile *prof,
                            xs_error *err) {
   if (!(tol >= 0 && tol <= 1))
     return xs__fail(err, XS_INVALID, "tolerance %g: expected 0 to 1", tol);
-  return pick_at(c, prof, c->tokens, tol, schedules, NULL, out, err);
+  return pick_at(c, prof, c->tokens, tol, schedules, NULL, out, NULL, err);
 }
 
 xs_status xs_moe_certainty_of(const xs_moe_config *c, const xs_profile *prof,
@@ -201,10 +269,12 @@ xs_status xs_moe_certainty_of(const xs_moe_config *c, const xs_profile *prof,
 static xs_status loss_at(const xs_moe_config *c, const xs_profile *prof,
                          double tokens, unsigned schedules,
                          const xs_moe_option *chosen, double *loss,
-                         xs_error *err) {
+                         work_budget *b, xs_error *err) {
   xs_moe_option o[XS_MOE_MAX_OPTIONS];
   size_t n;
-  xs_status st = options_at(c, prof, tokens, schedules, o, &n, NULL, err);
+  xs_status st = work_spend(b, c, tokens, err);
+  if (!st)
+    st = options_at(c, prof, tokens, schedules, o, &n, NULL, err);
   if (st)
     return st;
   double best = INFINITY, mine = NAN;
@@ -282,11 +352,12 @@ static double *range_grid(double a, double b, size_t *n) {
  * middle. */
 static xs_status fill(const xs_moe_config *c, const xs_profile *prof,
                       const double *grid, size_t n, double tol,
-                      unsigned schedules, xs_moe_pick *picks, xs_error *err) {
+                      unsigned schedules, xs_moe_pick *picks, work_budget *wb,
+                      xs_error *err) {
   xs_status st = XS_OK;
   for (size_t i = 0; i < n && !st; i++) {
     const xs_moe_option *prev = i ? &picks[i - 1].chosen : NULL;
-    if ((st = pick_at(c, prof, grid[i], tol, schedules, prev, &picks[i], err)) || !i)
+    if ((st = pick_at(c, prof, grid[i], tol, schedules, prev, &picks[i], wb, err)) || !i)
       continue;
     double a = grid[i - 1], b = grid[i];
     if (xs_moe_same_choice(prev, &picks[i].chosen)) {
@@ -295,7 +366,7 @@ static xs_status fill(const xs_moe_config *c, const xs_profile *prof,
     }
     while (b - a > 1 && !st) {
       double m = floor((a + b) / 2), loss = 0;
-      st = loss_at(c, prof, m, schedules, prev, &loss, err);
+      st = loss_at(c, prof, m, schedules, prev, &loss, wb, err);
       if (loss <= tol)
         a = m;
       else
@@ -314,6 +385,12 @@ static int by_value(const void *x, const void *y) {
 xs_status xs_moe_plan_table(const xs_moe_config *c, const xs_profile *prof,
                             const xs_moe_table_options *o, xs_moe_table **out,
                             xs_error *err) {
+  return xs__moe_plan_table_within(c, prof, o, XS_MOE_WORK_MAX, out, err);
+}
+
+xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *prof,
+                                    const xs_moe_table_options *o, double limit,
+                                    xs_moe_table **out, xs_error *err) {
   *out = NULL;
   xs_status st = check_table_options(o, err);
   if (st)
@@ -350,11 +427,25 @@ xs_status xs_moe_plan_table(const xs_moe_config *c, const xs_profile *prof,
                     "planner's limit of %g", top.tokens, xs_moe_tiles(&top),
                     XS_MOE_MAX_TILES);
   }
+  /* the work: every point planned, and for a range each midpoint checked
+   * once more */
+  char what[96];
+  snprintf(what, sizeof what, "a table of %zu grid points from %g to %g tokens", n,
+           grid[0], grid[n - 1]);
+  work_budget budget = {0, limit, what};
+  double est = 0;
+  for (size_t i = 0; i < n; i++)
+    est += plan_work(c, grid[i]) * (o->tokens ? 1 : 2);
+  if (est > limit) {
+    free(grid);
+    free(picks);
+    return work_refuse(err, what, est, limit, 0);
+  }
   /* a range: where a lookup halfway between two grid points would lose
    * more than the tolerance, that point joins the grid; repeated until
    * none does (or the table is full) */
   for (int pass = 0; !st; pass++) {
-    if ((st = fill(c, prof, grid, n, o->tolerance, o->schedules, picks, err)) ||
+    if ((st = fill(c, prof, grid, n, o->tolerance, o->schedules, picks, &budget, err)) ||
         o->tokens || pass == 16)
       break;
     size_t add = 0;
@@ -369,7 +460,7 @@ xs_status xs_moe_plan_table(const xs_moe_config *c, const xs_profile *prof,
       if (b - a < 2)
         continue;
       const xs_moe_pick *p = m < picks[i].lo ? &picks[i - 1] : &picks[i];
-      st = loss_at(c, prof, m, o->schedules, &p->chosen, &loss, err);
+      st = loss_at(c, prof, m, o->schedules, &p->chosen, &loss, &budget, err);
       if (!st && loss > o->tolerance)
         more[n + add++] = m;
     }
@@ -440,6 +531,80 @@ int xs_c_identifier(const char *s) {
   return 1;
 }
 
+/* Beginnings of names the C library has or may have (C11 7.1.3 and
+ * 7.31): a header's names begin with the prefix (xx_lookup, xx_table) or
+ * its capitals (XX_H, XX_ROWS), and must not land there. Each entry is a
+ * beginning and what may follow it to be reserved: 'A' a capital or
+ * digit, 'a' a lowercase letter, '_' anything. */
+static const struct {
+  const char *start;
+  char next;
+  const char *what;
+} reserved[] = {
+    {"E", 'A', "errno.h's macros (E and a capital or digit)"},
+    {"SIG", 'A', "signal.h's macros (SIG and a capital)"},
+    {"SIG_", 'A', "signal.h's macros (SIG_ and a capital)"},
+    {"LC_", 'A', "locale.h's macros (LC_ and a capital)"},
+    {"FE_", 'A', "fenv.h's macros (FE_ and a capital)"},
+    {"ATOMIC_", 'A', "stdatomic.h's macros (ATOMIC_ and a capital)"},
+    {"TIME_", 'A', "time.h's macros (TIME_ and a capital)"},
+    {"PRIX", '_', "inttypes.h's macros (PRIX, SCNX)"},
+    {"SCNX", '_', "inttypes.h's macros (PRIX, SCNX)"},
+    {"is", 'a', "ctype.h's functions (is and a lowercase letter)"},
+    {"to", 'a', "ctype.h's functions (to and a lowercase letter)"},
+    {"str", 'a', "string.h's and stdlib.h's functions (str and a lowercase letter)"},
+    {"mem", 'a', "string.h's functions (mem and a lowercase letter)"},
+    {"wcs", 'a', "wchar.h's functions (wcs and a lowercase letter)"},
+    {"atomic_", 'a', "stdatomic.h's names (atomic_ and a lowercase letter)"},
+    {"memory_order_", 'a', "stdatomic.h's names (memory_order_)"},
+    {"cnd_", 'a', "threads.h's names (cnd_)"},
+    {"mtx_", 'a', "threads.h's names (mtx_)"},
+    {"thrd_", 'a', "threads.h's names (thrd_)"},
+    {"tss_", 'a', "threads.h's names (tss_)"},
+};
+
+xs_status xs_c_header_prefix(const char *prefix, xs_error *err) {
+  if (!xs_c_identifier(prefix))
+    return xs__fail(err, XS_INVALID, "\"%s\" is not a C identifier of at most 64 "
+                    "characters", prefix ? prefix : "(null)");
+  if (prefix[0] == '_')
+    return xs__fail(err, XS_INVALID, "\"%s\" begins with an underscore: the header's "
+                    "names would be reserved ones, where the C library's own guards "
+                    "(_STDIO_H) are", prefix);
+  for (const char *c = prefix; *c; c++)
+    if (*c >= 'A' && *c <= 'Z')
+      return xs__fail(err, XS_INVALID, "\"%s\" has capitals: a prefix is lowercase, "
+                      "as its capitals name the header's guard and constants "
+                      "(PREFIX_H, PREFIX_ROWS), which two prefixes that differ only in "
+                      "case would share", prefix);
+  char up[65];
+  xs__c_upper(prefix, up);
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+    const char *s = reserved[i].start;
+    int caps = s[0] >= 'A' && s[0] <= 'Z';
+    const char *name = caps ? up : prefix;
+    size_t n = strlen(s);
+    char next = name[n];
+    if (strncmp(name, s, n))
+      continue;
+    int hit = reserved[i].next == '_' ||
+              (reserved[i].next == 'A' &&
+               ((next >= 'A' && next <= 'Z') || (next >= '0' && next <= '9'))) ||
+              (reserved[i].next == 'a' && next >= 'a' && next <= 'z');
+    if (hit)
+      return xs__fail(err, XS_INVALID, "\"%s\": the header's names (%s_H, %s_lookup) "
+                      "would begin as %s do, which the C library reserves", prefix, up,
+                      prefix, reserved[i].what);
+  }
+  return XS_OK;
+}
+
+int xs__c_value_ok(double v, int whole) {
+  if (!isfinite(v))
+    return 0;
+  return !whole || (v >= 0 && v <= 4294967295.0 && v == floor(v));
+}
+
 void xs__c_upper(const char *prefix, char *up) {
   size_t k = 0;
   for (; prefix[k] && k < 64; k++)
@@ -468,7 +633,7 @@ void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *P, const char *
 
 char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
                           const char *comment) {
-  if (!xs_c_identifier(prefix))
+  if (xs_c_header_prefix(prefix, NULL))
     return NULL;
   char up[65];
   xs__c_upper(prefix, up);
@@ -525,6 +690,11 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
     const xs_moe_option *c = &p->chosen;
     const xs_moe_pattern *kn = &c->knobs;
     int ru = isnan(p->runner_up.time_s) ? -1 : (int)p->runner_up.schedule;
+    /* every number a C constant: no inf or nan in the text */
+    if (!xs__c_value_ok(p->lo, 1) || !xs__c_value_ok(p->tokens, 1) ||
+        !xs__c_value_ok(c->time_s * 1e6, 0) ||
+        (ru >= 0 && !xs__c_value_ok(p->runner_up.time_s * 1e6, 0)))
+      b.oom = 1;
     xs__sb_printf(&b,
         "  {%.0f, %.0f, %d, \"%s\", \"%s\", %u, %u, %u, %u, %u, %u, %.17g, "
         "%d, %.17g},\n",
@@ -576,21 +746,24 @@ static const struct {
 
 #define FIELD(base, off) (*(double *)((char *)(base) + (off)))
 
-/* the numbers of prof the MegaMoE planner reads, set (nonzero, finite) */
+/* the numbers of prof the MegaMoE planner reads, set (nonzero, finite):
+ * how many there are, the first cap of them into out */
 static size_t params_of(const xs_profile *prof, const char *dtype,
                         param *out, size_t cap) {
   size_t n = 0;
+  param spare;
   for (size_t i = 0; i < xs_profile_channel_count(prof); i++) {
     xs_channel ch = *xs_profile_channel(prof, i);
     for (size_t f = 0; f < sizeof channel_fields / sizeof channel_fields[0];
          f++) {
       double v = FIELD(&ch, channel_fields[f].offset);
       /* a per-worker rate equal to the channel's moves with it */
-      if (!(v > 0 && isfinite(v)) || n >= cap ||
+      if (!(v > 0 && isfinite(v)) ||
           (channel_fields[f].offset == offsetof(xs_channel, worker_inject_Bps) &&
            v == ch.inject_Bps))
         continue;
-      param *p = &out[n++];
+      param *p = n < cap ? &out[n] : &spare;
+      n++;
       snprintf(p->key, sizeof p->key, "channels.%s.%s",
                xs_profile_channel_name(prof, i), channel_fields[f].name);
       p->kind = P_CHANNEL;
@@ -601,21 +774,25 @@ static size_t params_of(const xs_profile *prof, const char *dtype,
   }
   const char *math = strcmp(dtype, "fp8xfp4") == 0 ? "fp8" : dtype;
   double F = xs_profile_flops_per_s(prof, math);
-  if (F > 0 && n < cap) {
-    snprintf(out[n].key, sizeof out[n].key, "compute.flops_per_s.%s", math);
-    out[n].kind = P_MMA;
-    out[n++].value = F;
+  if (F > 0) {
+    param *p = n < cap ? &out[n] : &spare;
+    n++;
+    snprintf(p->key, sizeof p->key, "compute.flops_per_s.%s", math);
+    p->kind = P_MMA;
+    p->value = F;
   }
   xs_kernel_costs k;
   xs_profile_kernel_costs(prof, &k);
   for (size_t f = 0; f < sizeof cost_fields / sizeof cost_fields[0]; f++) {
     double v = FIELD(&k, cost_fields[f].offset);
-    if (!(v > 0 && isfinite(v)) || n >= cap)
+    if (!(v > 0 && isfinite(v)))
       continue;
-    snprintf(out[n].key, sizeof out[n].key, "compute.%s", cost_fields[f].name);
-    out[n].kind = P_COST;
-    out[n].field = cost_fields[f].offset;
-    out[n++].value = v;
+    param *p = n < cap ? &out[n] : &spare;
+    n++;
+    snprintf(p->key, sizeof p->key, "compute.%s", cost_fields[f].name);
+    p->kind = P_COST;
+    p->field = cost_fields[f].offset;
+    p->value = v;
   }
   return n;
 }
@@ -673,13 +850,33 @@ xs_status xs_moe_sensitivity_run(const xs_moe_config *c,
                                  unsigned schedules, xs_moe_pick *base,
                                  xs_moe_sensitivity *out, size_t *n,
                                  xs_error *err) {
+  return xs__moe_sensitivity_within(c, prof, tol, schedules, XS_MOE_WORK_MAX, base,
+                                    out, n, err);
+}
+
+xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *prof,
+                                     double tol, unsigned schedules, double limit,
+                                     xs_moe_pick *base, xs_moe_sensitivity *out,
+                                     size_t *n, xs_error *err) {
   static const double factors[XS_MOE_SENS_FACTORS] = {0.5, 0.9, 1.1, 1.5};
   *n = 0;
+  param ps[XS_MOE_SENS_MAX];
+  size_t np = params_of(prof, c->dtype, ps, XS_MOE_SENS_MAX);
+  if (np > XS_MOE_SENS_MAX)
+    return xs__fail(err, XS_INVALID,
+                    "sensitivity: profile \"%s\" has %zu numbers the plan reads, "
+                    "more than the %d rows a run gives (XS_MOE_SENS_MAX): leave "
+                    "out the channels the plan does not use", xs_profile_name(prof),
+                    np, XS_MOE_SENS_MAX);
+  char what[96];
+  snprintf(what, sizeof what, "sensitivity: %zu numbers x %d factors at %g tokens",
+           np, XS_MOE_SENS_FACTORS, c->tokens);
+  double est = (double)(np * XS_MOE_SENS_FACTORS + 1) * plan_work(c, c->tokens);
+  if (est > limit)
+    return work_refuse(err, what, est, limit, 0);
   xs_status st = xs_moe_recommend(c, prof, tol, schedules, base, err);
   if (st)
     return st;
-  param ps[XS_MOE_SENS_MAX];
-  size_t np = params_of(prof, c->dtype, ps, XS_MOE_SENS_MAX);
   for (size_t i = 0; i < np && !st; i++) {
     xs_moe_sensitivity *s = &out[i];
     memset(s, 0, sizeof *s);

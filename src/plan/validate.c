@@ -22,9 +22,11 @@ typedef struct {
 } field;
 
 /* Splits one CSV line (fields may be double-quoted, "" inside quotes is a
- * quote); line is modified in place. Returns the field count, -1 for an
- * unterminated quote, -2 for more than max fields. */
-static int split(char *line, field *f, int max) {
+ * quote); line is modified in place. Returns the field count, or -1 for
+ * an unterminated quote, -2 for more than max fields, -3 for a quote in
+ * the wrong place (after a quoted field's end, or inside an unquoted
+ * field), its column in *bad_col. */
+static int split(char *line, field *f, int max, size_t *bad_col) {
   int n = 0, ended = 0;
   char *r = line, *w;
   while (n < max) {
@@ -46,11 +48,18 @@ static int split(char *line, field *f, int max) {
           *w++ = *r++;
         }
       }
-      while (*r && *r != ',')
-        r++;
+      if (*r && *r != ',') {
+        *bad_col = (size_t)(r - line) + 1;
+        return -3;
+      }
     } else {
-      while (*r && *r != ',')
+      while (*r && *r != ',') {
+        if (*r == '"') {
+          *bad_col = (size_t)(r - line) + 1;
+          return -3;
+        }
         *w++ = *r++;
+      }
     }
     int last = *r != ',';
     *w = '\0';
@@ -155,17 +164,76 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
   return XS_OK;
 }
 
-/* time_us, read only once the prediction is made */
+/* time_us, read only once the prediction is made: from a nanosecond to
+ * 1e12 us (no zero, subnormal, negative, infinite or NaN time, whose
+ * error would be infinite or meaningless) */
+#define TIME_US_MIN 1e-3
+#define TIME_US_MAX 1e12
 static xs_status row_measured(csv_job *j, const field *f, size_t lineno,
                               xs_validate_row *row, xs_error *err) {
-  if (number(f->s, &row->measured_us) || !(row->measured_us > 0))
+  if (!(row->predicted_us > 0 && isfinite(row->predicted_us)))
+    return row_fail(err, j->file, lineno, 1,
+                    "the prediction is %g us, not a positive finite time",
+                    row->predicted_us);
+  if (number(f->s, &row->measured_us) ||
+      !(row->measured_us >= TIME_US_MIN && row->measured_us <= TIME_US_MAX))
     return row_fail(err, j->file, lineno, f->col,
-                    "time_us: expected a positive number, got \"%s\"", f->s);
+                    "time_us: expected microseconds from %g to %g, got \"%s\"",
+                    TIME_US_MIN, TIME_US_MAX, f->s);
   row->error = row->predicted_us / row->measured_us - 1;
   j->out->nrows++;
   if (j->progress)
     j->progress(j->out->nrows, j->ctx);
   return XS_OK;
+}
+
+/* What identifies a row's measurement: kind, source, GPU, metric and
+ * shape (the config two arms are paired on: same_config's), and with arm
+ * also the arm, its stated knobs and capacity, and the layout. Doubles in
+ * hex, exactly. */
+static void row_key(const xs_validate_row *r, int with_arm, xs__sbuf *b) {
+  b->n = 0;
+  xs__sb_printf(b, "%d|%s|%s|%s|", r->kind, r->source, r->gpu, r->metric);
+  if (r->kind == 1) {
+    const xs_fa_config *x = &r->fa;
+    xs__sb_printf(b, "%a %a %a %a %a %d %d %a %s", x->seq, x->cp, x->heads_q,
+                  x->heads_kv, x->head_dim, x->causal, x->backward, x->batch,
+                  x->kernel);
+  } else {
+    const xs_moe_config *x = &r->config;
+    xs__sb_printf(b, "%a %a %a %a %a %a %a %a %a", x->tokens, x->hidden,
+                  x->intermediate, x->experts, x->topk, x->ep, x->weight_bytes,
+                  x->act_bytes, x->shared_experts);
+  }
+  if (with_arm) {
+    const xs_moe_pattern *k = &r->knobs;
+    xs__sb_printf(b, "|%s|%s|%u %u %u %u %u %u|%a", r->arm, r->layout,
+                  k->experts_per_wave, k->warmup, k->lag, k->group, k->block_m,
+                  k->block_n, r->kind ? 0.0 : r->config.capacity);
+  }
+}
+
+/* a line that is not blank and not a comment: the header or a row */
+static int holds_fields(const char *lp, size_t len) {
+  size_t skip = 0;
+  while (skip < len && (lp[skip] == ' ' || lp[skip] == '\t'))
+    skip++;
+  return skip < len && lp[skip] != '#';
+}
+
+/* The line of the row past XS_VALIDATE_MAX_ROWS, 0 when there is none:
+ * known before any row is predicted (each takes milliseconds). */
+static size_t row_past_limit(const char *p, const char *end) {
+  size_t lineno = 0, rows = 0;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    lineno++;
+    if (holds_fields(p, len) && rows++ > XS_VALIDATE_MAX_ROWS)
+      return lineno; /* the header, then the rows */
+    p = nl ? nl + 1 : end;
+  }
+  return 0;
 }
 
 static xs_status csv_rows(csv_job *j, const char *text, size_t length,
@@ -185,6 +253,16 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
   const char *p = text, *end = text + length;
   char *buf = NULL;
   size_t bufcap = 0;
+  /* rows by what they measure: a second row of the same is refused */
+  xs__strmap seen = {0};
+  xs__sbuf key = {0};
+  /* a byte order mark, as spreadsheets write: not part of the header */
+  if (length >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+    p += 3;
+  size_t past = row_past_limit(p, end);
+  if (past)
+    st = row_fail(err, j->file, past, 1, "more than %d rows (each is predicted, about "
+                  "10 ms here): split the file", XS_VALIDATE_MAX_ROWS);
   while (p < end && !st) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -193,14 +271,18 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     p = nl ? nl + 1 : end;
     if (len && lp[len - 1] == '\r')
       len--;
-    if (memchr(lp, '\0', len)) {
-      st = row_fail(err, j->file, lineno, 1, "a NUL byte in the line");
+    const char *nul = memchr(lp, '\0', len);
+    if (nul) {
+      st = row_fail(err, j->file, lineno, (size_t)(nul - lp) + 1, "a NUL byte");
       break;
     }
-    size_t skip = 0;
-    while (skip < len && (lp[skip] == ' ' || lp[skip] == '\t'))
-      skip++;
-    if (skip == len || lp[skip] == '#')
+    size_t good = xs__utf8_prefix(lp, len);
+    if (good < len) {
+      st = row_fail(err, j->file, lineno, good + 1,
+                    "not UTF-8 (byte 0x%02x)", (unsigned char)lp[good]);
+      break;
+    }
+    if (!holds_fields(lp, len))
       continue;
     if (len + 1 > bufcap) {
       bufcap = len + 1;
@@ -214,13 +296,26 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     memcpy(buf, lp, len);
     buf[len] = '\0';
     field f[MAX_COLS];
-    int nf = split(buf, f, MAX_COLS);
+    size_t bad_col = 1;
+    int nf = split(buf, f, MAX_COLS, &bad_col);
     if (nf < 0) {
-      st = nf == -1 ? row_fail(err, j->file, lineno, 1, "a quoted field is not closed")
-                    : row_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS);
+      st = nf == -1   ? row_fail(err, j->file, lineno, 1, "a quoted field is not closed")
+           : nf == -3 ? row_fail(err, j->file, lineno, bad_col,
+                                 "a stray quote (a quoted field ends at its closing "
+                                 "quote; a quote inside a field is written \"\" "
+                                 "within quotes)")
+                      : row_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS);
       break;
     }
     if (!have_header) {
+      for (int a = 0; a < nf && !st; a++)
+        for (int b = 0; b < a && !st; b++)
+          if (f[a].s[0] && !strcmp(f[a].s, f[b].s))
+            st = row_fail(err, j->file, lineno, f[a].col,
+                          "column \"%s\" is named twice (columns %d and %d)",
+                          f[a].s, b + 1, a + 1);
+      if (st)
+        break;
       for (size_t c = 0; c < nneed; c++) {
         colmap[c] = -1;
         for (int i = 0; i < nf; i++)
@@ -265,7 +360,29 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
                          ? &f[colmap[nneed + c]]
                          : NULL;
     st = row(j, F, lineno, r, err);
+    if (st)
+      break;
+    row_key(r, 1, &key);
+    if (key.oom) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+      break;
+    }
+    uint32_t first;
+    if (xs__strmap_get(&seen, key.s, &first)) {
+      st = row_fail(err, j->file, lineno, 1,
+                    "measures what line %zu does (the same source, gpu, shape, "
+                    "arm%s): one row each", j->out->rows[first].line,
+                    r->kind ? ", layout and pass" : ", metric and knobs");
+      break;
+    }
+    if (j->out->nrows > UINT32_MAX ||
+        xs__strmap_put(&seen, key.s, (uint32_t)(j->out->nrows - 1)) < 0) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+      break;
+    }
   }
+  xs__strmap_free(&seen);
+  free(key.s);
   if (!st && !have_header)
     st = xs__fail(err, XS_INVALID, "%s: no header line (source,gpu,...)", j->file);
   if (!st && !j->out->nrows)
@@ -288,6 +405,9 @@ typedef struct {
 static xs_status row_start(csv_job *j, const field **F, size_t lineno,
                            xs_validate_row *row, int arm,
                            const row_number *nums, size_t n, xs_error *err) {
+  if (strlen(F[0]->s) >= sizeof row->source)
+    return row_fail(err, j->file, lineno, F[0]->col,
+                    "source: longer than %zu bytes", sizeof row->source - 1);
   snprintf(row->source, sizeof row->source, "%s", F[0]->s);
   snprintf(row->gpu, sizeof row->gpu, "%s", F[1]->s);
   snprintf(row->arm, sizeof row->arm, "%s", F[arm]->s);
@@ -307,6 +427,7 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   xs_moe_config *c = &row->config;
   xs_moe_preset("deepseek-v3", c);
   snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+  xs__utf8_trim(c->name);
   const row_number nums[] = {{C_EP, &c->ep},           {C_HIDDEN, &c->hidden},
                              {C_INTER, &c->intermediate}, {C_EXPERTS, &c->experts},
                              {C_TOPK, &c->topk},       {C_SHARED, &c->shared_experts},
@@ -385,6 +506,7 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   xs_fa_config *c = &row->fa;
   xs_fa_preset("llama3-8b", c);
   snprintf(c->name, sizeof c->name, "%s line %zu", file, lineno);
+  xs__utf8_trim(c->name);
   double causal = 0;
   const row_number nums[] = {{F_CP, &c->cp},       {F_SEQ, &c->seq},
                              {F_HEADS, &c->heads_q}, {F_KV, &c->heads_kv},
@@ -513,31 +635,130 @@ static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
          x->shared_experts == y->shared_experts && strcmp(a->arm, b->arm) != 0;
 }
 
+/* row indices sorted by a string of each row, then by index */
+typedef struct {
+  const char *key;
+  size_t i;
+} keyed;
+
+static int by_key(const void *x, const void *y) {
+  const keyed *a = x, *b = y;
+  int c = strcmp(a->key, b->key);
+  return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Pairs are looked for within each group of rows of one config (sorted by
+ * row_key without the arm: n log n), in row order within it, so that each
+ * pair (a before b) is the one a search over all pairs would find. */
 xs_status xs_validate_compare_arms(const xs_validate_set *set,
                                    xs_validate_pairs *out, xs_error *err) {
   memset(out, 0, sizeof *out);
-  size_t cap = 0, n = 0;
+  size_t n = set->nrows, cap = 0, np = 0;
+  keyed *ix = malloc((n + 1) * sizeof *ix);
+  xs__sbuf keys = {0}, one = {0};
+  size_t *off = malloc((n + 1) * sizeof *off);
   double *v = NULL, mx = 0;
-  for (size_t i = 0; i < set->nrows; i++)
-    for (size_t j = i + 1; j < set->nrows; j++) {
-      const xs_validate_row *a = &set->rows[i], *b = &set->rows[j];
-      if (!same_config(a, b))
-        continue;
-      if (xs__grow(&v, &cap, n + 1, sizeof *v)) {
-        free(v);
-        return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = ix && off ? XS_OK : XS_NOMEM;
+  for (size_t i = 0; i < n && !st; i++) {
+    row_key(&set->rows[i], 0, &one);
+    off[i] = keys.n;
+    if (!one.oom)
+      xs__sb_put(&keys, one.s, one.n + 1); /* with its NUL */
+    if (one.oom || keys.oom)
+      st = XS_NOMEM;
+  }
+  for (size_t i = 0; i < n && !st; i++)
+    ix[i] = (keyed){keys.s + off[i], i};
+  if (!st)
+    qsort(ix, n, sizeof *ix, by_key);
+  for (size_t g = 0; g < n && !st;) {
+    size_t e = g + 1;
+    while (e < n && !strcmp(ix[g].key, ix[e].key))
+      e++;
+    for (size_t x = g; x < e && !st; x++)
+      for (size_t y = x + 1; y < e && !st; y++) {
+        const xs_validate_row *a = &set->rows[ix[x].i], *b = &set->rows[ix[y].i];
+        if (!same_config(a, b))
+          continue;
+        if (xs__grow(&v, &cap, np + 1, sizeof *v)) {
+          st = XS_NOMEM;
+          break;
+        }
+        out->agree += (a->measured_us < b->measured_us) ==
+                      (a->predicted_us < b->predicted_us);
+        double r = fabs((a->predicted_us / b->predicted_us) /
+                        (a->measured_us / b->measured_us) - 1);
+        v[np++] = r;
+        mx = fmax(mx, r);
       }
-      out->agree += (a->measured_us < b->measured_us) ==
-                    (a->predicted_us < b->predicted_us);
-      double e = fabs((a->predicted_us / b->predicted_us) /
-                      (a->measured_us / b->measured_us) - 1);
-      v[n++] = e;
-      mx = fmax(mx, e);
-    }
-  out->pairs = n;
-  out->median_ratio_error = median_of(v, n);
-  out->max_ratio_error = n ? mx : NAN;
+    g = e;
+  }
+  free(ix);
+  free(off);
+  free(keys.s);
+  free(one.s);
+  if (st) {
+    free(v);
+    memset(out, 0, sizeof *out);
+    return xs__fail(err, st, "out of memory");
+  }
+  out->pairs = np;
+  out->median_ratio_error = median_of(v, np);
+  out->max_ratio_error = np ? mx : NAN;
   free(v);
+  return XS_OK;
+}
+
+/* a group and the index of its first row, to order groups by */
+typedef struct {
+  size_t first;
+  xs_validate_group g;
+} first_group;
+
+static int by_first(const void *x, const void *y) {
+  const first_group *a = x, *b = y;
+  return (a->first > b->first) - (a->first < b->first);
+}
+
+xs_status xs_validate_groups(const xs_validate_set *set, int by_source,
+                             xs_validate_group **out, size_t *n, xs_error *err) {
+  *out = NULL;
+  *n = 0;
+  size_t nr = set->nrows, ng = 0;
+  keyed *ix = malloc((nr + 1) * sizeof *ix);
+  double *v = malloc((nr + 1) * sizeof *v);
+  first_group *fg = malloc((nr + 1) * sizeof *fg);
+  xs_validate_group *g = NULL;
+  if (ix && v && fg) {
+    for (size_t i = 0; i < nr; i++)
+      ix[i] = (keyed){by_source ? set->rows[i].source : set->rows[i].arm, i};
+    qsort(ix, nr, sizeof *ix, by_key);
+    for (size_t s = 0; s < nr;) {
+      size_t e = s, k = 0;
+      double mx = 0;
+      for (; e < nr && !strcmp(ix[s].key, ix[e].key); e++) {
+        const xs_validate_row *r = &set->rows[ix[e].i];
+        if (r->metric[0] && strcmp(r->metric, "time"))
+          continue; /* not a kernel's time: as xs_validate_median */
+        v[k++] = fabs(r->error);
+        mx = fmax(mx, fabs(r->error));
+      }
+      /* ix[s] is the group's first row: sorted by index within a key */
+      fg[ng++] = (first_group){ix[s].i, {ix[s].key, k, median_of(v, k), k ? mx : NAN}};
+      s = e;
+    }
+    qsort(fg, ng, sizeof *fg, by_first);
+    g = malloc((ng + 1) * sizeof *g);
+  }
+  for (size_t a = 0; g && a < ng; a++)
+    g[a] = fg[a].g;
+  free(ix);
+  free(v);
+  free(fg);
+  if (!g)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  *out = g;
+  *n = ng;
   return XS_OK;
 }
 

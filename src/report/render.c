@@ -5,6 +5,7 @@
  * channels' backlog. Both are built from an xs_timeline and the result.
  */
 #include "internal.h"
+#include "formats/jsonutil.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -25,52 +26,67 @@ static const char *chan_name(const xs_profile *prof, size_t c) {
 
 #define TRACE_MAX_POINTS 200000
 
+/* fmt's text in b, whole however long the names in it (NULL: out of
+ * memory) */
+static const char *named(xs__sbuf *b, const char *fmt, ...) XS__PRINTF(2, 3);
+static const char *named(xs__sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char one[1];
+  int n = vsnprintf(one, 1, fmt, ap);
+  va_end(ap);
+  b->n = 0;
+  if (n < 0 || xs__grow(&b->s, &b->cap, (size_t)n + 1, 1))
+    return NULL;
+  va_start(ap, fmt);
+  vsnprintf(b->s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return b->s;
+}
+
+/* Every event or none: a name jansson refuses, or memory running out,
+ * makes the whole trace NULL rather than one with events missing. */
 char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
                              const xs_result *r, const xs_timeline *tl) {
   json_t *ev = json_array();
   const char *model = xs_model_name(r->model);
-  char buf[512];
+  xs__sbuf nb = {0}, ib = {0}; /* a name, a send's id */
+  int bad = !ev;
   /* process and thread names */
-  json_t *m = json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "name", "process_name",
-                        "ph", "M", "pid", 1, "tid", 0, "args", "name",
-                        "workers");
-  json_array_append_new(ev, m);
-  snprintf(buf, sizeof buf, "channels (%s)", model);
-  json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "name",
-                                      "process_name", "ph", "M", "pid", 2,
-                                      "tid", 0, "args", "name", buf));
-  for (size_t w = 0; w < p->nworkers; w++) {
+  bad |= xs__jappend(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "name", "process_name",
+                                   "ph", "M", "pid", 1, "tid", 0, "args", "name",
+                                   "workers"));
+  const char *nm = named(&nb, "channels (%s)", model);
+  bad |= xs__jappend(ev, nm ? json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "name",
+                                        "process_name", "ph", "M", "pid", 2, "tid", 0,
+                                        "args", "name", nm)
+                            : NULL);
+  for (size_t w = 0; w < p->nworkers && !bad; w++) {
     /* a worker with copies: one track, named with how many it stands for */
-    char *label = NULL;
-    if (p->workers[w].copies > 1) {
-      size_t n = strlen(p->workers[w].name) + 32;
-      if ((label = malloc(n)))
-        snprintf(label, n, "%s (x%u)", p->workers[w].name,
-                 (unsigned)p->workers[w].copies);
-    }
-    json_array_append_new(
-        ev, json_pack("{s:s,s:s,s:i,s:I,s:{s:s}}", "name", "thread_name", "ph",
-                      "M", "pid", 1, "tid", (json_int_t)w + 1, "args", "name",
-                      label ? label : p->workers[w].name));
-    free(label);
+    nm = p->workers[w].copies > 1
+             ? named(&nb, "%s (x%u)", p->workers[w].name, (unsigned)p->workers[w].copies)
+             : p->workers[w].name;
+    bad |= xs__jappend(ev, nm ? json_pack("{s:s,s:s,s:i,s:I,s:{s:s}}", "name",
+                                          "thread_name", "ph", "M", "pid", 1, "tid",
+                                          (json_int_t)w + 1, "args", "name", nm)
+                              : NULL);
   }
-  for (size_t c = 0; c < r->nchannels; c++)
-    json_array_append_new(
+  for (size_t c = 0; c < r->nchannels && !bad; c++)
+    bad |= xs__jappend(
         ev, json_pack("{s:s,s:s,s:i,s:I,s:{s:s}}", "name", "thread_name", "ph",
                       "M", "pid", 2, "tid", (json_int_t)c + 1, "args", "name",
                       chan_name(prof, c)));
   /* worker slices, times in microseconds as the format wants */
-  for (size_t i = 0; i < tl->nsegments; i++) {
+  for (size_t i = 0; i < tl->nsegments && !bad; i++) {
     const xs_segment *s = &tl->segments[i];
     json_t *args = json_object();
-    json_object_set_new(args, "duration_s", json_real(s->end_s - s->start_s));
+    bad |= xs__jput(args, "duration_s", json_real(s->end_s - s->start_s));
     if (s->send != XS__NONE && s->send < p->nsends) {
-      json_object_set_new(
-          args, "send", json_string(xs_program_send_id(p, s->send, buf, sizeof buf)));
-      json_object_set_new(args, "bytes",
-                          json_real(xs_program_send_bytes(p, s->send)));
+      const char *id = xs__send_id(p, s->send, &ib);
+      bad |= xs__jput(args, "send", id ? json_string(id) : NULL);
+      bad |= xs__jput(args, "bytes", json_real(xs_program_send_bytes(p, s->send)));
     }
-    json_array_append_new(
+    bad |= xs__jappend(
         ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:I,s:o}", "name",
                       seg_names[s->kind], "cat", seg_names[s->kind], "ph", "X",
                       "ts", s->start_s * 1e6, "dur",
@@ -79,19 +95,20 @@ char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
   }
   /* backlog counters, thinned evenly past TRACE_MAX_POINTS */
   size_t stride = tl->npoints / TRACE_MAX_POINTS + 1;
-  for (size_t i = 0; i < tl->npoints; i++) {
+  for (size_t i = 0; i < tl->npoints && !bad; i++) {
     const xs_backlog_point *pt = &tl->points[i];
     if (i % stride && i + 1 < tl->npoints)
       continue;
-    snprintf(buf, sizeof buf, "backlog %s (bytes)", chan_name(prof, pt->channel));
-    json_array_append_new(
-        ev, json_pack("{s:s,s:s,s:f,s:i,s:I,s:{s:f}}", "name", buf, "ph", "C",
-                      "ts", pt->t_s * 1e6, "pid", 2, "tid",
-                      (json_int_t)pt->channel + 1, "args", "backlog_B",
-                      pt->backlog_B));
+    nm = named(&nb, "backlog %s (bytes)", chan_name(prof, pt->channel));
+    bad |= xs__jappend(
+        ev, nm ? json_pack("{s:s,s:s,s:f,s:i,s:I,s:{s:f}}", "name", nm, "ph", "C",
+                           "ts", pt->t_s * 1e6, "pid", 2, "tid",
+                           (json_int_t)pt->channel + 1, "args", "backlog_B",
+                           pt->backlog_B)
+               : NULL);
   }
   /* each send's X-stage as an async span on its channel's track */
-  for (size_t s = 0; r->sends && s < r->nsends; s++) {
+  for (size_t s = 0; r->sends && s < r->nsends && !bad; s++) {
     const xs_send_result *sr = &r->sends[s];
     uint32_t c = 0;
     const char *cn = xs_program_send_channel(p, s);
@@ -99,33 +116,36 @@ char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
       long k = xs_profile_find_channel(prof, cn);
       c = k < 0 ? 0 : (uint32_t)k;
     }
-    char name[300];
-    snprintf(name, sizeof name, "X-stage %s",
-             xs_program_send_id(p, s, buf, sizeof buf));
-    json_array_append_new(
-        ev, json_pack("{s:s,s:s,s:s,s:I,s:f,s:i,s:I,s:{s:f,s:f,s:f}}", "name",
-                      name, "cat", "xstage", "ph", "b", "id", (json_int_t)s,
-                      "ts", sr->issue_end_s * 1e6, "pid", 2, "tid",
-                      (json_int_t)c + 1, "args", "bytes",
-                      xs_program_send_bytes(p, s), "xstage_s", sr->xstage_s,
-                      "deliver_s", sr->deliver_s));
-    json_array_append_new(
-        ev, json_pack("{s:s,s:s,s:s,s:I,s:f,s:i,s:I}", "name", name, "cat",
-                      "xstage", "ph", "e", "id", (json_int_t)s, "ts",
-                      sr->deliver_s * 1e6, "pid", 2, "tid", (json_int_t)c + 1));
+    const char *id = xs__send_id(p, s, &ib);
+    nm = id ? named(&nb, "X-stage %s", id) : NULL;
+    bad |= xs__jappend(
+        ev, nm ? json_pack("{s:s,s:s,s:s,s:I,s:f,s:i,s:I,s:{s:f,s:f,s:f}}", "name",
+                           nm, "cat", "xstage", "ph", "b", "id", (json_int_t)s,
+                           "ts", sr->issue_end_s * 1e6, "pid", 2, "tid",
+                           (json_int_t)c + 1, "args", "bytes",
+                           xs_program_send_bytes(p, s), "xstage_s", sr->xstage_s,
+                           "deliver_s", sr->deliver_s)
+               : NULL);
+    bad |= xs__jappend(
+        ev, nm ? json_pack("{s:s,s:s,s:s,s:I,s:f,s:i,s:I}", "name", nm, "cat",
+                           "xstage", "ph", "e", "id", (json_int_t)s, "ts",
+                           sr->deliver_s * 1e6, "pid", 2, "tid", (json_int_t)c + 1)
+               : NULL);
   }
+  free(nb.s);
+  free(ib.s);
   json_t *root = json_object();
-  json_object_set_new(root, "traceEvents", ev);
-  json_object_set_new(root, "displayTimeUnit", json_string("ns"));
+  bad |= xs__jput(root, "traceEvents", ev);
+  bad |= xs__jput(root, "displayTimeUnit", json_string("ns"));
   json_t *meta = json_object();
-  json_object_set_new(meta, "program", json_string(p->name));
-  json_object_set_new(meta, "profile", json_string(xs_profile_name(prof)));
-  json_object_set_new(meta, "model", json_string(model));
-  json_object_set_new(meta, "makespan_s", json_real(r->makespan_s));
-  json_object_set_new(meta, "units", json_string("ts and dur in microseconds; "
-                                                 "args in bytes and seconds"));
-  json_object_set_new(root, "otherData", meta);
-  char *out = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(12));
+  bad |= xs__jput(meta, "program", json_string(p->name));
+  bad |= xs__jput(meta, "profile", json_string(xs_profile_name(prof)));
+  bad |= xs__jput(meta, "model", json_string(model));
+  bad |= xs__jput(meta, "makespan_s", json_real(r->makespan_s));
+  bad |= xs__jput(meta, "units", json_string("ts and dur in microseconds; "
+                                             "args in bytes and seconds"));
+  bad |= xs__jput(root, "otherData", meta);
+  char *out = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(12));
   json_decref(root);
   return out;
 }

@@ -125,6 +125,7 @@ xs_status xs__emit_new(const xs__moe_kctx *k, const xs__tile_cfg *tile,
   e->audit = k->audit;
   e->gate = SIZE_MAX;
   snprintf(e->name, sizeof e->name, "%s", k->name);
+  xs__utf8_trim(e->name); /* cut between characters */
   size_t S = e->S;
   if (groups < 1)
     groups = 1;
