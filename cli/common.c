@@ -120,6 +120,19 @@ const char *cli_text(const char *s, char *buf, size_t size) {
   return buf;
 }
 
+int cli_parse_count(const char *cmd, const char *flag, const char *text, double lo,
+                    double hi, double *out) {
+  double v;
+  xs_error err;
+  if (xs_parse_count(text, &v, &err) || !(v >= lo && v <= hi))
+    return cli_usage_error(cmd, "%s: expected a whole number from %.0f to %.0f, with an "
+                                "optional k, M, G (10^3, 10^6, 10^9) or Ki, Mi, Gi "
+                                "(2^10, 2^20, 2^30), got \"%s\"",
+                           flag, lo, hi, text);
+  *out = v;
+  return 0;
+}
+
 int cli_stdout_errno;
 
 void cli_flush_stdout(void) {

@@ -11,6 +11,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One count of a grid or range: the text up to the next ',' or ':' (or
+ * the end), through xs_parse_count; *p moves past it. 0, or the exit code
+ * after naming the character where it starts. */
+static int grid_count(const char *cmd, const char *flag, const char *text, const char **p,
+                      double *v) {
+  size_t len = strcspn(*p, ",:");
+  char buf[64];
+  xs_error err;
+  if (len >= sizeof buf || (memcpy(buf, *p, len), buf[len] = '\0',
+                            xs_parse_count(buf, v, &err)) || !(*v >= 1 && *v <= 1e9))
+    return cli_usage_error(cmd,
+                           "%s: at character %zu of \"%s\": expected a whole number from "
+                           "1 to 1e9, with an optional k, M, G or Ki, Mi, Gi (a list like "
+                           "64,128, a range FIRST:LAST:STEP or FIRST:LAST:xFACTOR)",
+                           flag, (size_t)(*p - text) + 1, text);
+  *p += len;
+  return 0;
+}
+
+/* Append t to the grid (ascending, at most XS_MOE_TABLE_MAX points). */
+static int grid_add(const char *cmd, const char *flag, double t, double **g, size_t *n,
+                    size_t *cap) {
+  if (*n && t <= (*g)[*n - 1])
+    return cli_usage_error(cmd, "%s: %g after %g: expected ascending token counts", flag, t,
+                           (*g)[*n - 1]);
+  if (*n == XS_MOE_TABLE_MAX)
+    return cli_usage_error(cmd, "%s: more than %d grid points", flag, XS_MOE_TABLE_MAX);
+  if (*n == *cap) {
+    double *ng = realloc(*g, 2 * *cap * sizeof **g);
+    if (!ng)
+      return cli_out_of_memory(cmd);
+    *g = ng;
+    *cap *= 2;
+  }
+  (*g)[(*n)++] = t;
+  return 0;
+}
+
 int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
                           double **out, size_t *n) {
   size_t cap = 64;
@@ -21,55 +59,49 @@ int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
   const char *p = text;
   int rc = 0;
   while (!rc) {
-    double v[3] = {0, 0, 1};
-    int nv = 0;
-    char *end;
-    for (;;) {
-      v[nv] = strtod(p, &end);
-      if (end == p || !(v[nv] >= 1 && v[nv] <= 1e9) || v[nv] != floor(v[nv])) {
-        rc = cli_usage_error(cmd,
-                             "%s: at character %zu of \"%s\": expected a whole "
-                             "number from 1 to 1e9 (a list like 64,128 or a "
-                             "range FIRST:LAST:STEP)",
-                             flag, (size_t)(p - text) + 1, text);
-        break;
-      }
-      nv++;
-      p = end;
-      if (*p != ':' || nv == 3)
-        break;
+    double first, last, step = 1, factor = 0;
+    if ((rc = grid_count(cmd, flag, text, &p, &first)))
+      break;
+    last = first;
+    if (*p == ':') {
       p++;
-    }
-    if (rc)
-      break;
-    if (nv == 2)
-      v[2] = 1;
-    double last = nv >= 2 ? v[1] : v[0];
-    if (nv >= 2 && last < v[0]) {
-      rc = cli_usage_error(cmd, "%s: range %g:%g runs backwards", flag, v[0], last);
-      break;
-    }
-    for (double t = v[0]; t <= last; t += v[2]) {
-      if (*n && t <= g[*n - 1]) {
-        rc = cli_usage_error(cmd, "%s: %g after %g: expected ascending token "
-                                  "counts", flag, t, g[*n - 1]);
+      if ((rc = grid_count(cmd, flag, text, &p, &last)))
+        break;
+      if (last < first) {
+        rc = cli_usage_error(cmd, "%s: range %g:%g runs backwards", flag, first, last);
         break;
       }
-      if (*n == XS_MOE_TABLE_MAX) {
-        rc = cli_usage_error(cmd, "%s: more than %d grid points", flag,
-                             XS_MOE_TABLE_MAX);
+    }
+    if (*p == ':' && p[1] == 'x') {
+      /* FIRST:LAST:xF, a geometric step: FIRST*F^k rounded to whole numbers */
+      const char *at = p + 2;
+      char *end;
+      factor = strtod(at, &end);
+      if (end == at || !(factor >= 1.0001 && factor <= 1e6) || (*end && *end != ',')) {
+        rc = cli_usage_error(cmd, "%s: at character %zu of \"%s\": expected a factor "
+                                  "from 1.0001 to 1e6 after x (16:8192:x2)",
+                             flag, (size_t)(at - text) + 1, text);
         break;
       }
-      if (*n == cap) {
-        double *ng = realloc(g, 2 * cap * sizeof *g);
-        if (!ng) {
-          rc = cli_out_of_memory(cmd);
+      p = end;
+    } else if (*p == ':') {
+      p++;
+      if ((rc = grid_count(cmd, flag, text, &p, &step)))
+        break;
+    }
+    if (factor) {
+      /* each point from FIRST (no drift); rounding can repeat a point at
+       * small factors, and a repeat is one point */
+      for (int k = 0; !rc; k++) {
+        double t = round(first * pow(factor, k));
+        if (t > last)
           break;
-        }
-        g = ng;
-        cap *= 2;
+        if (!*n || t > g[*n - 1] || k == 0)
+          rc = grid_add(cmd, flag, t, &g, n, &cap);
       }
-      g[(*n)++] = t;
+    } else {
+      for (double t = first; t <= last && !rc; t += step)
+        rc = grid_add(cmd, flag, t, &g, n, &cap);
     }
     if (rc || !*p)
       break;
@@ -87,6 +119,25 @@ int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
   }
   *out = g;
   return 0;
+}
+
+int cli_parse_tokens_range(const char *cmd, const char *text, double range[2]) {
+  const char *p = text;
+  int rc = grid_count(cmd, "--tokens-range", text, &p, &range[0]);
+  if (!rc && *p != ':')
+    return cli_usage_error(cmd, "--tokens-range: expected MIN:MAX (64:4096, 64:4Ki), "
+                                "got \"%s\"", text);
+  if (!rc)
+    p++;
+  if (!rc && !(rc = grid_count(cmd, "--tokens-range", text, &p, &range[1]))) {
+    if (*p)
+      return cli_usage_error(cmd, "--tokens-range: at character %zu of \"%s\": expected "
+                                  "the end after MIN:MAX", (size_t)(p - text) + 1, text);
+    if (range[1] < range[0])
+      return cli_usage_error(cmd, "--tokens-range: %g:%g runs backwards", range[0],
+                             range[1]);
+  }
+  return rc;
 }
 
 int cli_parse_tolerance(const char *cmd, const char *text, double *out) {
