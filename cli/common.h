@@ -56,6 +56,12 @@ const char *cli_name_text(const char *name);
  * takes and what it got. */
 int cli_parse_count(const char *cmd, const char *flag, const char *text, double lo,
                     double hi, double *out);
+/* A file of xstage's data (share/xstage when installed): "published/
+ * megamoe.csv", "examples/hol.json". Looked for in XSTAGE_DATA_DIR, then
+ * beside this executable (BINDIR/../share/xstage), then in the source
+ * tree it was built from. The path into buf, or NULL after writing where
+ * it looked into buf. */
+const char *cli_data_file(const char *name, char *buf, size_t size);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 /* Standard output is checked once, by main() when the command returns

@@ -15,7 +15,7 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate (megamoe | flashattn) --data FILE [--json]\n"
+          "usage: xstage validate (megamoe | flashattn) [--data FILE] [--json]\n"
           "                       [--svg FILE] [--fail-above FRACTION]\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
@@ -33,8 +33,9 @@ static void help(FILE *f) {
           "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
           "pairs are a ring beside the local arm (or another layout) of one shape.\n"
           "\n"
-          "  --data FILE          the CSV (data/published/megamoe.csv or\n"
-          "                       data/published/ring-attention.csv in the source tree)\n"
+          "  --data FILE          the CSV; by default the published one installed with\n"
+          "                       xstage (share/xstage/published/megamoe.csv or\n"
+          "                       ring-attention.csv; data/published/ in the source tree)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
@@ -83,8 +84,11 @@ int cmd_validate(int argc, char **argv) {
   }
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
-  if (!data)
-    return cli_usage_error("validate", "--data FILE is required");
+  char found[8192];
+  if (!data && !(data = cli_data_file(fa ? "published/ring-attention.csv"
+                                         : "published/megamoe.csv", found, sizeof found)))
+    return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
+                                       "folder of published/, or give --data)", found);
   if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
     return EXIT_INPUT;
   char *text;

@@ -24,7 +24,7 @@
 #include "testio.h"
 #include "xstage_measure.h"
 
-static char out_buf[1 << 22], err_buf[1 << 16];
+static char out_buf[1 << 22], err_buf[1 << 16], saved[1 << 22];
 
 /* Run "xstage ARGS" through the shell; stdout (its first 4 MiB) and stderr
  * captured. */
@@ -44,7 +44,6 @@ static void expect_rc(const char *args, int rc, const char *in_stderr) {
 /* Counts with suffixes, geometric grids, whole numbers as JSON integers,
  * a negative imbalance refused, residues printed as the 0 they are: each
  * against a second way to write the same thing. */
-static char saved[1 << 22];
 static void same_output(const char *a, const char *b) {
   expect_rc(a, 0, NULL);
   snprintf(saved, sizeof saved, "%s", out_buf);
@@ -547,7 +546,14 @@ static void test_validate(void **s) {
   json_decref(root);
   expect_rc("validate megamoe --data data/published/megamoe.csv", 0, NULL);
   assert_non_null(strstr(out_buf, "faster of two arms"));
-  expect_rc("validate megamoe", 2, "--data FILE is required");
+  /* without --data, the published file, and the same rows as naming it */
+  expect_rc("validate megamoe --data data/published/megamoe.csv --json", 0, NULL);
+  snprintf(saved, sizeof saved, "%s", out_buf);
+  expect_rc("validate megamoe --json", 0, NULL);
+  assert_string_equal(saved, out_buf);
+  expect_rc("validate flashattn", 0, "");
+  assert_non_null(strstr(out_buf, "/data/published/ring-attention.csv, predicted"));
+  expect_rc("validate megamoe --data", 2, "--data is unknown or needs a value");
   expect_rc("validate megamoe --data /no/such.csv", 2, "/no/such.csv: cannot open");
   expect_rc("validate megamoe --data tests/data/bad-validate.csv", 2,
             "tests/data/bad-validate.csv:3:3: gpu: \"h300\"");
