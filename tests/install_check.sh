@@ -82,6 +82,10 @@ if [ -x "$py" ]; then
         *" $tmp/prefix/"*) say "python: import xstage from ${pkg#"$tmp/prefix/"}: $got" ;;
         *) say "the installed Python package loaded another library: $got"; exit 1 ;;
     esac
+    got=$(cd "$tmp" && env -u XSTAGE_LIBRARY -u XSTAGE_DATA_DIR PYTHONPATH="$(dirname "$pkg")" \
+        "$py" -c 'import xstage; print(xstage.data_file("published/megamoe.csv"))')
+    [ "$got" = "$tmp/prefix/share/xstage/published/megamoe.csv" ] ||
+        { say "the installed Python package found its data elsewhere: $got"; exit 1; }
     # a run-time install: the versioned library only, no libxstage.so
     rt="$tmp/runtime"
     mkdir -p "$rt/lib" "$rt/${pkg#"$tmp/prefix/"}"

@@ -6,9 +6,11 @@ of the interpreter, never another exception (AttributeError, ctypes'
 ArgumentError, OverflowError, UnicodeError, RecursionError).
 
 The properties run with hypothesis (Debian: python3-hypothesis) under a
-fixed seed (derandomize); the inputs that once failed stay as @example
-regression cases, beside the ones issue reports named (None as a model,
-None in a list of schedules).
+fixed seed (derandomize); the inputs that once failed stay as plain
+regression cases (REGRESSIONS, which run without hypothesis too) and as
+@example cases of the properties, with the two that crashed the
+interpreter before this layer existed (None as a model, None in a list of
+schedules).
 """
 import math
 import os
@@ -18,14 +20,104 @@ import pytest
 import xstage
 from xstage import _check
 
-hypothesis = pytest.importorskip("hypothesis", reason="python3-hypothesis is not installed")
-from hypothesis import example, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+try:
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # the properties are skipped; the plain cases below still run
+    st = None
 
 try:
     import numpy
 except ImportError:  # numpy is optional: its cases are skipped
     numpy = None
+
+PROGRAM = {"name": "p", "workers": [{"name": "w", "ops": [{"send": 1e6}, {"compute": 1e-6}]}]}
+
+
+def only_xstage_errors(call):
+    """call() returns or raises an xstage.Error of the right built-in kind."""
+    try:
+        call()
+    except xstage.Error as e:
+        assert isinstance(e, (TypeError, ValueError, FileNotFoundError, OSError)), repr(e)
+        assert e.message and "\0" not in e.message
+        return e
+    return None
+
+
+def test_model_none_is_a_type_error():
+    """The reproducer of the hardening review: SIGSEGV before."""
+    with pytest.raises(TypeError) as e:
+        xstage.predict(PROGRAM, "h200-nvlink", model=None)
+    assert isinstance(e.value, xstage.ArgumentTypeError) and "model" in str(e.value)
+
+
+def test_schedules_with_none_is_a_type_error():
+    """The other reproducer: None inside a table argument."""
+    with pytest.raises(TypeError) as e:
+        xstage.plan_megamoe("deepseek-v3", "h200-nvlink", tokens=64, schedules=[None])
+    assert "schedules[0]" in str(e.value)
+
+
+# every input that once got past the layer (a crash, or an exception that
+# was not an xstage.Error), called plainly, so that they run without
+# hypothesis too; the properties below have them as @example
+REGRESSIONS = [
+    lambda: xstage.predict(None, "h200-nvlink"),
+    lambda: xstage.predict(PROGRAM, None),
+    lambda: xstage.predict(PROGRAM, {"name": None}),
+    lambda: xstage.predict({"name": "p", "workers": [{"name": "w\0", "ops": []}]},
+                           "h200-nvlink"),
+    lambda: xstage.predict([[1, 2]], "h200-nvlink"),
+    lambda: xstage.simulate(PROGRAM, "h200-nvlink", packet_B=10**30),
+    lambda: xstage.simulate(PROGRAM, "h200-nvlink", arbitration=2**64),
+    lambda: xstage.plan_megamoe("glm\0", "h200-nvlink", tokens=64),
+    lambda: xstage.plan_megamoe("glm", "h200-nvlink", tokens=True),
+    lambda: xstage.plan_megamoe("glm", "h200-nvlink", tokens=64, tolerance="1%"),
+    lambda: xstage.plan_megamoe({"preset": "glm", "imbalance": -1}, "h200-nvlink"),
+    lambda: xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=[64, None]),
+    lambda: xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=[[64, 128]]),
+    lambda: xstage.plan_megamoe_table("glm", "h200-nvlink", tokens_range=(64,)),
+    lambda: xstage.plan_megamoe_table("glm", "h200-nvlink", tokens_range="64:128"),
+    lambda: xstage.plan_flashattn("mha", "h100-nvlink", seq=4096, causal="no"),
+    lambda: xstage.sweep_megamoe("h200-nvlink", {"presets": [None]}),
+    lambda: xstage.validate_megamoe(b"/no/such\xff.csv"),
+    lambda: xstage.validate_megamoe("."),
+]
+
+
+@pytest.mark.parametrize("i", range(len(REGRESSIONS)))
+def test_regressions(i):
+    assert only_xstage_errors(REGRESSIONS[i]) is not None
+
+
+@pytest.mark.skipif(numpy is None, reason="numpy is not installed")
+def test_numpy_where_lists_are(cli):
+    """numpy arrays and scalars wherever a list of numbers or a number is:
+    the same document as Python's ints give."""
+    a = xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=numpy.array([64, 128]))
+    b = xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=[64, 128])
+    assert a == b and a.to_dict() == b.to_dict()
+    assert xstage.plan_megamoe_table("glm", "h200-nvlink",
+                                     tokens=numpy.arange(64, 129, 64, dtype=numpy.int32)) == b
+    assert xstage.plan_megamoe("glm", "h200-nvlink", tokens=numpy.int64(256)) == \
+        xstage.plan_megamoe("glm", "h200-nvlink", tokens=256)
+    assert xstage.plan_flashattn_table("mha", "h100-nvlink", numpy.array([4096.0, 8192.0])) \
+        == xstage.plan_flashattn_table("mha", "h100-nvlink", [4096, 8192])
+    with pytest.raises(ValueError) as e:
+        xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=numpy.zeros((2, 2)))
+    assert "one-dimensional" in str(e.value) and "(2, 2)" in str(e.value)
+    prog = {"name": "np", "workers": [{"name": "w", "ops": [
+        {"send": numpy.float64(1e6)}, {"compute": numpy.float32(1e-6)}]}]}
+    assert xstage.predict(prog, "h200-nvlink").makespan_s == \
+        xstage.predict({"name": "np", "workers": [{"name": "w", "ops": [
+            {"send": 1e6}, {"compute": float(numpy.float32(1e-6))}]}]},
+            "h200-nvlink").makespan_s
+
+
+if st is None:
+    pytest.skip("python3-hypothesis is not installed: the properties are skipped",
+                allow_module_level=True)
 
 SETTINGS = settings(derandomize=True, max_examples=150, deadline=None, database=None)
 
@@ -47,20 +139,6 @@ if numpy is not None:
                                    numpy.array(["a"]), numpy.float64("inf")])
 
 
-def only_xstage_errors(call):
-    """call() returns or raises an xstage.Error of the right built-in kind."""
-    try:
-        call()
-    except xstage.Error as e:
-        assert isinstance(e, (TypeError, ValueError, FileNotFoundError, OSError)), repr(e)
-        assert e.message and "\0" not in e.message
-        return e
-    return None
-
-
-PROGRAM = {"name": "p", "workers": [{"name": "w", "ops": [{"send": 1e6}, {"compute": 1e-6}]}]}
-
-
 @SETTINGS
 @given(junk)
 @example(None)
@@ -78,20 +156,6 @@ def test_predict_program(value):
 def test_predict_profile_and_model(prof, model):
     only_xstage_errors(lambda: xstage.predict(PROGRAM, prof))
     only_xstage_errors(lambda: xstage.predict(PROGRAM, "h200-nvlink", model=model))
-
-
-def test_model_none_is_a_type_error():
-    """The reproducer of the hardening review: SIGSEGV before."""
-    with pytest.raises(TypeError) as e:
-        xstage.predict(PROGRAM, "h200-nvlink", model=None)
-    assert isinstance(e.value, xstage.ArgumentTypeError) and "model" in str(e.value)
-
-
-def test_schedules_with_none_is_a_type_error():
-    """The other reproducer: None inside a table argument."""
-    with pytest.raises(TypeError) as e:
-        xstage.plan_megamoe("deepseek-v3", "h200-nvlink", tokens=64, schedules=[None])
-    assert "schedules[0]" in str(e.value)
 
 
 @SETTINGS
@@ -240,27 +304,3 @@ def test_text_refuses_nul_only(s):
         assert "NUL" in str(e.value)
     else:
         assert _check.text("s", s).decode("utf-8") == s
-
-
-@pytest.mark.skipif(numpy is None, reason="numpy is not installed")
-def test_numpy_where_lists_are(cli):
-    """numpy arrays and scalars wherever a list of numbers or a number is:
-    the same document as Python's ints give."""
-    a = xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=numpy.array([64, 128]))
-    b = xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=[64, 128])
-    assert a == b and a.to_dict() == b.to_dict()
-    assert xstage.plan_megamoe_table("glm", "h200-nvlink",
-                                     tokens=numpy.arange(64, 129, 64, dtype=numpy.int32)) == b
-    assert xstage.plan_megamoe("glm", "h200-nvlink", tokens=numpy.int64(256)) == \
-        xstage.plan_megamoe("glm", "h200-nvlink", tokens=256)
-    assert xstage.plan_flashattn_table("mha", "h100-nvlink", numpy.array([4096.0, 8192.0])) \
-        == xstage.plan_flashattn_table("mha", "h100-nvlink", [4096, 8192])
-    with pytest.raises(ValueError) as e:
-        xstage.plan_megamoe_table("glm", "h200-nvlink", tokens=numpy.zeros((2, 2)))
-    assert "one-dimensional" in str(e.value) and "(2, 2)" in str(e.value)
-    prog = {"name": "np", "workers": [{"name": "w", "ops": [
-        {"send": numpy.float64(1e6)}, {"compute": numpy.float32(1e-6)}]}]}
-    assert xstage.predict(prog, "h200-nvlink").makespan_s == \
-        xstage.predict({"name": "np", "workers": [{"name": "w", "ops": [
-            {"send": 1e6}, {"compute": float(numpy.float32(1e-6))}]}]},
-            "h200-nvlink").makespan_s
