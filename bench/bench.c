@@ -266,7 +266,7 @@ static int bench_plan_table(int quick, double tol, const char *suffix) {
     for (int i = 0; i < LOOKUPS; i++) {
       x = x * 6364136223846793005ULL + 1442695040888963407ULL;
       double tk = lo + (double)((x >> 33) % (unsigned long long)(hi - lo + 1));
-      sink += xs_moe_plan_lookup(t, tk)->block_m;
+      sink += xs_moe_plan_lookup(t, tk)->chosen.knobs.block_m;
     }
     lt[r] = (now_s() - s0) / LOOKUPS;
   }

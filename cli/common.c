@@ -420,27 +420,28 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
   return 0;
 }
 
-/* "2:1" (L1 waves : L2 waves), "split 33" (SMs on L2 in every wave) or
- * "none" (all L1 first) */
-static const char *pattern_label(const xs_moe_pattern *p, char *buf, size_t n) {
-  if (p->l2_sms)
-    snprintf(buf, n, "split %u", p->l2_sms);
-  else if (p->l1_waves)
-    snprintf(buf, n, "%u:%u", p->l1_waves, p->l2_waves);
-  else
-    snprintf(buf, n, "none");
-  return buf;
-}
-
-/* a schedule's knobs in words: "experts/wave 8", "lag 16, group 4" */
+/* a schedule's knobs in words: "64x256, experts/wave 8", "128x256, lag 16,
+ * group 4" (the tile, then the schedule's own) */
 const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
                           size_t n) {
+  int w = snprintf(buf, n, "%ux%u", k->block_m, k->block_n);
+  size_t at = w > 0 && (size_t)w < n ? (size_t)w : 0;
   switch (s) {
-  case XS_MOE_INTERLEAVED: return pattern_label(k, buf, n);
-  case XS_MOE_FUSED_WAVE: snprintf(buf, n, "experts/wave %u", k->experts_per_wave); break;
-  case XS_MOE_FUSED_DYNAMIC: snprintf(buf, n, "warm-up %u", k->warmup); break;
-  case XS_MOE_FUSED_LAG: snprintf(buf, n, "lag %u, group %u", k->lag, k->group); break;
-  default: snprintf(buf, n, "-");
+  case XS_MOE_FUSED_WAVE:
+    snprintf(buf + at, n - at, ", experts/wave %u", k->experts_per_wave);
+    break;
+  case XS_MOE_FUSED_DYNAMIC:
+    snprintf(buf + at, n - at, ", warm-up %u", k->warmup);
+    break;
+  case XS_MOE_INTERLEAVED:
+  case XS_MOE_FUSED_LAG:
+    if (k->lag >= 0xffffff)
+      snprintf(buf + at, n - at, ", all L1 first");
+    else
+      snprintf(buf + at, n - at, ", lag %u, group %u", k->lag, k->group);
+    break;
+  default:
+    break;
   }
   return buf;
 }

@@ -109,7 +109,7 @@ int cmd_demo(int argc, char **argv) {
     goto done;
   if (!json) {
     char a[32], b[32], d[32], e[32];
-    const xs_channel *ch = xs_profile_channel(prof, 0);
+    const xs_channel *ch = xs_profile_channel(prof, xs_profile_default_channel(prof));
     printf("xstage demo: %ld SMs, each %ld waves of %s compute then a %s combine\n"
            "store to a peer GPU, on %s (drain %s, capacity %s; leads, see\n"
            "`xstage profiles show %s`).\n\n",

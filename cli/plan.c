@@ -285,49 +285,47 @@ int cmd_plan(int argc, char **argv) {
            "dispatch %g B/element, combine %g B/element\n",
            cfg.hidden, cfg.intermediate, cfg.experts, cfg.experts / cfg.ep, cfg.topk,
            cfg.dtype, cfg.act_bytes, cfg.combine_bytes);
-    printf("  %g token-expert pairs, %.1f per expert; tiles %gx%g: %g blocks, "
-           "%g L1 + %g L2 tiles,\n  %g waves on %g SMs; L1 tile %s, L2 tile %s; "
-           "%.3g TFLOP; off-rank dispatch %s, combine %s\n\n",
-           w->pairs, w->tokens_per_expert, w->block_m, w->block_n, w->blocks,
-           w->l1_tiles, w->l2_tiles, w->waves, w->sms,
-           xs_format_time(w->l1_tile_s, a, sizeof a),
-           xs_format_time(w->l2_tile_s, b, sizeof b), w->flops / 1e12,
+    printf("  the busiest rank (whose time the kernels take): %g token-expert pairs "
+           "(a rank's mean %g),\n  %.1f rows per touched expert, %.1f of %g "
+           "experts touched; %.3g TFLOP; weights %s\n",
+           w->pairs, w->mean_pairs, w->tokens_per_expert, w->experts_touched,
+           cfg.experts / cfg.ep, w->flops / 1e12,
+           xs_format_size(w->weights_B, a, sizeof a));
+    printf("  MMA peak %.0f TFLOP/s on %g SMs, L2 %.1f TB/s; off-rank dispatch %s, "
+           "combine %s\n\n",
+           w->mma_flops_per_s / 1e12, w->sms, w->l2_Bps / 1e12,
            xs_format_size(w->dispatch_B, d, sizeof d),
            xs_format_size(w->combine_B, e, sizeof e));
-    char g[32], h[32], kb[48];
-    printf("  HBM %s for weights (%.1f of %g experts touched), GEMM %.0f TFLOP/s, HBM "
-           "%.2f TB/s\n\n", xs_format_size(w->weights_B, g, sizeof g),
-           w->experts_touched, cfg.experts / cfg.ep, w->gemm_flops_per_s / 1e12,
-           w->hbm_Bps / 1e12);
-    printf("  %-18s %10s %10s %10s  %-17s %-8s %9s %9s %9s %9s %9s\n", "schedule",
-           "burstgap", "blocking", "ideal", "knobs", "bound", "hbm", "compute",
-           "fixed", "dispatch", "link");
+    char kb[64];
+    printf("  %-18s %9s %9s %9s %9s  %-27s %-8s %8s %8s %8s %8s %8s %8s\n",
+           "schedule", "burstgap", "blocking", "serial", "ideal", "knobs", "bound",
+           "compute", "hbm", "fixed", "dispatch", "sync", "link");
     for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
       const xs_moe_breakdown *bd = &r.breakdown[k];
-      char t1[16], t2[16], t3[16], t4[16], t5[16];
-      printf("  %-18s %10s %10s %10s  %-17s %-8s %9s %9s %9s %9s %9s\n",
-             xs_moe_schedule_name((xs_moe_schedule)k),
-             xs_format_time(r.time_s[k][0], a, sizeof a),
-             xs_format_time(r.time_s[k][1], b, sizeof b),
-             xs_format_time(r.time_s[k][2], d, sizeof d),
-             cli_moe_knobs((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb), bd->bound,
-             xs_format_time(bd->hbm_s, t1, sizeof t1),
-             xs_format_time(bd->compute_s, t2, sizeof t2),
-             xs_format_time(bd->fixed_s, t3, sizeof t3),
-             xs_format_time(bd->dispatch_s, t4, sizeof t4),
-             xs_format_time(bd->link_s, t5, sizeof t5));
+      char t[6][16], m[4][16];
+      const double v[6] = {bd->compute_s, bd->hbm_s, bd->fixed_s, bd->dispatch_s,
+                           bd->sync_s, bd->link_s};
+      for (int x = 0; x < 6; x++)
+        xs_format_time(v[x], t[x], sizeof t[x]);
+      for (int x = 0; x < 4; x++)
+        xs_format_time(r.time_s[k][x], m[x], sizeof m[x]);
+      printf("  %-18s %9s %9s %9s %9s  %-27s %-8s %8s %8s %8s %8s %8s %8s\n",
+             xs_moe_schedule_name((xs_moe_schedule)k), m[0], m[1], m[2], m[3],
+             cli_moe_knobs((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb),
+             bd->bound, t[0], t[1], t[2], t[3], t[4], t[5]);
     }
     printf("\n  fastest fused schedule: %s, %.3fx over sequential\n",
            xs_moe_schedule_name(r.best_fused),
            r.time_s[0][0] / r.time_s[r.best_fused][0]);
-    printf("  searched over fused baseline: %.3fx under burstgap, %.3fx as blocking "
-           "predicts it (%u programs evaluated)\n",
+    printf("  searched orders over all L1 first, on the same kernel: %.3fx under "
+           "burstgap, %.3fx as blocking predicts it (%u programs evaluated)\n",
            r.time_s[1][0] / r.time_s[2][0], r.time_s[1][1] / r.time_s[2][1], r.searched);
-    printf("  (bound: what dominates; hbm and compute: waves bound by HBM or by GEMM\n"
-           "  throughput; fixed: launches, barriers, all-to-all fixed costs and the\n"
-           "  combine reduction; dispatch: waiting for tokens; link: other exposed\n"
-           "  link time, stall and the X-stage tail: %s for searched)\n",
-           xs_format_time(r.breakdown[2].xstage_tail_s, h, sizeof h));
+    printf("  (where the time goes, on the SMs that finish last: compute: GEMM tiles;\n"
+           "  hbm: waiting for HBM; fixed: launches, grid syncs, routing, host round\n"
+           "  trips; dispatch: waiting for tokens; sync: waiting for other SMs (tile\n"
+           "  dependencies, ring slots, barriers); link: issuing and stalling on the\n"
+           "  link and the X-stage tail, %s for searched)\n",
+           xs_format_time(r.breakdown[2].xstage_tail_s, b, sizeof b));
     printf("\n");
     cli_moe_pick_print(&pick, tol);
     if (sens)
@@ -436,40 +434,48 @@ int cmd_sweep(int argc, char **argv) {
         xs_free(s);
       }
     } else if (csv) {
-      printf("preset,tokens,ep,sequential_s,baseline_s,interleaved_s,ideal_s,speedup,"
-             "blocking_speedup,l1_waves,l2_waves,l2_sms\n");
+      printf("preset,tokens,ep");
+      for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+        printf(",%s_s", xs_moe_schedule_name((xs_moe_schedule)k));
+      printf(",best_interleaved,best_plain,speedup,blocking_speedup,order_gain,ideal_ratio\n");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
-        printf("%s,%g,%g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%u,%u,%u\n", rows[i].name,
-               rows[i].tokens, rows[i].ep, r->time_s[0][0], r->time_s[1][0],
-               r->time_s[2][0], r->time_s[2][2], r->time_s[1][0] / r->time_s[2][0],
-               r->time_s[1][1] / r->time_s[2][1], r->chosen.l1_waves, r->chosen.l2_waves,
-               r->chosen.l2_sms);
+        const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
+        printf("%s,%g,%g", rows[i].name, rows[i].tokens, rows[i].ep);
+        for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+          printf(",%.9g", r->time_s[k][XS_MODEL_BURSTGAP]);
+        printf(",%s,%s,%.6g,%.6g,%.6g,%.6g\n", xs_moe_schedule_name(r->best_interleaved),
+               xs_moe_schedule_name(r->best_plain), pl[0] / il[0],
+               pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
+               r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
+               il[0] / il[XS_MODEL_IDEAL]);
       }
     } else {
-      char a[32], b[32], d[32], e[32], pn[256];
+      char a[32], b[32], pn[256];
       const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
       printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", pname, n);
-      printf("  %-18s %6s %3s %11s %11s %11s %11s %8s %9s %9s\n", "preset", "tokens", "ep",
-             "sequential", "baseline", "interleaved", "ideal", "speedup", "blocking", "pattern");
+      printf("  %-18s %6s %3s  %-17s %10s  %-17s %10s %7s %8s %7s\n", "preset", "tokens",
+             "ep", "best interleaved", "time", "best other", "time", "gain", "blocking",
+             "order");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
-        char pat[32];
-        printf("  %-18s %6g %3g %11s %11s %11s %11s %7.3fx %8.3fx %9s\n", rows[i].name,
-               rows[i].tokens, rows[i].ep, xs_format_time(r->time_s[0][0], a, sizeof a),
-               xs_format_time(r->time_s[1][0], b, sizeof b),
-               xs_format_time(r->time_s[2][0], d, sizeof d),
-               xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[1][0] / r->time_s[2][0],
-               r->time_s[1][1] / r->time_s[2][1], cli_moe_knobs(XS_MOE_INTERLEAVED, &r->chosen, pat, sizeof pat));
+        const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
+        printf("  %-18s %6g %3g  %-17s %10s  %-17s %10s %6.3fx %7.3fx %6.3fx\n",
+               rows[i].name, rows[i].tokens, rows[i].ep,
+               xs_moe_schedule_name(r->best_interleaved), xs_format_time(il[0], a, sizeof a),
+               xs_moe_schedule_name(r->best_plain), xs_format_time(pl[0], b, sizeof b),
+               pl[0] / il[0], pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
+               r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0]);
       }
-      printf("\n  interleaved over fused baseline: geometric mean %.3fx, largest %.3fx\n",
+      printf("\n  best interleaved over best other: geometric mean %.3fx, largest %.3fx\n",
              sum.geomean_speedup, sum.max_speedup);
       printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n",
              sum.geomean_blocking_speedup);
-      printf("  interleaved / ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
-      printf("  (pattern: L1:L2 waves, or split N = N SMs on L2 tiles in every wave;\n"
-             "  blocking = the same speedup as the blocking model predicts it;\n"
-             "  %s's numbers are leads unless measured)\n",
+      printf("  the order alone (baseline over searched, one kernel): geometric mean "
+             "%.3fx, largest %.3fx\n", sum.geomean_order_gain, sum.max_order_gain);
+      printf("  best interleaved / its ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
+      printf("  (interleaved: searched, fused-interleaved, fused-lag; other: sequential,\n"
+             "  baseline, fused-split, fused-wave; %s's numbers are leads unless measured)\n",
              pname);
     }
   }

@@ -202,8 +202,8 @@ static const char *option_words(const xs_moe_option *o, char *buf, size_t n) {
 
 void cli_moe_pick_print(const xs_moe_pick *p, double tol) {
   char w[128], a[32];
-  printf("  recommended: %s, %s; block_m %g\n", option_words(&p->chosen, w, sizeof w),
-         xs_format_time(p->chosen.time_s, a, sizeof a), p->block_m);
+  printf("  recommended: %s, %s\n", option_words(&p->chosen, w, sizeof w),
+         xs_format_time(p->chosen.time_s, a, sizeof a));
   printf("    %zu option%s within %.3g%% of the fastest; the recommended one has "
          "the fewest\n    knobs away from the kernel's default, then the least "
          "time:\n", p->near, p->near == 1 ? "" : "s", tol * 100);
@@ -264,20 +264,20 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
   } else if (!rc && !header_out) {
     printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n",
            cli_name_text(cfg->name), cfg->ep, cli_profile_text(prof), tol * 100);
-    printf("  %8s %8s  %-18s %-14s %-18s %7s %10s %10s  %-18s %10s %4s\n",
-           "tokens", "from", "schedule", "rule", "knobs", "block_m", "predicted",
+    printf("  %8s %8s  %-18s %-14s %-30s %10s %10s  %-18s %10s %4s\n",
+           "tokens", "from", "schedule", "rule", "knobs", "predicted",
            "fastest", "runner-up", "its time", "near");
     for (size_t i = 0; i < n; i++) {
       const xs_moe_pick *p = xs_moe_table_pick(t, i);
       char kb[48], a[32], b[32], c[32];
       int changed = i && !xs_moe_same_choice(&xs_moe_table_pick(t, i - 1)->chosen,
                                              &p->chosen);
-      printf("%c %8.0f %8.0f  %-18s %-14s %-18s %7g %10s %10s  %-18s %10s %4zu\n",
+      printf("%c %8.0f %8.0f  %-18s %-14s %-30s %10s %10s  %-18s %10s %4zu\n",
              changed ? '*' : ' ', p->tokens, p->lo,
              xs_moe_schedule_name(p->chosen.schedule),
              xs_moe_rule_name(p->chosen.schedule, p->chosen.rule),
              cli_moe_knobs(p->chosen.schedule, &p->chosen.knobs, kb, sizeof kb),
-             p->block_m, xs_format_time(p->chosen.time_s, a, sizeof a),
+             xs_format_time(p->chosen.time_s, a, sizeof a),
              xs_format_time(p->best.time_s, b, sizeof b),
              isnan(p->runner_up.time_s)
                  ? "-" : xs_moe_schedule_name(p->runner_up.schedule),

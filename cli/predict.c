@@ -43,17 +43,22 @@ static void print_text(FILE *out, const xs_program *prog,
     default: id = res[i]; break;
     }
   }
-  size_t nsends = xs_program_send_count(prog);
+  /* workers and sends counted with their copies */
+  size_t nsends = 0, nworkers = 0;
   double bytes = 0;
-  for (size_t s = 0; s < nsends; s++)
-    bytes += xs_program_send_bytes(prog, s);
+  for (size_t s = 0; s < xs_program_send_count(prog); s++) {
+    size_t k = xs_program_worker_copies(prog, xs_program_send_worker(prog, s));
+    bytes += xs_program_send_bytes(prog, s) * (double)k;
+    nsends += k;
+  }
+  for (size_t w = 0; w < xs_program_worker_count(prog); w++)
+    nworkers += xs_program_worker_copies(prog, w);
   char t1[256], t2[256];
   fprintf(out, "program \"%s\" on profile \"%s\": %zu worker%s, %zu send%s, %s\n\n",
           cli_text(xs_program_name(prog), t1, sizeof t1),
-          cli_text(xs_profile_name(prof), t2, sizeof t2),
-          xs_program_worker_count(prog),
-          xs_program_worker_count(prog) == 1 ? "" : "s", nsends,
-          nsends == 1 ? "" : "s", xs_format_size(bytes, a, sizeof a));
+          cli_text(xs_profile_name(prof), t2, sizeof t2), nworkers,
+          nworkers == 1 ? "" : "s", nsends, nsends == 1 ? "" : "s",
+          xs_format_size(bytes, a, sizeof a));
   double ref = bg ? bg->makespan_s : 0;
   fprintf(out, "  %-10s %12s %12s %14s\n", "model", "makespan", "issue done",
           ref > 0 ? "vs burstgap" : "");
@@ -83,18 +88,22 @@ static void print_text(FILE *out, const xs_program *prog,
     const xs_result *r = res[i];
     if (r->model != XS_MODEL_BURSTGAP && r->model != XS_MODEL_BLOCKING)
       continue;
-    double comp = 0, iss = 0, ovh = 0, stall = 0, blk = 0;
+    double comp = 0, iss = 0, ovh = 0, stall = 0, blk = 0, nw = 0;
     for (size_t w = 0; w < r->nworkers; w++) {
-      comp += r->workers[w].compute_s;
-      iss += r->workers[w].issue_s;
-      ovh += r->workers[w].overhead_s;
-      blk += r->workers[w].blocked_s;
-      stall += r->workers[w].stall_s - r->workers[w].blocked_s;
+      double k = (double)xs_program_worker_copies(prog, w);
+      comp += k * r->workers[w].compute_s;
+      iss += k * r->workers[w].issue_s;
+      ovh += k * r->workers[w].overhead_s;
+      blk += k * r->workers[w].blocked_s;
+      stall += k * (r->workers[w].stall_s - r->workers[w].blocked_s);
+      nw += k;
     }
-    double nw = (double)(r->nworkers ? r->nworkers : 1), m = r->makespan_s;
+    double m = r->makespan_s;
     double pct = m > 0 ? 100.0 / m : 0;
-    fprintf(out, "\n  where the time goes (%s, mean over %zu worker%s):\n",
-            xs_model_name(r->model), r->nworkers, r->nworkers == 1 ? "" : "s");
+    if (nw == 0)
+      nw = 1;
+    fprintf(out, "\n  where the time goes (%s, mean over %.0f worker%s):\n",
+            xs_model_name(r->model), nw, nw == 1 ? "" : "s");
     fprintf(out, "    %-22s %10s %5.1f%%\n", "compute",
             xs_format_time(comp / nw, a, sizeof a), comp / nw * pct);
     fprintf(out, "    %-22s %10s %5.1f%%\n", "issue at full rate",

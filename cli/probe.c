@@ -626,13 +626,14 @@ int cmd_replay(int argc, char **argv) {
     xs_samples_free(s);
   }
   /* one real channel carries every send: give each channel name the
-   * program uses the profile's first channel */
+   * program uses the profile's default channel */
   xs_profile *pred = xs_profile_new(xs_profile_name(base), xs_profile_source(base));
-  xs_profile_add_channel(pred, xs_profile_channel_name(base, 0), xs_profile_channel(base, 0), NULL);
+  size_t dc = xs_profile_default_channel(base);
+  xs_profile_add_channel(pred, xs_profile_channel_name(base, dc), xs_profile_channel(base, dc), NULL);
   for (size_t s = 0; s < xs_program_send_count(prog); s++) {
     const char *cn = xs_program_send_channel(prog, s);
     if (cn && xs_profile_find_channel(pred, cn) < 0)
-      xs_profile_add_channel(pred, cn, xs_profile_channel(base, 0), NULL);
+      xs_profile_add_channel(pred, cn, xs_profile_channel(base, dc), NULL);
   }
   xs_result *meas = NULL, *bg = NULL, *bl = NULL;
   xs_replay_info info;

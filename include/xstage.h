@@ -150,17 +150,26 @@ XS_API xs_status xs_profile_set_flops(xs_profile *profile, const char *dtype,
 /* The kernel model's costs (docs/plan-megamoe.md "Kernel model"), part of
  * the compute section; every field 0 when the profile does not give it. */
 typedef struct xs_kernel_costs {
-  double hbm_efficiency; /* fraction of hbm_Bps a GEMM streaming its
-                            operands reaches (0: 1)                        */
   double launch_s;       /* one kernel launch, back to back in a stream    */
   double barrier_s;      /* one barrier across the EP ranks over the link  */
   double a2a_fixed_s;    /* fixed cost of one dispatch or one combine
                             kernel of an all-to-all library, beyond its
                             launch and its bytes                          */
-  double tile_overhead_s;/* per GEMM tile of 128 rows: prologue and
-                            epilogue time not spent in the MMA loop       */
-  double roofline_p;     /* a wave's time is the p-norm of its compute and
-                            memory times, (c^p + m^p)^(1/p); 0: max(c, m) */
+  double tile_overhead_s;/* per 128x128 of a GEMM tile's output: prologue
+                            and epilogue time not spent in the MMA loop   */
+  /* the MegaMoE kernel model's GEMM tiles (docs/plan-megamoe.md "GEMM
+   * tiles"), with flops_per_s as the MMA peak and the "hbm" channel */
+  double mma_clock_hz;   /* the clock of that peak                          */
+  double wgmma_cycles;   /* issue cycles one WGMMA (or MMA) instruction
+                            costs beyond its math                         */
+  double l2_Bps;         /* L2 to SMs, every SM streaming                   */
+  double promotion;      /* 1: FP8 accumulators promoted on CUDA cores at
+                            each scale block (sm_90); 0: by the MMA       */
+  double setup_s;        /* a fused kernel's routing counts and grid sync
+                            before its dispatch                           */
+  double host_sync_s;    /* a round trip through the host between two
+                            kernels (an all-to-all library that copies
+                            its counts to the CPU)                        */
   /* the attention planner's (docs/plan-flashattn.md "Kernel model") */
   double copy_efficiency;/* fraction of hbm_Bps elementwise kernels reach
                             (merging partial outputs; 0: 1)               */
@@ -174,10 +183,12 @@ XS_API xs_status xs_profile_set_kernel_costs(xs_profile *profile,
                                       const xs_kernel_costs *costs,
                                       xs_error *err);
 XS_API void xs_profile_kernel_costs(const xs_profile *profile, xs_kernel_costs *out);
-/* Achievable grouped-GEMM throughput for a dtype ("fp8", "fp8xfp4") at
- * large M, as published microbenchmarks measure it. */
-XS_API xs_status xs_profile_set_gemm_flops(xs_profile *profile, const char *dtype,
-                                    double flops_per_s, xs_error *err);
+/* The channel a send without one goes on (docs/formats.md "Profile"):
+ * name NULL for the first in name order. */
+XS_API xs_status xs_profile_set_default_channel(xs_profile *profile,
+                                                const char *name,
+                                                xs_error *err);
+XS_API size_t xs_profile_default_channel(const xs_profile *profile);
 /* The attention kernel model's numbers (docs/plan-flashattn.md "Kernel
  * model"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
  * (forward and backward), "fa3", "fa4". */
@@ -198,10 +209,6 @@ XS_API xs_status xs_profile_set_attn(xs_profile *profile, xs_attn_table table,
 /* 0 when the profile does not give it */
 XS_API double xs_profile_attn(const xs_profile *profile, xs_attn_table table,
                        const char *kernel);
-/* The GEMM throughput the planners use for a dtype: the gemm_flops_per_s
- * entry when there is one, else flops_per_s x efficiency; 0 when neither. */
-XS_API double xs_profile_gemm_flops_per_s(const xs_profile *profile,
-                                   const char *dtype);
 /* Where a number of the profile comes from: "sources" maps a key path
  * ("compute.hbm_Bps", "channels.nvlink.drain_Bps") to a text that starts
  * with its kind (measurement, derived, datasheet or lead). NULL if none. */
@@ -255,14 +262,18 @@ typedef enum {
   XS_OP_COMPUTE = 0, /* value: seconds                               */
   XS_OP_SEND = 1,    /* value: bytes                                 */
   XS_OP_WAIT = 2,    /* target: index of the send waited on          */
-  XS_OP_FENCE = 3    /* all of this worker's earlier sends delivered */
+  XS_OP_FENCE = 3,   /* all of this worker's earlier sends delivered */
+  XS_OP_SIGNAL = 4,  /* value: added to a counter (per copy)         */
+  XS_OP_AWAIT = 5    /* value: the counter value waited for          */
 } xs_op_kind;
 
 typedef struct xs_op_info {
   xs_op_kind kind;
-  double value;        /* seconds for compute, bytes for send; else 0   */
+  double value;        /* seconds for compute, bytes for send, the amount
+                          for signal and await; else 0                  */
   size_t send;         /* send: its index; wait: the send waited on     */
   const char *channel; /* send: channel name, NULL = profile's first    */
+  const char *counter; /* signal and await: the counter's name          */
 } xs_op_info;
 
 typedef struct xs_program xs_program;
@@ -274,6 +285,15 @@ XS_API void xs_program_free(xs_program *program);
  * xs_program_finish, which must succeed before the program is evaluated. */
 XS_API xs_status xs_program_add_worker(xs_program *program, const char *name,
                                 size_t *index, xs_error *err);
+/* A worker that stands for `copies` identical workers running its ops in
+ * lockstep (docs/formats.md "Copies"): each copy computes, sends its own
+ * bytes and signals; on a channel the copies count as that many senders.
+ * The evaluations run it as one worker, so a kernel of 132 SMs that do the
+ * same thing costs what one does. copies = 1 is xs_program_add_worker. */
+XS_API xs_status xs_program_add_workers(xs_program *program, const char *name,
+                                        size_t copies, size_t *index,
+                                        xs_error *err);
+XS_API size_t xs_program_worker_copies(const xs_program *program, size_t w);
 XS_API xs_status xs_program_compute(xs_program *program, size_t w, double seconds,
                              xs_error *err);
 /* channel NULL: the profile's first channel in name order. id NULL: the
@@ -287,8 +307,35 @@ XS_API xs_status xs_program_wait(xs_program *program, size_t w, const char *id,
 XS_API xs_status xs_program_wait_send(xs_program *program, size_t w,
                                size_t send_index, xs_error *err);
 XS_API xs_status xs_program_fence(xs_program *program, size_t w, xs_error *err);
-/* Resolves waits, rejects duplicate ids, empty programs and waits that form
- * a cycle (the message names the ops in it). Idempotent. */
+/* Counters (docs/formats.md "Counters"): named whole numbers of the
+ * program, 0 at the start. A signal adds `add` (a whole number >= 1) per
+ * copy of its worker, at once; an await blocks its worker until the
+ * counter reaches `value` (a whole number >= 1). They are how a kernel's
+ * flags and barriers look: a tile published, a ring slot freed, every SM
+ * arrived. xs_program_counter names (and makes) a counter and gives its
+ * index for the _index builders, which skip the name lookup. */
+XS_API xs_status xs_program_counter(xs_program *program, const char *name,
+                                    size_t *index, xs_error *err);
+XS_API xs_status xs_program_signal(xs_program *program, size_t w,
+                                   const char *counter, double add,
+                                   xs_error *err);
+XS_API xs_status xs_program_await(xs_program *program, size_t w,
+                                  const char *counter, double value,
+                                  xs_error *err);
+XS_API xs_status xs_program_signal_index(xs_program *program, size_t w,
+                                         size_t counter, double add,
+                                         xs_error *err);
+XS_API xs_status xs_program_await_index(xs_program *program, size_t w,
+                                        size_t counter, double value,
+                                        xs_error *err);
+XS_API size_t xs_program_counter_count(const xs_program *program);
+XS_API const char *xs_program_counter_name(const xs_program *program,
+                                           size_t counter);
+/* Resolves waits, rejects duplicate ids, empty programs, waits that form
+ * a cycle (the message names the ops in it) and awaits that can never be
+ * met (a counter that cannot reach the value, or only after the await
+ * itself: the message names the await and how far the counter gets).
+ * Idempotent. */
 XS_API xs_status xs_program_finish(xs_program *program, xs_error *err);
 
 /* Parse program JSON (docs/formats.md "Program"), finished on success. */
@@ -391,8 +438,10 @@ typedef enum {
 typedef struct xs_segment {
   double start_s, end_s;
   uint32_t worker;
-  uint32_t send; /* the send it belongs to, UINT32_MAX for none */
+  uint32_t send; /* the send it belongs to (blocked: the send a wait or
+                    fence waits for), UINT32_MAX for none               */
   xs_segment_kind kind;
+  uint32_t counter; /* blocked in an await: its counter; else UINT32_MAX */
 } xs_segment;
 
 typedef struct xs_backlog_point {
@@ -482,13 +531,17 @@ typedef struct xs_moe_config {
                           (FP8: 1; FP4 with one scale byte per 32: 0.53125) */
   double shared_experts; /* experts every token also takes, on its own rank
                           (same I); 0: none                               */
-  double block_m;      /* tile rows; 0: by tokens per expert, 16 to 128    */
-  double block_n;      /* tile columns (128)                               */
+  double block_m;      /* tile rows; 0: each kernel's default for the shape */
+  double block_n;      /* tile columns; 0: each kernel's default            */
   double sms;          /* 0: the profile's                                 */
-  double imbalance;    /* the busiest rank's pairs / the mean (>= 1)       */
-  double stagger;      /* a wave's combine stores go out in this many steps
-                          over the wave, as its tiles finish at different
-                          times (1: all at the wave's end, lockstep; 4)   */
+  double imbalance;    /* the busiest rank's pairs over what routing gives
+                          it (>= 1; 1: uniform routing's busiest rank)     */
+  double capacity;     /* tokens per rank the kernel's buffers are sized
+                          for (0: tokens): the lag kernel's default lag
+                          follows it                                       */
+  double sm_groups;    /* classes of SMs the per-SM programs have (0: the
+                          planner's default, 12; the SM count: one worker
+                          per SM)                                          */
   char dtype[16];      /* GEMM dtype in the profile: "fp8" (FP8 x FP8),
                           "fp8xfp4" (FP8 activations x FP4 weights)       */
 } xs_moe_config;
@@ -535,60 +588,69 @@ typedef enum {
 XS_API const char *xs_moe_schedule_name(xs_moe_schedule schedule);
 /* The schedule of a name (also "interleaved" for searched), or -1. */
 XS_API int xs_moe_schedule_from_name(const char *name);
+/* 1 for the schedules that start L2 tiles while L1 tiles remain (searched,
+ * fused-interleaved, fused-lag), 0 for those that finish a phase or a wave's
+ * L1 first (sequential, baseline, fused-split, fused-wave). */
+XS_API int xs_moe_schedule_interleaves(xs_moe_schedule schedule);
 
-/* A schedule's knobs. searched: with l2_sms > 0 every wave is split: up
- * to l2_sms SMs take ready L2 tiles, the rest L1 tiles; otherwise l1_waves
- * L1 waves, then l2_waves waves of ready L2 tiles, repeated; all zero
- * means all L1 first (the baseline). fused-wave and fused-split:
- * experts_per_wave (0: all). fused-interleaved: warmup L1 waves, then the
- * SMs alternate (l2_sms: the L2 share of a wave, S/2 when 0). fused-lag:
- * lag and group in units of up to 8 token blocks of one expert. */
+/* A schedule's knobs; 0 means the kernel's own default for the shape
+ * (docs/plan-megamoe.md "Schedules"). */
 typedef struct xs_moe_pattern {
-  unsigned l1_waves, l2_waves, l2_sms;
-  unsigned experts_per_wave, warmup, lag, group;
+  unsigned experts_per_wave; /* fused-wave: experts per wave              */
+  unsigned warmup;           /* fused-interleaved: L1 waves before L2      */
+  unsigned lag, group;       /* fused-lag, searched: L2 units trail L1 by
+                                lag units, group at a time (units of up
+                                to 8 token blocks of one expert)          */
+  unsigned block_m, block_n; /* the tile                                   */
 } xs_moe_pattern;
 
-/* Derived sizes of the workload. */
+/* The workload of the rank a plan models: the busiest under uniform
+ * routing, whose time the published timings see (max over ranks, or a
+ * barrier that waits for it). */
 typedef struct xs_moe_workload {
-  double pairs;            /* token-expert pairs this rank computes      */
+  double pairs;            /* token-expert pairs it computes             */
+  double mean_pairs;       /* a rank's on average (tokens x top-k)       */
   double tokens_per_expert;/* rows per touched expert                    */
-  double experts_touched;  /* expected local experts with >= 1 token     */
-  double block_m, block_n, sms;
-  double blocks;           /* token blocks (block_m rows of one expert)  */
-  double l1_tiles, l2_tiles, waves;
-  double l1_tile_s, l2_tile_s; /* one full tile on one SM                */
-  double flops;            /* L1 + L2, useful rows                       */
-  double weights_B;        /* weights read from HBM (touched experts)    */
-  double gemm_flops_per_s; /* the GEMM throughput used                   */
-  double hbm_Bps;          /* HBM bandwidth used (with its efficiency)   */
-  double dispatch_B, combine_B; /* bytes leaving the rank: (P-1)/P      */
+  double experts_touched;  /* its experts with at least one token        */
+  double sms;
+  double flops;            /* L1 + L2 over its pairs                     */
+  double weights_B;        /* weights of the touched and shared experts  */
+  double mma_flops_per_s;  /* the MMA peak (flops_per_s of the dtype)    */
+  double l2_Bps;           /* L2 to the SMs                              */
+  double dispatch_B, combine_B; /* fused kernels: bytes over the link    */
   double offrank;          /* (P-1)/P                                    */
   double a2a_dispatch_B, a2a_combine_B; /* the sequential arm's: one copy
                               per destination rank, not per expert       */
 } xs_moe_workload;
 
-/* Where one schedule's time goes under burstgap, seconds. The first five
- * add up to the makespan. */
+/* Where one schedule's time goes under burstgap, seconds, on the SMs that
+ * finish last (docs/plan-megamoe.md "Output"). The first six add up to
+ * the makespan. */
 typedef struct xs_moe_breakdown {
-  double hbm_s;      /* waves and kernels bound by HBM (weights mostly)  */
-  double compute_s;  /* waves and kernels bound by GEMM throughput       */
-  double fixed_s;    /* launches, barriers, all-to-all fixed costs, the
-                        combine reduction                                */
+  double compute_s;  /* GEMM tiles                                       */
+  double hbm_s;      /* waiting for HBM: loads the math outran, and the
+                        kernels that stream (SwiGLU, the reduction)      */
+  double fixed_s;    /* launches, grid syncs, routing, host round trips  */
   double dispatch_s; /* waiting for dispatched tokens                    */
-  double link_s;     /* other exposed link time: issue stall, fences,
-                        the X-stage tail                                 */
-  double stall_s;    /* of which backpressure and issue stall            */
-  double xstage_tail_s; /* of which the tail after the last op           */
-  const char *bound; /* the largest: "hbm", "compute", "fixed" or "link"  */
+  double sync_s;     /* waiting for other SMs: tile dependencies, ring
+                        slots, barriers, kernel ends                     */
+  double link_s;     /* issuing on the link, backpressure, flags to other
+                        ranks, the X-stage tail                          */
+  double stall_s;    /* of link: backpressure stall                      */
+  double xstage_tail_s; /* of link: after the last SM is done            */
+  const char *bound; /* the largest of the six                           */
 } xs_moe_breakdown;
 
 typedef struct xs_moe_result {
   xs_moe_workload work;
-  /* [schedule][0: burstgap, 1: blocking, 2: ideal] makespans */
-  double time_s[XS_MOE_SCHEDULES][3];
+  /* [schedule][xs_model: burstgap, blocking, serial, ideal] makespans */
+  double time_s[XS_MOE_SCHEDULES][XS_MODEL_COUNT];
   xs_moe_pattern knobs[XS_MOE_SCHEDULES]; /* each schedule's chosen knobs */
   xs_moe_breakdown breakdown[XS_MOE_SCHEDULES];
   xs_moe_schedule best_fused; /* the fastest fused schedule (burstgap)    */
+  xs_moe_schedule best_interleaved; /* the fastest that runs L2 tiles while
+                            L1 tiles remain (xs_moe_schedule_interleaves)  */
+  xs_moe_schedule best_plain; /* the fastest of the others                */
   xs_moe_pattern chosen; /* = knobs[XS_MOE_INTERLEAVED]                   */
   unsigned searched;     /* programs evaluated                            */
   /* where the searched schedule's time goes under burstgap, seconds:
@@ -610,6 +672,18 @@ XS_API xs_status xs_moe_predict(const xs_moe_config *config,
                          const xs_profile *profile, xs_moe_schedule schedule,
                          double *time_s, xs_moe_pattern *knobs,
                          xs_moe_breakdown *breakdown, xs_error *err);
+/* One schedule with the given knobs (NULL or zeros: the kernel's own
+ * defaults for the shape, as its heuristic picks them; the knobs used
+ * are written back), no search: its time under every model
+ * (time_s[xs_model]) and where the burstgap time goes. What `xstage
+ * validate megamoe` predicts a published row with. Any output may be
+ * NULL. */
+XS_API xs_status xs_moe_evaluate(const xs_moe_config *config,
+                                 const xs_profile *profile,
+                                 xs_moe_schedule schedule,
+                                 xs_moe_pattern *knobs,
+                                 double time_s[XS_MODEL_COUNT],
+                                 xs_moe_breakdown *breakdown, xs_error *err);
 /* The program of one schedule with the given knobs (NULL: the schedule's
  * defaults), finished; free it with xs_program_free. */
 XS_API xs_status xs_moe_program(const xs_moe_config *config,
@@ -652,7 +726,6 @@ XS_API xs_status xs_moe_options(const xs_moe_config *config,
 typedef struct xs_moe_pick {
   double tokens;         /* the grid point                                 */
   double lo;             /* lookups from lo up to the next pick's lo get it */
-  double block_m, stagger;
   xs_moe_option chosen;
   xs_moe_option best;      /* the fastest                                  */
   xs_moe_option runner_up; /* the fastest of another schedule than chosen's;
@@ -884,6 +957,17 @@ typedef struct xs_validate_row {
   xs_fa_config fa;
   xs_fa_breakdown fa_breakdown;
   char layout[16], pass[8];
+  /* MegaMoE: every model's prediction (burstgap's is predicted_us) */
+  double model_us[XS_MODEL_COUNT];
+  /* what the row measures: "time" (the kernel's), or "pull_end" (when
+   * its dispatch pull's last row arrived) */
+  char metric[16];
+  /* the lag kernel, whose default lag follows a token bound the
+   * harness may or may not pass: the prediction with the other bound
+   * (the call's own when the row gives a capacity, else the buffer's
+   * 8192), NAN for other arms */
+  double alt_us;
+  xs_moe_pattern alt_knobs;
 } xs_validate_row;
 
 typedef struct xs_validate_set {
@@ -930,6 +1014,29 @@ typedef struct xs_validate_pairs {
 } xs_validate_pairs;
 XS_API xs_status xs_validate_compare_arms(const xs_validate_set *set,
                                    xs_validate_pairs *out, xs_error *err);
+/* Each pair of rows that measure two arms of one config (and one
+ * metric) whose measured times differ by more than `apart` (0.05: 5%):
+ * rows a and b, their measured and predicted ratios (a over b). *out is
+ * malloc'd (free()); sorted by config, then arm. */
+typedef struct xs_validate_pair {
+  size_t a, b;
+  double measured_ratio, predicted_ratio;
+  int agree; /* the faster is predicted faster */
+} xs_validate_pair;
+XS_API xs_status xs_validate_pair_list(const xs_validate_set *set,
+                                       double apart, xs_validate_pair **out,
+                                       size_t *n, xs_error *err);
+/* The median |error| of one model's predictions (XS_MODEL_BURSTGAP is
+ * error) over the kept rows that measure kernel time; NAN when none. */
+XS_API double xs_validate_median_model(const xs_validate_set *set,
+                                       xs_model model,
+                                       int (*keep)(const xs_validate_row *,
+                                                   void *),
+                                       void *ctx, size_t *n, double *max_abs);
+/* The signed median error of the rows of one arm (NULL: all) with tokens
+ * in [lo, hi] that measure kernel time; NAN when none. */
+XS_API double xs_validate_bias(const xs_validate_set *set, const char *arm,
+                               double lo, double hi, size_t *n);
 /* Predicted against measured on log axes, one colour per arm, y = x and a
  * +-20% band; free() the result. */
 XS_API char *xs_validate_svg(const xs_validate_set *set, const char *title);
@@ -1116,14 +1223,20 @@ XS_API xs_status xs_fa_sweep_grid(const char *text, size_t length,
                                   const char *filename,
                                   xs_fa_config **configs, size_t *n,
                                   xs_error *err);
-/* What a sweep's plans add up to (geometric means over the n configs):
- * the planner's choice over sequential (mean and largest), the same as
- * blocking predicts it, the choice over ideal, and, for attention, the
- * piggyback schedule over the best dedicated split (NAN for MegaMoE). */
+/* What a sweep's plans add up to (geometric means over the n configs).
+ * MegaMoE: the best interleaved schedule over the best of the others
+ * (best_plain / best_interleaved, burstgap; mean and largest), the same
+ * ratio under blocking, the best interleaved over its ideal, and the
+ * order alone (baseline over searched: the same kernel and tiles, mean and
+ * largest); geomean_speedup_vs_dedicated is NAN. Attention: the
+ * planner's choice over sequential (mean and largest), the same under
+ * blocking, the choice over ideal, and the piggyback schedule over the
+ * best dedicated split; the order fields are NAN. */
 typedef struct xs_sweep_summary {
   double geomean_speedup, max_speedup;
   double geomean_blocking_speedup, geomean_ideal_ratio;
   double geomean_speedup_vs_dedicated;
+  double geomean_order_gain, max_order_gain;
 } xs_sweep_summary;
 XS_API void xs_moe_sweep_summary(const xs_moe_result *results, size_t n,
                                  xs_sweep_summary *out);

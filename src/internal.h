@@ -73,19 +73,23 @@ xs_status xs__read_file(const char *path, char **text, size_t *length,
 
 /* ---- Programs: per-worker arrays of compact ops ---- */
 typedef struct xs__op {
-  double value;   /* seconds (compute) or bytes (send)                    */
-  uint32_t aux;   /* send: its send index; wait: the target send index     */
+  double value;   /* seconds (compute), bytes (send), the amount (signal,
+                     await)                                              */
+  uint32_t aux;   /* send: its send index; wait: the target send index;
+                     signal and await: the counter                       */
   uint8_t kind;   /* xs_op_kind                                           */
   uint8_t pending; /* wait whose id is still a string (aux: pending index) */
   uint8_t pad[2];
 } xs__op;
 
 #define XS__NONE UINT32_MAX
+#define XS__AWAITED 0x80000000u
 
 typedef struct xs__worker {
   char *name;
   xs__op *ops; /* its own array, or (cap 0) a stretch of the program's opblock */
   size_t nops, cap;
+  uint32_t copies; /* identical workers it stands for, >= 1 */
 } xs__worker;
 
 struct xs_program {
@@ -107,6 +111,12 @@ struct xs_program {
   char **pending; /* ids of waits not yet resolved */
   size_t npending, pending_cap;
   size_t nwaits; /* wait ops, so evaluators know without a scan */
+  /* counters: names, index by name, and how many signal and await ops */
+  char **counter_names;
+  size_t ncounters, counters_cap;
+  xs__strmap counter_map;
+  size_t nsignals, nawaits;
+  double copies_sum; /* workers counted with their copies */
   /* all workers' compute seconds and all sends' bytes, summed by
    * xs_program_finish: evaluations refuse a program whose times these
    * make overflow (run_model in eval.c) */
@@ -121,6 +131,14 @@ struct xs_program {
   char *src_name, *src_text;
   size_t src_len;
 };
+
+/* The program with every worker's copies written out as workers of their
+ * own ("NAME[k]"), for evaluators that cannot run copies as one (the packet
+ * simulator). first_worker (one per worker) and first_send (one per send)
+ * receive where each worker's and send's first copy is in the result. */
+xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
+                                    uint32_t *first_worker,
+                                    uint32_t *first_send, xs_error *err);
 
 /* Fail naming op i of worker w: "file:line:col: workers[w].ops[i].key: ..."
  * for parsed programs, "worker NAME, op I: ..." otherwise. */
@@ -199,6 +217,9 @@ typedef struct xs__eval {
  * gap beats a failed evaluation). */
 void xs__tl_segment(xs_timeline *tl, xs_segment_kind kind, size_t worker,
                     uint32_t send, double start_s, double end_s);
+/* A blocked segment of an await on counter c. */
+void xs__tl_await(xs_timeline *tl, size_t worker, uint32_t counter,
+                  double start_s, double end_s);
 void xs__tl_point(xs_timeline *tl, size_t channel, double t_s,
                   double backlog_B);
 
@@ -223,8 +244,12 @@ typedef struct xs__wm_worker {
   size_t pc;
   int state, overhead_done, pending_fence;
   uint32_t send, next_waiter;
+  double await_value; /* the counter value an awaiting worker needs */
   uint32_t wake; /* waiters on the send just ended still to let go */
   double t_block, issue_start, max_deliver;
+  uint32_t max_send;  /* the send of max_deliver                       */
+  uint32_t block_on;  /* what a blocked worker waits for: a send, or a
+                         counter (XS__AWAITED | index)                 */
   double compute_s, issue_s, overhead_s, blocked_s, stall_s, finish_s;
 } xs__wm_worker;
 
@@ -240,6 +265,10 @@ typedef struct xs__wm {
   xs__iheap timers; /* each worker's next timed event */
   double *deliver;  /* per send, NAN until its last byte is in (waits) */
   uint32_t *waiters; /* per send, first worker waiting on it */
+  double *counters;  /* per counter, its value now */
+  uint32_t *cwaiters; /* per counter, first worker awaiting it */
+  uint32_t *ready;   /* workers an await let go, still to run at now */
+  size_t nready, ready_head;
   double last_deliver;
 } xs__wm;
 
@@ -288,17 +317,65 @@ int xs__name_index(const char *const *names, size_t n, const char *name);
 xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i);
 
 /* ---- MegaMoE planner internals, for its tests ---- */
+/* What a MegaMoE program is made of, recorded as the kernel model emits
+ * it: the token blocks with their tiles, and every run (one tile per SM of
+ * a class of SMs at one position of a phase) with its tasks. A test
+ * checks the counts against the config and, on a timeline of the
+ * program, that every L2 tile starts after the L1 tiles of its block that
+ * the kernel ran at earlier positions. */
+typedef struct {
+  double valid, rows; /* tokens, and rows computed (padding included)   */
+  double tiles[2];    /* L1 and L2 tiles                                */
+} xs__moe_audit_block;
+typedef struct {
+  uint32_t worker;    /* the class's worker                             */
+  uint32_t compute;   /* its compute op: this many came before it       */
+  uint32_t phase, position;
+  uint32_t sms;       /* the SMs of the class                           */
+} xs__moe_audit_run;
+typedef struct {
+  uint32_t run, block;
+  uint8_t layer;
+  uint16_t ntiles;
+} xs__moe_audit_task;
 typedef struct xs__moe_audit {
-  double flops;        /* of the tiles placed in waves                  */
-  double config_flops; /* 2 pairs H (2I) + 2 pairs I H                  */
-  size_t waves;
-  size_t violations;   /* L2 tiles placed before their block's L1 done  */
+  double bm, bn;      /* the tile                                       */
+  xs__moe_audit_block *blocks;
+  size_t nblocks;
+  xs__moe_audit_run *runs;
+  size_t nruns, runs_cap;
+  xs__moe_audit_task *tasks;
+  size_t ntasks, tasks_cap;
 } xs__moe_audit;
+/* The program of one schedule with its kernel's default knobs where
+ * pattern is NULL, and its audit (free with xs__moe_audit_free). */
 xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
                                 xs_moe_schedule sched,
-                                const xs_moe_pattern *pat,
+                                const xs_moe_pattern *pattern,
                                 xs__moe_audit *audit, xs_program **out,
                                 xs_error *err);
+void xs__moe_audit_free(xs__moe_audit *audit);
+/* The time of one grouped GEMM phase (layer 1 or 2) of the config's
+ * busiest rank as a standalone kernel, with the tile the sequential arm's
+ * grouped GEMMs take (written to tile_used's block_m and block_n when not
+ * NULL); and of a plain FP8 GEMM of groups x (m x n x k) as DeepGEMM's
+ * README benchmarks it, with the tile its heuristic at 55ab91f picks
+ * (layout "dense", "contiguous" or "masked"). tests/test_moe.c holds them
+ * to published figures (data/published/deepgemm-h800.csv, gemm-h200.csv). */
+xs_status xs__moe_gemm_phase_time(const xs_moe_config *c, const xs_profile *prof,
+                                  int layer, xs_moe_pattern *tile_used,
+                                  double *time_s, xs_error *err);
+xs_status xs__gemm_table_time(const xs_profile *prof, const char *layout,
+                              double groups, double m, double n, double k,
+                              double *time_s, xs_error *err);
+
+/* `xstage validate megamoe` (validate_moe.c): a row's knobs column
+ * ("lag=8;capacity=8192") into knobs and config, 0 or -1 with why in bad;
+ * and a row's predictions (every model, the lag's other bound). */
+int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
+                           xs_moe_pattern *k, char *bad, size_t badn);
+xs_status xs__validate_moe_predict(xs_validate_row *row,
+                                   const xs_profile *prof, xs_error *err);
 
 /* The burstgap time of one schedule with the given knob values. */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,

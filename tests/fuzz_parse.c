@@ -75,7 +75,9 @@ static int small_text(const char *text, size_t n) {
   size_t i;
   json_array_foreach(ws, i, w) {
     const json_t *c = json_object_get(w, "count");
+    const json_t *k = json_object_get(w, "copies"); /* the simulator writes them out */
     total += (json_is_number(c) ? json_number_value(c) : 1) *
+             (json_is_number(k) ? json_number_value(k) : 1) *
              (ops_of(json_object_get(w, "ops"), 0) + 1);
   }
   json_decref(root);
@@ -207,9 +209,20 @@ static void fuzz_builder(const uint8_t *d, size_t n) {
     uint8_t op = d[i], arg = d[i + 1];
     i += 2;
     size_t w = nw ? arg % nw : 0;
-    switch (op % 6) {
+    switch (op % 9) {
     case 0:
       if (xs_program_add_worker(p, names[arg % 5], NULL, &err) == XS_OK)
+        nw++;
+      break;
+    case 6:
+      xs_program_signal(p, w, names[(op >> 4) % 5], (double)(arg % 4), &err);
+      break;
+    case 7:
+      xs_program_await(p, w, names[(op >> 4) % 5], (double)(arg % 6), &err);
+      break;
+    case 8:
+      if (xs_program_add_workers(p, names[arg % 5], (size_t)(op >> 4),
+                                 NULL, &err) == XS_OK)
         nw++;
       break;
     case 1:

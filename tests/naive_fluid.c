@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { READY, TIMED, SENDING, WAITING, DONE };
+enum { READY, TIMED, SENDING, WAITING, AWAITING, DONE };
 
 typedef struct {
   size_t pc;
   int state, ovh_done, fence_pending;
   double until, left;
-  size_t send, chan;
-  double maxdel;
+  size_t send, chan, counter;
+  double maxdel, need;
 } nw;
 
 int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
@@ -24,6 +24,8 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
   int *full = calloc(C, sizeof *full);
   double *rate = calloc(C, sizeof *rate), *dq = calloc(C, sizeof *dq);
   double *cap = calloc(C, sizeof *cap);
+  size_t K = xs_program_counter_count(p);
+  double *counter = calloc(K + 1, sizeof *counter);
   for (size_t s = 0; s < S; s++)
     deliver[s] = NAN;
   for (size_t c = 0; c < C; c++) {
@@ -49,6 +51,8 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
         }
         if (k->state == TIMED && k->until <= now)
           k->state = READY;
+        if (k->state == AWAITING && counter[k->counter] >= k->need)
+          k->state = READY;
         while (k->state == READY) {
           moved = 1;
           if (k->fence_pending) {
@@ -73,7 +77,8 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
               k->until = now + op.value;
             }
           } else if (op.kind == XS_OP_SEND) {
-            long c = op.channel ? xs_profile_find_channel(prof, op.channel) : 0;
+            long c = op.channel ? xs_profile_find_channel(prof, op.channel)
+                                : (long)xs_profile_default_channel(prof);
             const xs_channel *ch = xs_profile_channel(prof, (size_t)c);
             if (!k->ovh_done && ch->issue_overhead_s > 0) {
               k->ovh_done = 1;
@@ -96,6 +101,18 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
               k->pc++;
               k->ovh_done = 0;
               k->fence_pending = blocking;
+            }
+          } else if (op.kind == XS_OP_SIGNAL || op.kind == XS_OP_AWAIT) {
+            size_t c = 0;
+            while (strcmp(xs_program_counter_name(p, c), op.counter) != 0)
+              c++;
+            k->pc++;
+            if (op.kind == XS_OP_SIGNAL) {
+              counter[c] += op.value * (double)xs_program_worker_copies(p, i);
+            } else if (counter[c] < op.value) {
+              k->state = AWAITING;
+              k->counter = c;
+              k->need = op.value;
             }
           } else if (op.kind == XS_OP_WAIT) {
             k->pc++;
@@ -120,9 +137,10 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
     /* rates */
     for (size_t c = 0; c < C; c++) {
       const xs_channel *ch = xs_profile_channel(prof, c);
-      int n = 0;
+      double n = 0; /* senders, each worker with its copies */
       for (size_t i = 0; i < W; i++)
-        n += w[i].state == SENDING && w[i].chan == c;
+        if (w[i].state == SENDING && w[i].chan == c)
+          n += (double)xs_program_worker_copies(p, i);
       double x = n ? fmin(ch->worker_inject_Bps, ch->inject_Bps / n) : 0;
       double in = n * x, rd = ch->drain_Bps;
       if (full[c] && in > rd) {
@@ -199,5 +217,6 @@ int naive_eval(const xs_program *p, const xs_profile *prof, int blocking,
     done = fmax(done, finish[i]);
   *makespan = fmax(done, last);
   free(w), free(q), free(full), free(rate), free(dq), free(cap);
+  free(counter);
   return rc;
 }

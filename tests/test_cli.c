@@ -341,13 +341,14 @@ static void test_plan_sweep(void **s) {
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens 0", 2, "--tokens");
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --config x.json", 2, "one of");
   expect_rc("plan gemm", 2, "megamoe");
-  /* names that would break a generated header, a roofline p that x0.5
-   * moves out of range */
+  /* names that would break a generated header, an HBM issue rate that
+   * x1.5 moves past the largest double (out of range) */
   char pcmd[2048];
   int pid = (int)getpid();
   snprintf(pcmd, sizeof pcmd,
            "'%s' profiles show h800-nvlink | sed 's|\"name\": \"h800-nvlink\"|\"name\": "
-           "\"evil*/ int injected; /* x\"|; s|\"roofline_p\": 2.5|\"roofline_p\": 1.5|' "
+           "\"evil*/ int injected; /* x\"|; s|\"inject_Bps\": 1e16|"
+           "\"inject_Bps\": 1.5e308|' "
            "> /tmp/xstage-evil-%d.json", XSTAGE_BIN, pid);
   assert_int_equal(system(pcmd), 0);
   snprintf(pcmd, sizeof pcmd, "plan megamoe --preset deepseek-v3 --profile "
@@ -410,7 +411,7 @@ static void test_plan_sweep(void **s) {
   expect_rc("plan megamoe --preset glm --profile h800-nvlink --tokens 256 --sensitivity",
             0, NULL);
   assert_non_null(strstr(out_buf, "what to\n  measure first"));
-  assert_non_null(strstr(out_buf, "compute.hbm_Bps"));
+  assert_non_null(strstr(out_buf, "channels.hbm.drain_Bps"));
   assert_non_null(strstr(out_buf, "recommended:"));
   /* the attention planner: the ring model's paths and layouts, tables */
   expect_rc("plan flashattn --preset llama3-8b --profile h800-nvlink --seq 8192", 0, NULL);
@@ -503,18 +504,39 @@ static void test_plan_sweep(void **s) {
   assert_non_null(root);
   json_t *cs = json_object_get(root, "configs");
   assert_int_equal(json_array_size(cs), 84);
-  const char *keys[] = {"preset", "tokens", "ep", "sequential_s", "baseline_s",
-                        "interleaved_s", "ideal_s", "speedup", "blocking_speedup"};
+  const char *keys[] = {"preset", "tokens", "ep", "best_interleaved", "best_plain", "speedup",
+                        "blocking_speedup", "order_gain", "ideal_ratio"};
   json_t *c0 = json_array_get(cs, 0);
-  /* the old keys, and one object per named schedule */
   assert_int_equal(json_object_size(c0), 11);
   for (int i = 0; i < 9; i++)
     assert_non_null(json_object_get(c0, keys[i]));
   assert_int_equal(json_object_size(json_object_get(c0, "schedules")), XS_MOE_SCHEDULES);
+  /* the first config, planned here: the same best schedules and ratio */
+  {
+    xs_moe_config c;
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_moe_preset(json_string_value(json_object_get(c0, "preset")), &c), 0);
+    c.tokens = num(c0, "tokens");
+    c.ep = num(c0, "ep");
+    assert_int_equal(xs_profile_load("h800-nvlink", &prof, &e), XS_OK);
+    xs_moe_result r;
+    assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
+    assert_string_equal(json_string_value(json_object_get(c0, "best_interleaved")),
+                        xs_moe_schedule_name(r.best_interleaved));
+    assert_string_equal(json_string_value(json_object_get(c0, "best_plain")),
+                        xs_moe_schedule_name(r.best_plain));
+    double want = r.time_s[r.best_plain][0] / r.time_s[r.best_interleaved][0];
+    assert_true(fabs(num(c0, "speedup") / want - 1) < 1e-9);
+    assert_true(num(c0, "order_gain") >= 1);
+    xs_profile_free(prof);
+  }
   json_t *sum = json_object_get(root, "summary");
-  assert_int_equal(json_object_size(sum), 5);
+  assert_int_equal(json_object_size(sum), 7);
   assert_true(num(sum, "configs") == 84);
-  assert_true(num(sum, "geomean_speedup") >= 1 && num(sum, "max_speedup") >= num(sum, "geomean_speedup"));
+  assert_true(num(sum, "max_speedup") >= num(sum, "geomean_speedup"));
+  assert_true(num(sum, "geomean_order_gain") >= 1 &&
+              num(sum, "max_order_gain") >= num(sum, "geomean_order_gain"));
   num(sum, "geomean_blocking_speedup");
   assert_true(num(sum, "geomean_ideal_ratio") >= 1);
   json_decref(root);

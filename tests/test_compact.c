@@ -314,7 +314,7 @@ static const bad_case bad[] = {
     {"{\"workers\":[{\"name\":\"w[1]\",\"ops\":[]},{\"name\":\"w\",\"count\":2,\"ops\":[]}]}",
      XS_INVALID, "1:46: workers[1].name: two workers are named \"w[1]\""},
     {"{\"workers\":[{\"name\":\"w\",\"count\":2,\"ops\":[],\"repeat\":2}]}",
-     XS_INVALID, "1:53: workers[0].repeat: unknown key \"repeat\" (known: name, ops, count)"},
+     XS_INVALID, "1:53: workers[0].repeat: unknown key \"repeat\" (known: name, ops, count, copies)"},
     {W(R("0", "{\"fence\":true}")), XS_INVALID, "1:42: workers[0].ops[0].repeat: expected a number of passes, a whole number from 1 to 16777216, got 0 (must be > 0)"},
     {W(R("-1", "{\"fence\":true}")), XS_INVALID, "1:42: workers[0].ops[0].repeat: expected a number of passes, a whole number from 1 to 16777216, got -1 (must be > 0)"},
     {W(R("1.5", "{\"fence\":true}")), XS_INVALID, "1:42: workers[0].ops[0].repeat: expected a number of passes, a whole number from 1 to 16777216, got 1.5 (must be a whole number)"},

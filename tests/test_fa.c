@@ -217,7 +217,8 @@ static void test_ring_by_hand(void **st) {
   double el = 4096.0 * 132 * 128, bw = xs_profile_hbm_Bps(prof) * k.copy_efficiency;
   double merge = (6 * el + 3 * 38 * el + 6 * el) / bw;
   /* the communication kernel's SMs, while each of the 3 forwards drains */
-  double comm = 2 * 4096.0 * 128 * 2 / xs_profile_channel(prof, 0)->drain_Bps;
+  double comm = 2 * 4096.0 * 128 * 2 /
+                xs_profile_channel(prof, xs_profile_default_channel(prof))->drain_Bps;
   double lost = 3 * kernel * k.comm_sms / (132 - k.comm_sms) * fmin(1, comm / kernel);
   double want = 4 * kernel + lost + merge + 4 * k.ring_step_s;
   double got;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evalutil.h"
 #include "naive_fluid.h"
 #include "testutil.h"
 #include "xstage.h"
@@ -23,38 +24,7 @@
 
 static void check_close(double a, double b, double scale, const char *what,
                         uint64_t seed) {
-  double tol = REL * fmax(scale, fmax(fabs(a), fabs(b)));
-  if (!(fabs(a - b) <= tol)) {
-    fprintf(stderr, "seed %llu: %s: %.17g vs %.17g (diff %.3g, tol %.3g)\n",
-            (unsigned long long)seed, what, a, b, fabs(a - b), tol);
-    fail();
-  }
-}
-
-static xs_profile *one_channel(double inj, double rw, double rd, double cap,
-                               double lat, double ovh) {
-  xs_profile *p = xs_profile_new("test", "test");
-  xs_channel c;
-  xs_channel_init(&c, inj, rd);
-  c.worker_inject_Bps = rw;
-  c.capacity_B = cap;
-  c.latency_s = lat;
-  c.issue_overhead_s = ovh;
-  xs_error e;
-  assert_int_equal(xs_profile_add_channel(p, "link", &c, &e), XS_OK);
-  return p;
-}
-
-static xs_result *eval(const xs_program *p, const xs_profile *prof,
-                       xs_model m, int event_driven) {
-  xs_result *r;
-  xs_error e;
-  xs_eval_options o = {event_driven, 0, NULL, NULL};
-  xs_status st = xs_evaluate(p, prof, m, &o, &r, &e);
-  if (st)
-    fprintf(stderr, "evaluate: %s\n", e.message);
-  assert_int_equal(st, XS_OK);
-  return r;
+  check_close_rel(a, b, REL, scale, what, seed);
 }
 
 /* ---- hand-worked cases (docs/model.md "One worker") ---- */

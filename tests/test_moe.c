@@ -1,14 +1,17 @@
 /*
- * test_moe.c: the MegaMoE planner. Generated programs conserve work (the
- * tiles' flops and the bytes sent equal the config's), respect the
- * dependency of an L2 tile on every L1 tile of its token block (checked by
- * per-block counters independent of the generator's own bookkeeping), the
- * searched schedule is never slower than the fused baseline under
- * burstgap, one small config is checked by hand, the expected touched
- * experts and all-to-all destinations match a Monte Carlo routing, every
- * number of the GPU profiles names its source, and validation never reads
- * the measured column.
+ * test_moe.c: the MegaMoE kernel model. Every kernel's per-SM program
+ * computes each token block's tiles once (the counts against the config),
+ * sends exactly the dispatch and combine bytes over the link, and, on a
+ * timeline of the evaluation, starts no L2 tile before the L1 tiles of
+ * its block that ran at earlier positions or on lower SMs; the searched schedule is never
+ * slower than the fused baseline; a plan's figures are those of the
+ * programs evaluated on their own; the SM classes against one worker per
+ * SM; the busiest rank's load against a Monte Carlo routing; the GEMM
+ * tiles against DeepGEMM's published H800 tables and H200 grouped GEMMs;
+ * every number of the GPU profiles names its source; validation never
+ * reads the measured column.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -28,100 +31,231 @@ static int close(double a, double b, double rel) {
   return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-300;
 }
 
-static double sent(const xs_program *p, const char *worker) {
+static xs_profile *load(const char *name) {
+  xs_profile *p;
+  xs_error e;
+  xs_status st = xs_profile_load(name, &p, &e);
+  if (st)
+    fprintf(stderr, "%s: %s\n", name, e.message);
+  assert_int_equal(st, XS_OK);
+  return p;
+}
+
+/* bytes sent on a channel, every copy of a worker counted */
+static double channel_bytes(const xs_program *p, const char *channel) {
   double b = 0;
-  for (size_t s = 0; s < xs_program_send_count(p); s++)
-    if (strcmp(xs_program_worker_name(p, xs_program_send_worker(p, s)), worker) == 0)
-      b += xs_program_send_bytes(p, s);
+  for (size_t s = 0; s < xs_program_send_count(p); s++) {
+    const char *ch = xs_program_send_channel(p, s);
+    if (ch && strcmp(ch, channel) == 0)
+      b += xs_program_send_bytes(p, s) *
+           (double)xs_program_worker_copies(p, xs_program_send_worker(p, s));
+  }
   return b;
+}
+
+/* compute segments of each worker, in order */
+typedef struct {
+  double *start, *end;
+  size_t n, cap;
+} segs;
+
+static segs *compute_segments(const xs_program *p, const xs_timeline *tl) {
+  size_t nw = xs_program_worker_count(p);
+  segs *s = calloc(nw, sizeof *s);
+  assert_non_null(s);
+  for (size_t i = 0; i < tl->nsegments; i++) {
+    const xs_segment *g = &tl->segments[i];
+    if (g->kind != XS_SEG_COMPUTE)
+      continue;
+    segs *w = &s[g->worker];
+    if (w->n == w->cap) {
+      w->cap = w->cap ? 2 * w->cap : 64;
+      w->start = realloc(w->start, w->cap * sizeof *w->start);
+      w->end = realloc(w->end, w->cap * sizeof *w->end);
+      assert_true(w->start && w->end);
+    }
+    w->start[w->n] = g->start_s;
+    w->end[w->n++] = g->end_s;
+  }
+  return s;
+}
+
+static void free_segments(segs *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(s[i].start);
+    free(s[i].end);
+  }
+  free(s);
+}
+
+/* One schedule's program, audited: the tiles of every block, the bytes on
+ * the link, and on a burstgap timeline every L2 run after the L1 runs of
+ * its block at earlier positions. */
+static void audit_one(const xs_moe_config *c, const xs_profile *prof,
+                      xs_moe_schedule sc, const xs_moe_pattern *pat,
+                      const xs_moe_workload *w) {
+  xs__moe_audit a;
+  xs_program *p;
+  xs_error e;
+  char what[160];
+  snprintf(what, sizeof what, "%s %s T=%g %s", xs_profile_name(prof), c->name,
+           c->tokens, xs_moe_schedule_name(sc));
+  xs_status st = xs__moe_audit_program(c, prof, sc, pat, &a, &p, &e);
+  if (st)
+    fprintf(stderr, "%s: %s\n", what, e.message);
+  assert_int_equal(st, XS_OK);
+  /* tiles: each block ceil(N / bn) of each layer; valid rows add up to
+   * the rank's pairs and its shared experts' tokens */
+  double valid = 0, flops = 0;
+  double n1 = ceil(2 * c->intermediate / a.bn), n2 = ceil(c->hidden / a.bn);
+  for (size_t b = 0; b < a.nblocks; b++) {
+    const xs__moe_audit_block *x = &a.blocks[b];
+    if (x->tiles[0] != n1 || x->tiles[1] != n2 || x->valid > x->rows ||
+        x->rows > a.bm) {
+      fprintf(stderr, "%s: block %zu: %g L1 and %g L2 tiles (want %g, %g), %g valid "
+                      "of %g rows, block_m %g\n", what, b, x->tiles[0], x->tiles[1], n1,
+              n2, x->valid, x->rows, a.bm);
+      fail();
+    }
+    valid += x->valid;
+    flops += x->valid * (2 * 2 * c->intermediate * c->hidden +
+                         2 * c->intermediate * c->hidden);
+  }
+  double want_rows = w->pairs + c->shared_experts * c->tokens;
+  if (!close(valid, want_rows, 1e-12) || !close(flops, w->flops, 1e-9)) {
+    fprintf(stderr, "%s: %.17g valid rows (want %.17g), %.17g flops (want %.17g)\n",
+            what, valid, want_rows, flops, w->flops);
+    fail();
+  }
+  /* the link: the dispatch and combine payloads, or the all-to-all's */
+  double link = channel_bytes(p, "nvlink");
+  double want = sc == XS_MOE_SEQUENTIAL ? w->a2a_dispatch_B + w->a2a_combine_B
+                                        : w->dispatch_B + w->combine_B;
+  if (!close(link, want, 1e-9)) {
+    fprintf(stderr, "%s: %.17g bytes on the link, want %.17g\n", what, link, want);
+    fail();
+  }
+  /* dependencies on the timeline */
+  xs_timeline *tl = xs_timeline_new();
+  xs_eval_options o = {1, 1, NULL, tl};
+  xs_result *r;
+  assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, &e), XS_OK);
+  size_t nw = xs_program_worker_count(p);
+  segs *sg = compute_segments(p, tl);
+  for (size_t i = 0; i < a.nruns; i++) {
+    const xs__moe_audit_run *u = &a.runs[i];
+    if (u->compute >= sg[u->worker].n) {
+      fprintf(stderr, "%s: run %zu is compute op %u of %s, which has %zu\n", what, i,
+              u->compute, xs_program_worker_name(p, u->worker), sg[u->worker].n);
+      fail();
+    }
+  }
+  /* per block: its L1 tasks, then each L2 task against them */
+  size_t *first = calloc(a.nblocks + 1, sizeof *first), *cnt = calloc(a.nblocks + 1, sizeof *cnt);
+  size_t *l1 = malloc((a.ntasks + 1) * sizeof *l1);
+  assert_true(first && cnt && l1);
+  for (size_t t = 0; t < a.ntasks; t++)
+    cnt[a.tasks[t].block] += a.tasks[t].layer == 1;
+  for (size_t b = 1; b <= a.nblocks; b++)
+    first[b] = first[b - 1] + cnt[b - 1];
+  memset(cnt, 0, (a.nblocks + 1) * sizeof *cnt);
+  for (size_t t = 0; t < a.ntasks; t++)
+    if (a.tasks[t].layer == 1)
+      l1[first[a.tasks[t].block] + cnt[a.tasks[t].block]++] = a.tasks[t].run;
+  size_t checked = 0;
+  for (size_t t = 0; t < a.ntasks; t++) {
+    if (a.tasks[t].layer != 2)
+      continue;
+    const xs__moe_audit_run *u = &a.runs[a.tasks[t].run];
+    double start = sg[u->worker].start[u->compute];
+    size_t b = a.tasks[t].block;
+    for (size_t j = 0; j < cnt[b]; j++) {
+      const xs__moe_audit_run *v = &a.runs[l1[first[b] + j]];
+      /* enforced: earlier positions; at this position, lower SMs' classes
+       * and this class's first sub-run (one class's SMs run in lockstep) */
+      int same = v->phase == u->phase && v->position == u->position;
+      int earlier = v->phase < u->phase || (v->phase == u->phase && v->position < u->position) ||
+                    (same && (v->worker < u->worker ||
+                              (v->worker == u->worker && v->compute < u->compute)));
+      if (!earlier)
+        continue;
+      double end = sg[v->worker].end[v->compute];
+      checked++;
+      if (!(start >= end - 1e-12 * fmax(1, end))) {
+        fprintf(stderr, "%s: block %zu: an L2 tile starts at %.9g s, before an L1 tile "
+                        "at an earlier position ends (%.9g s)\n", what, b, start, end);
+        fail();
+      }
+    }
+  }
+  assert_true(checked > 0 || a.nblocks == 0);
+  free(first);
+  free(cnt);
+  free(l1);
+  free_segments(sg, nw);
+  xs_result_free(r);
+  xs_timeline_free(tl);
+  xs_program_free(p);
+  xs__moe_audit_free(&a);
 }
 
 static void test_conservation_and_dependencies(void **st) {
   (void)st;
-  xs_profile *prof;
-  xs_error e;
-  assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
-  const double tokens[] = {16, 100, 1024, 8192};
-  const xs_moe_pattern pats[] = {{0, 0, 0, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0, 0},
-                                 {3, 2, 0, 0, 0, 0, 0}, {0, 0, 20, 0, 0, 0, 0},
-                                 {0, 0, 90, 0, 0, 0, 0}};
-  for (size_t i = 0; i < xs_moe_preset_count(); i++)
-    for (size_t t = 0; t < 4; t++)
-      for (int sc = 0; sc < XS_MOE_SCHEDULES; sc++)
-        for (size_t k = 0; k < (sc == XS_MOE_INTERLEAVED ? 5u : 1u); k++) {
-          xs_moe_config c;
-          assert_int_equal(xs_moe_preset(xs_moe_preset_name(i), &c), 0);
-          c.tokens = tokens[t];
-          xs__moe_audit a;
-          xs_program *p;
-          xs_status s = xs__moe_audit_program(&c, prof, (xs_moe_schedule)sc,
-                                              sc == XS_MOE_INTERLEAVED ? &pats[k] : NULL,
-                                              &a, &p, &e);
-          if (s)
-            fprintf(stderr, "%s\n", e.message);
-          assert_int_equal(s, XS_OK);
-          xs_moe_result r;
-          assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
-          double pairs = round(c.tokens * c.topk);
-          double flops = 2 * pairs * c.hidden * 2 * c.intermediate + 2 * pairs * c.intermediate * c.hidden;
-          double off = (c.ep - 1) / c.ep;
-          if (!close(a.flops, flops, 1e-9) || !close(a.config_flops, flops, 1e-12) ||
-              a.violations) {
-            fprintf(stderr, "%s T=%g schedule %d pattern %zu: flops %.9g vs %.9g, %zu violations\n",
-                    c.name, c.tokens, sc, k, a.flops, flops, a.violations);
-            fail();
-          }
-          double disp = pairs * c.hidden * c.act_bytes * off;
-          double comb = pairs * c.hidden * c.combine_bytes * off;
-          if (sc == XS_MOE_SEQUENTIAL) {
-            assert_true(close(sent(p, "sms"), r.work.a2a_dispatch_B + r.work.a2a_combine_B, 1e-9));
-          } else {
-            assert_true(close(sent(p, "dispatch"), disp, 1e-9));
-            assert_true(close(sent(p, "sms"), comb, 1e-9));
-          }
-          assert_true(close(r.work.dispatch_B, disp, 1e-12));
-          assert_true(close(r.work.combine_B, comb, 1e-12));
-          xs_program_free(p);
-        }
-  xs_profile_free(prof);
+  xs_profile *prof[2] = {load("h200-nvlink"), load("b200-nvlink")};
+  const double tokens[] = {1, 64, 1024, 8192};
+  const xs_moe_pattern lags[] = {{0, 0, 0, 0, 0, 0}, {0, 0, 1, 1, 0, 0}, {0, 0, 20, 4, 0, 0}};
+  for (int q = 0; q < 2; q++)
+    for (size_t i = 0; i < xs_moe_preset_count(); i++)
+      for (size_t t = 0; t < 4; t++) {
+        xs_moe_config c;
+        assert_int_equal(xs_moe_preset(xs_moe_preset_name(i), &c), 0);
+        c.tokens = tokens[t];
+        if (q == 1)
+          snprintf(c.dtype, sizeof c.dtype, "fp8xfp4");
+        xs_moe_workload w;
+        xs_moe_option opts[XS_MOE_MAX_OPTIONS];
+        size_t n;
+        xs_error e;
+        assert_int_equal(xs_moe_options(&c, prof[q], 1u << XS_MOE_SEQUENTIAL, opts, &n,
+                                        &w, &e), XS_OK);
+        for (int sc = 0; sc < XS_MOE_SCHEDULES; sc++)
+          for (size_t k = 0; k < (sc == XS_MOE_FUSED_LAG ? 3u : 1u); k++)
+            audit_one(&c, prof[q], (xs_moe_schedule)sc, sc == XS_MOE_FUSED_LAG ? &lags[k] : NULL,
+                      &w);
+      }
+  xs_profile_free(prof[0]);
+  xs_profile_free(prof[1]);
 }
 
 /* The plan's makespans are those of the programs xs_moe_program builds,
- * each evaluated on its own: the plan shares programs between schedules
- * (the baseline is candidate 0 of the search) and recycles results. */
+ * each evaluated on its own, and the breakdown adds up to the makespan. */
 static void check_plan_matches_programs(const xs_moe_config *c, const xs_profile *prof,
                                         const xs_moe_result *r) {
-  static const xs_model models[3] = {XS_MODEL_BURSTGAP, XS_MODEL_BLOCKING, XS_MODEL_IDEAL};
   xs_error e;
   for (int s = 0; s < XS_MOE_SCHEDULES; s++) {
     xs_program *p;
     assert_int_equal(xs_moe_program(c, prof, (xs_moe_schedule)s, &r->knobs[s], &p, &e), XS_OK);
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < XS_MODEL_COUNT; m++) {
       xs_result *res;
-      assert_int_equal(xs_evaluate(p, prof, models[m], NULL, &res, &e), XS_OK);
-      if (res->makespan_s != r->time_s[s][m]) {
+      assert_int_equal(xs_evaluate(p, prof, (xs_model)m, NULL, &res, &e), XS_OK);
+      if (!close(res->makespan_s, r->time_s[s][m], 1e-12)) {
         fprintf(stderr, "%s %s T=%g schedule %d model %d: plan %.17g, program %.17g\n",
                 xs_profile_name(prof), c->name, c->tokens, s, m, r->time_s[s][m],
                 res->makespan_s);
         fail();
       }
-      if (m == 0) {
-        /* the breakdown's build-time parts are the evaluator's compute
-         * time of the SMs and the finish (the dispatch worker's launch is
-         * not counted) */
-        const xs_moe_breakdown *b = &r->breakdown[s];
-        double ops = s == XS_MOE_SEQUENTIAL ? res->workers[0].compute_s
-                                            : res->workers[1].compute_s + res->workers[2].compute_s;
-        if (!close(ops, b->hbm_s + b->compute_s + b->fixed_s, 1e-9)) {
-          fprintf(stderr, "%s T=%g schedule %s: compute ops %.12g, breakdown %.12g\n",
-                  c->name, c->tokens, xs_moe_schedule_name((xs_moe_schedule)s), ops,
-                  b->hbm_s + b->compute_s + b->fixed_s);
-          fail();
-        }
-        assert_true(close(b->hbm_s + b->compute_s + b->fixed_s + b->dispatch_s + b->link_s,
-                          res->makespan_s, 1e-9));
-      }
       xs_result_free(res);
+    }
+    const xs_moe_breakdown *b = &r->breakdown[s];
+    double sum = b->compute_s + b->hbm_s + b->fixed_s + b->dispatch_s + b->sync_s + b->link_s;
+    if (!close(sum, r->time_s[s][0], 1e-6) || b->stall_s > b->link_s + 1e-15 ||
+        b->xstage_tail_s > b->link_s + 1e-15 || !b->bound) {
+      fprintf(stderr, "%s %s T=%g %s: breakdown %.9g (compute %.3g hbm %.3g fixed %.3g "
+                      "dispatch %.3g sync %.3g link %.3g) against %.9g\n",
+              xs_profile_name(prof), c->name, c->tokens,
+              xs_moe_schedule_name((xs_moe_schedule)s), sum, b->compute_s, b->hbm_s,
+              b->fixed_s, b->dispatch_s, b->sync_s, b->link_s, r->time_s[s][0]);
+      fail();
     }
     xs_program_free(p);
   }
@@ -129,83 +263,79 @@ static void check_plan_matches_programs(const xs_moe_config *c, const xs_profile
 
 static void test_never_slower(void **st) {
   (void)st;
-  const char *profiles[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h20-nvlink",
-                            "b200-nvlink", "h100-pcie5-host"};
-  for (int q = 0; q < 6; q++) {
-    xs_profile *prof;
+  const char *profiles[] = {"h100-nvlink", "h200-nvlink", "h20-nvlink", "b200-nvlink"};
+  for (int q = 0; q < 4; q++) {
+    xs_profile *prof = load(profiles[q]);
     xs_error e;
-    assert_int_equal(xs_profile_load(profiles[q], &prof, &e), XS_OK);
     for (size_t i = 0; i < xs_moe_preset_count(); i++)
-      for (double t = 16; t <= 32768; t *= 8) {
+      for (double t = 2; t <= 8192; t *= 8) {
         xs_moe_config c;
         xs_moe_preset(xs_moe_preset_name(i), &c);
         c.tokens = t;
         xs_moe_result r;
         assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
-        if (!(r.time_s[2][0] <= r.time_s[1][0])) {
-          fprintf(stderr, "%s %s T=%g: interleaved %.9g > baseline %.9g\n", profiles[q],
+        if (!(r.time_s[XS_MOE_INTERLEAVED][0] <= r.time_s[XS_MOE_BASELINE][0])) {
+          fprintf(stderr, "%s %s T=%g: searched %.9g > baseline %.9g\n", profiles[q],
                   c.name, t, r.time_s[2][0], r.time_s[1][0]);
           fail();
         }
         for (int s = 0; s < XS_MOE_SCHEDULES; s++)
-          assert_true(r.time_s[s][2] <= r.time_s[s][0] * (1 + 1e-9)); /* ideal */
-        assert_true(r.searched >= 10);
+          assert_true(r.time_s[s][XS_MODEL_IDEAL] <= r.time_s[s][0] * (1 + 1e-9));
+        assert_true(xs_moe_schedule_interleaves(r.best_interleaved) &&
+                    !xs_moe_schedule_interleaves(r.best_plain));
         check_plan_matches_programs(&c, prof, &r);
       }
     xs_profile_free(prof);
   }
 }
 
-/* 16 tokens, H 256, I 128, 8 experts, top-2, EP 2 on 4 SMs of 1e12 FLOP/s
- * (efficiency 1, no HBM figure, no fixed costs), one channel of 1 GB/s
- * both ways, C = 0, L = 0: 32 pairs, 4 experts per rank with 8 rows each
- * (all touched: 1 - 0.75^32 of each), block_m 16, 4 blocks; a tile
- * computes its 16 padded rows: L1 2*16*128*256 flop in 4.194304 us on one
- * SM of 2.5e11, L2 2*16*128*128 in 2.097152 us, 2 of each per block.
- * Sequential: a token reaches the other rank unless both its experts are
- * local, 1 - C(4,2)/C(8,2) = 11/14 of tokens: dispatch 16*11/14*256 B,
- * combine twice that; L1 in 2 waves of 4 tiles, L2 likewise. */
-static void test_hand_small(void **st) {
+/* The SM classes (12 by default) against one worker per SM: the
+ * per-class lockstep is an approximation, within 3% of the exact one on
+ * every schedule here, 1% at the median. */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void test_classes_against_every_sm(void **st) {
   (void)st;
-  xs_profile *prof = xs_profile_new("hand", "test");
-  xs_channel ch;
-  xs_channel_init(&ch, 1e9, 1e9);
-  ch.capacity_B = 0;
-  xs_error e;
-  assert_int_equal(xs_profile_add_channel(prof, "link", &ch, &e), XS_OK);
-  assert_int_equal(xs_profile_set_compute(prof, 4, 1, 0, &e), XS_OK);
-  assert_int_equal(xs_profile_set_flops(prof, "fp8", 1e12, &e), XS_OK);
-  const char *cfg = "{\"name\": \"tiny\", \"tokens\": 16, \"hidden\": 256, \"intermediate\": 128,"
-                    " \"experts\": 8, \"topk\": 2, \"ep\": 2, \"stagger\": 1}";
-  xs_moe_config c;
-  assert_int_equal(xs_moe_config_parse(cfg, strlen(cfg), "tiny.json", &c, &e), XS_OK);
-  xs_moe_result r;
-  assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
-  assert_true(r.work.pairs == 32 && r.work.block_m == 16 && r.work.blocks == 4);
-  assert_true(r.work.l1_tiles == 8 && r.work.l2_tiles == 8 && r.work.waves == 4);
-  assert_true(close(r.work.l1_tile_s, 2 * 16 * 128 * 256 / 2.5e11, 1e-12));
-  double disp = 16 * 11.0 / 14 * 256;
-  assert_true(close(r.work.a2a_dispatch_B, disp, 1e-12));
-  double seq = disp / 1e9 + 2 * 4.194304e-6 + 2 * 2.097152e-6 + 2 * disp / 1e9;
-  assert_true(close(r.time_s[0][0], seq, 1e-9));
-  /* blocking equals burstgap here: C = 0, R_inj = R_drain, L = 0 */
-  for (int s = 0; s < XS_MOE_SCHEDULES; s++)
-    assert_true(close(r.time_s[s][0], r.time_s[s][1], 1e-9));
-  /* fused baseline: the dispatch chunks are one block each (1024 B, 1.024
-   * us): L1 wave 1 needs blocks 0-1 (2.048 us), wave 2 blocks 2-3 (4.096
-   * us); L1 waves take 4.194304 us, L2 waves 2.097152 us, each followed by
-   * its 4096 B of combine (4.096 us) on the free channel. */
-  double t = 2.048e-6 + 4.194304e-6;
-  t = fmax(t, 4.096e-6) + 4.194304e-6;
-  t += 2.097152e-6 + 4.096e-6;
-  t += 2.097152e-6 + 4.096e-6;
-  assert_true(close(r.time_s[1][0], t, 1e-9));
+  xs_profile *prof = load("h200-nvlink");
+  const char *presets[] = {"deepseek-v4-flash", "glm"};
+  const double tokens[] = {8, 256, 4096};
+  double dev[64];
+  size_t nd = 0;
+  for (int i = 0; i < 2; i++)
+    for (int t = 0; t < 3; t++)
+      for (int s = 0; s < XS_MOE_SCHEDULES; s++) {
+        xs_moe_config c;
+        xs_moe_preset(presets[i], &c);
+        c.tokens = tokens[t];
+        double a[XS_MODEL_COUNT], b[XS_MODEL_COUNT];
+        xs_error e;
+        assert_int_equal(xs_moe_evaluate(&c, prof, (xs_moe_schedule)s, NULL, a, NULL, &e), XS_OK);
+        c.sm_groups = xs_profile_sms(prof);
+        assert_int_equal(xs_moe_evaluate(&c, prof, (xs_moe_schedule)s, NULL, b, NULL, &e), XS_OK);
+        double d = fabs(a[0] / b[0] - 1);
+        if (d > 0.03) {
+          fprintf(stderr, "%s T=%g %s: 12 classes %.6g us, one worker per SM %.6g us\n",
+                  presets[i], tokens[t], xs_moe_schedule_name((xs_moe_schedule)s), a[0] * 1e6,
+                  b[0] * 1e6);
+          fail();
+        }
+        dev[nd++] = d;
+      }
+  qsort(dev, nd, sizeof *dev, cmp_double);
+  if (dev[nd / 2] > 0.01) {
+    fprintf(stderr, "classes against every SM: median deviation %.4f\n", dev[nd / 2]);
+    fail();
+  }
   xs_profile_free(prof);
 }
 
-/* The expected experts touched on a rank and the expected off-rank
- * destinations of a token, against a Monte Carlo routing: each token picks
- * K distinct experts uniformly; experts e live on rank e / (E/P). */
+/* The busiest rank's token-expert pairs and touched experts, and a
+ * token's off-rank destinations, against a Monte Carlo routing: each
+ * token picks K distinct experts uniformly; expert e lives on rank
+ * e / (E/P); the busiest rank is the one of most pairs in each trial. */
 static unsigned long long rng_state;
 static unsigned rng(unsigned n) {
   rng_state ^= rng_state << 13;
@@ -216,30 +346,32 @@ static unsigned rng(unsigned n) {
 
 static void test_routing_monte_carlo(void **st) {
   (void)st;
-  xs_profile *prof;
+  xs_profile *prof = load("h200-nvlink");
+  const unsigned long long seed = 20261204;
+  const double tokens[] = {1, 8, 64, 512};
   xs_error e;
-  assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
-  const unsigned long long seed = 20261203;
-  const double tokens[] = {1, 8, 64};
   for (size_t i = 0; i < xs_moe_preset_count(); i++)
-    for (int ti = 0; ti < 3; ti++) {
+    for (int ti = 0; ti < 4; ti++) {
       xs_moe_config c;
       xs_moe_preset(xs_moe_preset_name(i), &c);
       c.tokens = tokens[ti];
-      xs_moe_result r;
-      assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
+      c.shared_experts = 0;
+      xs_moe_workload w;
+      xs_moe_option o[XS_MOE_MAX_OPTIONS];
+      size_t no;
+      assert_int_equal(xs_moe_options(&c, prof, 1u << XS_MOE_SEQUENTIAL, o, &no, &w, &e), XS_OK);
       unsigned E = (unsigned)c.experts, K = (unsigned)c.topk, P = (unsigned)c.ep;
-      unsigned el = E / P, T = (unsigned)c.tokens, trials = 2000;
+      unsigned el = E / P, T = (unsigned)c.tokens, trials = ti < 3 ? 400 : 60;
       unsigned long long s0 = seed + i * 7 + (unsigned long long)ti;
       rng_state = s0;
-      double touched = 0, dest = 0;
-      unsigned char *hit = calloc(E, 1), *rank = calloc(P, 1);
+      double busiest = 0, touched = 0, dest = 0;
+      unsigned *rows = calloc(E, sizeof *rows), *load_r = calloc(P, sizeof *load_r);
+      unsigned char *rank = calloc(P, 1);
       for (unsigned tr = 0; tr < trials; tr++) {
-        memset(hit, 0, E);
+        memset(rows, 0, E * sizeof *rows);
         for (unsigned tok = 0; tok < P * T; tok++) {
           memset(rank, 0, P);
-          unsigned home = tok % P, picked = 0;
-          unsigned chosen[64];
+          unsigned home = tok % P, picked = 0, chosen[64];
           while (picked < K) {
             unsigned x = rng(E), dup = 0;
             for (unsigned j = 0; j < picked; j++)
@@ -247,32 +379,163 @@ static void test_routing_monte_carlo(void **st) {
             if (dup)
               continue;
             chosen[picked++] = x;
-            hit[x] = 1;
+            rows[x]++;
             rank[x / el] = 1;
           }
           if (home == 0)
             for (unsigned q = 0; q < P; q++)
               dest += q != home && rank[q];
         }
-        for (unsigned x = 0; x < el; x++) /* rank 0's experts */
-          touched += hit[x];
+        unsigned top = 0, at = 0;
+        for (unsigned q = 0; q < P; q++) {
+          load_r[q] = 0;
+          for (unsigned x = q * el; x < (q + 1) * el; x++)
+            load_r[q] += rows[x];
+          if (load_r[q] > top)
+            top = load_r[q], at = q;
+        }
+        busiest += top;
+        for (unsigned x = at * el; x < (at + 1) * el; x++)
+          touched += rows[x] > 0;
       }
+      busiest /= trials;
       touched /= trials;
       dest /= (double)trials * T;
-      free(hit);
+      free(rows);
+      free(load_r);
       free(rank);
-      double want_dest = r.work.a2a_dispatch_B / (c.tokens * c.hidden * c.act_bytes);
-      /* below one expected expert the planner takes one: the rank has its
-       * mean number of pairs, at least one */
-      int clamped = r.work.experts_touched <= 1;
-      if ((!clamped && !close(touched, r.work.experts_touched, 0.03)) ||
+      double want_dest = w.a2a_dispatch_B / (c.tokens * c.hidden * c.act_bytes);
+      /* the normal approximation of the largest of P loads holds to 4%
+       * from 8 tokens per rank; at 1 token a rank's load is a handful of
+       * pairs (8% there); touched experts follow the load */
+      double tol = ti == 0 ? 0.08 : 0.04;
+      if (!close(busiest, w.pairs, tol) || !close(touched, w.experts_touched, tol) ||
           !close(dest, want_dest, 0.03)) {
-        fprintf(stderr, "seed %llu %s T=%g: touched %.4f (model %.4f), destinations %.4f "
-                        "(model %.4f)\n", s0, c.name, c.tokens, touched,
-                r.work.experts_touched, dest, want_dest);
+        fprintf(stderr, "seed %llu %s T=%g: busiest rank's pairs %.3f (model %.3f), "
+                        "touched %.3f (model %.3f), destinations %.4f (model %.4f)\n",
+                s0, c.name, c.tokens, busiest, w.pairs, touched, w.experts_touched, dest,
+                want_dest);
         fail();
       }
     }
+  xs_profile_free(prof);
+}
+
+/* ---- the GEMM tiles against published GEMMs ---- */
+
+static char *slurp(const char *path, size_t *len) {
+  char *t = xs_test_read_file(path, len);
+  assert_non_null(t);
+  return t;
+}
+
+/* DeepGEMM's README tables (H800): the tile model's terms were fitted to
+ * these rows (tile_overhead_s and wgmma_cycles, the smallest mean
+ * |error|): the fit holds (median |error| at most 7%, mean 8.5%; the
+ * largest, about 33%, is the 128 x 2112 x 7168 GEMM, whose 132 tiles all
+ * read one A block: the L2 model takes every SM's reads as distinct), and
+ * it is a fit: tile_overhead_s a third lower or higher has a larger mean
+ * error. */
+static double table_error(const xs_profile *prof, double *worst, double *mean) {
+  size_t len;
+  char *text = slurp(XSTAGE_SRC "/data/published/deepgemm-h800.csv", &len);
+  double err[64];
+  size_t n = 0;
+  *worst = *mean = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char layout[32];
+    double g, m, nn, k, tf, gb;
+    if (line[0] == '#' ||
+        sscanf(line, "%31[^,],%lf,%lf,%lf,%lf,%lf,%lf", layout, &g, &m, &nn, &k, &tf, &gb) != 7)
+      continue;
+    double t;
+    xs_error e;
+    assert_int_equal(xs__gemm_table_time(prof, layout, g, m, nn, k, &t, &e), XS_OK);
+    double measured = 2 * g * m * nn * k / (tf * 1e12);
+    err[n] = fabs(t / measured - 1);
+    *worst = fmax(*worst, err[n]);
+    *mean += err[n];
+    n++;
+    assert_true(n < 64);
+  }
+  free(text);
+  assert_true(n >= 20);
+  *mean /= (double)n;
+  qsort(err, n, sizeof *err, cmp_double);
+  return n % 2 ? err[n / 2] : 0.5 * (err[n / 2 - 1] + err[n / 2]);
+}
+
+static void test_gemm_tables(void **st) {
+  (void)st;
+  xs_profile *prof = load("h800-nvlink");
+  double worst, mean, med = table_error(prof, &worst, &mean);
+  if (med > 0.07 || mean > 0.085 || worst > 0.35) {
+    fprintf(stderr, "DeepGEMM H800 table: median |error| %.4f, mean %.4f, largest %.4f\n",
+            med, mean, worst);
+    fail();
+  }
+  xs_kernel_costs k;
+  xs_profile_kernel_costs(prof, &k);
+  for (int d = -1; d <= 1; d += 2) {
+    xs_kernel_costs m = k;
+    m.tile_overhead_s = k.tile_overhead_s * (1 + d / 3.0);
+    xs_profile *q = load("h800-nvlink");
+    xs_error e;
+    assert_int_equal(xs_profile_set_kernel_costs(q, &m, &e), XS_OK);
+    double w2, mean2;
+    table_error(q, &w2, &mean2);
+    if (!(mean2 > mean)) {
+      fprintf(stderr, "tile_overhead_s %.3g: mean |error| %.4f, not worse than %.4f at %.3g\n",
+              m.tile_overhead_s, mean2, mean, k.tile_overhead_s);
+      fail();
+    }
+    xs_profile_free(q);
+  }
+  xs_profile_free(prof);
+}
+
+/* H200's standalone grouped GEMMs (data/published/gemm-h200.csv), which no
+ * constant was fitted to, with the tile they ran: within 15% each (the
+ * Flash L2 phase, of the shortest K, is about 12% over: the fitted
+ * per-tile overhead weighs most there), 8% on average. */
+static void test_grouped_gemm_h200(void **st) {
+  (void)st;
+  xs_profile *prof = load("h200-nvlink");
+  size_t len;
+  char *text = slurp(XSTAGE_SRC "/data/published/gemm-h200.csv", &len);
+  char *save = NULL;
+  int rows = 0;
+  double sum = 0;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char preset[64];
+    double h, i, ex, k, ep, t, layer, us;
+    if (line[0] == '#' || sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", preset, &h,
+                                 &i, &ex, &k, &ep, &t, &layer, &us) != 9)
+      continue;
+    xs_moe_config c;
+    assert_int_equal(xs_moe_preset(preset, &c), 0);
+    c.hidden = h, c.intermediate = i, c.experts = ex, c.topk = k, c.ep = ep, c.tokens = t;
+    c.shared_experts = 0;
+    xs_moe_pattern tile;
+    double s;
+    xs_error e;
+    assert_int_equal(xs__moe_gemm_phase_time(&c, prof, (int)layer, &tile, &s, &e), XS_OK);
+    assert_true(tile.block_m == 128 && tile.block_n == 192);
+    sum += fabs(s * 1e6 / us - 1);
+    if (!close(s * 1e6, us, 0.15)) {
+      fprintf(stderr, "%s L%g at %g tokens: %.1f us predicted, %.1f measured\n", preset,
+              layer, t, s * 1e6, us);
+      fail();
+    }
+    rows++;
+  }
+  assert_int_equal(rows, 4);
+  if (sum / rows > 0.08) {
+    fprintf(stderr, "H200 grouped GEMMs: mean |error| %.4f\n", sum / rows);
+    fail();
+  }
+  free(text);
   xs_profile_free(prof);
 }
 
@@ -293,20 +556,22 @@ static void check_leaf(const xs_profile *prof, const char *key) {
 
 static void test_profile_sources(void **st) {
   (void)st;
-  const char *gpus[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h20-nvlink",
-                        "b200-nvlink", "a100-nvlink", "a800-nvlink"};
-  for (int g = 0; g < 7; g++) {
-    xs_profile *prof;
-    xs_error e;
-    assert_int_equal(xs_profile_load(gpus[g], &prof, &e), XS_OK);
+  for (size_t g = 0; g < xs_builtin_profile_count(); g++) {
+    const char *name = xs_builtin_profile_name(g);
+    xs_profile *prof = load(name);
     char *json = xs_profile_to_json(prof);
     assert_non_null(json);
-    /* walk the serialised profile: every number under channels.* and
-     * compute.* (one level of tables below) */
     json_error_t je;
     json_t *root = json_loads(json, 0, &je);
     free(json);
     assert_non_null(root);
+    if (!json_object_get(root, "sources")) {
+      json_decref(root);
+      xs_profile_free(prof);
+      continue;
+    }
+    /* every number under channels.* and compute.* (one level of tables
+     * below) */
     const char *sect[2] = {"channels", "compute"};
     for (int s = 0; s < 2; s++) {
       json_t *o = json_object_get(root, sect[s]), *v;
@@ -334,36 +599,32 @@ static void test_profile_sources(void **st) {
 
 /* validation: a prediction never reads the measured column, and bad rows
  * name the file, line and column */
-static char *slurp(const char *path, size_t *len) {
-  char *t = xs_test_read_file(path, len);
-  assert_non_null(t);
-  return t;
-}
-
-static void test_validate(void **st) {
-  (void)st;
-  size_t len;
-  char *text = slurp(XSTAGE_SRC "/data/published/megamoe.csv", &len);
-  xs_validate_set a, b;
-  xs_error e;
-  assert_int_equal(xs_validate_megamoe(text, len, "megamoe.csv", &a, NULL, NULL, &e), XS_OK);
-  assert_true(a.nrows >= 60);
-  /* multiply every time_us by 3 (the column after arm) */
-  char *changed = malloc(len * 2 + 1);
+static char *scale_times(const char *text, size_t len, double f, size_t *out_len) {
+  char *changed = malloc(len * 2 + 64);
   size_t w = 0;
+  int col = -1;
   for (const char *p = text; *p;) {
     const char *nl = strchr(p, '\n');
     size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
-    int field = 0;
-    const char *q = p;
-    if (*p != '#' && strncmp(p, "source,", 7) != 0) {
-      for (; q < p + n && field < 13; q++)
+    if (*p != '#' && col < 0) { /* the header: find time_us */
+      int field = 0;
+      for (const char *q = p; q < p + n; q++) {
+        if (strncmp(q, "time_us", 7) == 0 && (q == p || q[-1] == ','))
+          col = field;
+        field += *q == ',';
+      }
+      memcpy(changed + w, p, n);
+      w += n;
+    } else if (*p != '#') {
+      int field = 0;
+      const char *q = p;
+      for (; q < p + n && field < col; q++)
         field += *q == ',';
       char *end;
       double v = strtod(q, &end);
       memcpy(changed + w, p, (size_t)(q - p));
       w += (size_t)(q - p);
-      w += (size_t)sprintf(changed + w, "%.3f", 3 * v);
+      w += (size_t)sprintf(changed + w, "%.3f", f * v);
       size_t rest = n - (size_t)(end - p);
       memcpy(changed + w, end, rest);
       w += rest;
@@ -374,11 +635,28 @@ static void test_validate(void **st) {
     p += n;
   }
   changed[w] = 0;
+  *out_len = w;
+  return changed;
+}
+
+static void test_validate(void **st) {
+  (void)st;
+  size_t len;
+  char *text = slurp(XSTAGE_SRC "/data/published/megamoe.csv", &len);
+  xs_validate_set a, b;
+  xs_error e;
+  assert_int_equal(xs_validate_megamoe(text, len, "megamoe.csv", &a, NULL, NULL, &e), XS_OK);
+  assert_true(a.nrows >= 80);
+  size_t w;
+  char *changed = scale_times(text, len, 3, &w);
   assert_int_equal(xs_validate_megamoe(changed, w, "changed.csv", &b, NULL, NULL, &e), XS_OK);
   assert_int_equal(a.nrows, b.nrows);
   for (size_t i = 0; i < a.nrows; i++) {
-    if (a.rows[i].predicted_us != b.rows[i].predicted_us ||
-        !close(b.rows[i].measured_us, 3 * a.rows[i].measured_us, 1e-6)) {
+    int same = a.rows[i].predicted_us == b.rows[i].predicted_us;
+    for (int m = 0; m < XS_MODEL_COUNT; m++)
+      same &= a.rows[i].model_us[m] == b.rows[i].model_us[m] ||
+              (isnan(a.rows[i].model_us[m]) && isnan(b.rows[i].model_us[m]));
+    if (!same || !close(b.rows[i].measured_us, 3 * a.rows[i].measured_us, 1e-6)) {
       fprintf(stderr, "row %zu: predicted %.17g then %.17g, measured %g then %g\n", i,
               a.rows[i].predicted_us, b.rows[i].predicted_us, a.rows[i].measured_us,
               b.rows[i].measured_us);
@@ -387,7 +665,7 @@ static void test_validate(void **st) {
   }
   size_t n;
   double mx, med = xs_validate_median(&a, NULL, NULL, &n, &mx);
-  assert_true(n == a.nrows && med <= mx && med > 0);
+  assert_true(n > 0 && n <= a.nrows && med <= mx && med > 0);
   xs_validate_pairs pr;
   assert_int_equal(xs_validate_compare_arms(&a, &pr, &e), XS_OK);
   assert_true(pr.pairs >= 30 && pr.agree <= pr.pairs &&
@@ -440,11 +718,11 @@ static void test_bad_config(void **st) {
   xs_error e;
   const char *bad[] = {"{\"experts\": 250}", "{\"tokens\": -4}", "{\"preset\": \"gpt\"}",
                        "{\"tokens\": 1.5}", "{\"hidden\": \"big\"}", "{\"colour\": 1}",
-                       "{\"topk\": 300}", "[1]"};
+                       "{\"topk\": 300}", "[1]", "{\"stagger\": 2}", "{\"sm_groups\": 0.5}"};
   const char *want[] = {"tiny.json:1:13: experts: experts (250) must be a multiple of ep",
                         "tokens", "unknown preset", "whole number", "expected a number",
-                        "unknown key", "topk", "an object"};
-  for (int i = 0; i < 8; i++) {
+                        "unknown key", "topk", "an object", "unknown key", "sm_groups"};
+  for (int i = 0; i < 10; i++) {
     xs_status s = xs_moe_config_parse(bad[i], strlen(bad[i]), "tiny.json", &c, &e);
     if (s == XS_OK || !strstr(e.message, want[i])) {
       fprintf(stderr, "%s: %s (want %s)\n", bad[i], s ? e.message : "accepted", want[i]);
@@ -460,13 +738,23 @@ static void test_bad_config(void **st) {
   assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_INVALID);
   assert_non_null(strstr(e.message, "no compute section"));
   xs_profile_free(prof);
+  /* a profile with compute but no tile terms names the missing key */
+  prof = load("h100-pcie5-host");
+  assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "mma_clock_hz"));
+  xs_profile_free(prof);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conservation_and_dependencies),
-      cmocka_unit_test(test_never_slower), cmocka_unit_test(test_hand_small),
-      cmocka_unit_test(test_bad_config), cmocka_unit_test(test_routing_monte_carlo),
-      cmocka_unit_test(test_profile_sources), cmocka_unit_test(test_validate)};
+      cmocka_unit_test(test_never_slower),
+      cmocka_unit_test(test_classes_against_every_sm),
+      cmocka_unit_test(test_routing_monte_carlo),
+      cmocka_unit_test(test_gemm_tables),
+      cmocka_unit_test(test_grouped_gemm_h200),
+      cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_profile_sources),
+      cmocka_unit_test(test_validate)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,12 +60,17 @@ static void test_stable_over_tokens(void **st) {
   if (xs_moe_plan_table(&c, prof, &to, &t, &e))
     fail_msg("%s", e.message);
   assert_int_equal(xs_moe_table_size(t), 64);
-  size_t changes = 0;
+  size_t changes = 0, raw = 0, fastest = SIZE_MAX;
   for (size_t i = 0; i < 64; i++) {
     const xs_moe_pick *p = xs_moe_table_pick(t, i);
     xs_moe_option o[XS_MOE_MAX_OPTIONS];
     size_t n;
     double best = options_at(&c, prof, grid[i], o, &n);
+    size_t f = 0;
+    for (size_t k = 1; k < n; k++)
+      f = o[k].time_s < o[f].time_s ? k : f;
+    raw += fastest != SIZE_MAX && fastest != o[f].schedule * 64u + o[f].rule;
+    fastest = o[f].schedule * 64u + o[f].rule;
     if (!(p->chosen.time_s <= best * (1 + tol)))
       fail_msg("%g tokens: chosen %s/%s %.9g s, fastest %.9g s", grid[i],
                xs_moe_schedule_name(p->chosen.schedule),
@@ -96,9 +101,12 @@ static void test_stable_over_tokens(void **st) {
                   xs_moe_schedule_name(p->chosen.schedule),
                   xs_moe_rule_name(p->chosen.schedule, p->chosen.rule));
   }
-  print_message("# %zu changes over 64 grid points\n", changes);
-  /* the unstable choice changed 14 times over this range */
-  assert_true(changes < 10);
+  print_message("# %zu changes over 64 grid points; the fastest option changed %zu times\n",
+                changes, raw);
+  /* the options within the tolerance of each other trade places as the
+   * token blocks fill the SMs' waves: the table keeps a choice through
+   * that, changing at most half as often as the fastest option */
+  assert_true(raw >= 4 && 2 * changes <= raw + 1);
   xs_moe_table_free(t);
   xs_profile_free(prof);
 }
@@ -188,8 +196,8 @@ static void test_header_agrees_with_plan(void **st) {
           "int main(int argc, char **argv) {\n"
           "  for (int i = 1; i < argc; i++) {\n"
           "    const moe_knobs_knobs *k = moe_knobs_lookup(strtoul(argv[i], 0, 10));\n"
-          "    printf(\"%%s %%s %%u %%u %%u %%u %%u %%u %%u %%u %%.6f\\n\", k->schedule_name,\n"
-          "           k->rule, k->block_m, k->l1_waves, k->l2_waves, k->l2_sms,\n"
+          "    printf(\"%%s %%s %%u %%u %%u %%u %%u %%u %%.6f\\n\", k->schedule_name,\n"
+          "           k->rule, k->block_m, k->block_n,\n"
           "           k->experts_per_wave, k->warmup, k->lag, k->group,\n"
           "           k->predicted_us);\n"
           "  }\n  return 0;\n}\n");
@@ -219,13 +227,11 @@ static void test_header_agrees_with_plan(void **st) {
     json_t *ch = json_object_get(row, "chosen");
     json_t *k = json_object_get(ch, "knobs");
     char want[512], got[512];
-    snprintf(want, sizeof want, "%s %s %.0f %lld %lld %lld %lld %lld %lld %lld %.6f\n",
+    snprintf(want, sizeof want, "%s %s %lld %lld %lld %lld %lld %lld %.6f\n",
              json_string_value(json_object_get(ch, "schedule")),
              json_string_value(json_object_get(ch, "rule")),
-             json_number_value(json_object_get(row, "block_m")),
-             json_integer_value(json_object_get(k, "l1_waves")),
-             json_integer_value(json_object_get(k, "l2_waves")),
-             json_integer_value(json_object_get(k, "l2_sms")),
+             json_integer_value(json_object_get(k, "block_m")),
+             json_integer_value(json_object_get(k, "block_n")),
              json_integer_value(json_object_get(k, "experts_per_wave")),
              json_integer_value(json_object_get(k, "warmup")),
              json_integer_value(json_object_get(k, "lag")),

@@ -73,7 +73,7 @@ static void test_profile(void **s) {
   assert_int_equal(xs_profile_set_flops(p, "bf16", 1e15 / 3, &e), XS_OK);
   assert_true(xs_profile_efficiency(p) == 1);
   profile_roundtrip(p);
-  assert_int_equal(xs_profile_set_gemm_flops(p, "fp8", 7e14, &e), XS_OK);
+  assert_int_equal(xs_profile_set_default_channel(p, "link", &e), XS_OK);
   profile_roundtrip(p);
   /* what JSON cannot hold is refused where it comes in, or not written */
   assert_int_equal(xs_profile_add_channel(p, "bad\xe2\x82", &c, &e), XS_INVALID);

@@ -23,10 +23,6 @@ def knob_words(schedule, k):
         return "lag %d, group %d" % (k.lag, k.group)
     if schedule == "fused-interleaved":
         return "warm-up %d" % k.warmup
-    if schedule == "searched":
-        if k.l2_sms:
-            return "split %d SMs" % k.l2_sms
-        return "%d:%d waves" % (k.l1_waves, k.l2_waves)
     return "-"
 
 

@@ -159,7 +159,7 @@ class MoeConfig(ctypes.Structure):
         (f, ctypes.c_double) for f in (
             "tokens", "hidden", "intermediate", "experts", "topk", "ep",
             "act_bytes", "combine_bytes", "weight_bytes", "shared_experts",
-            "block_m", "block_n", "sms", "imbalance", "stagger")
+            "block_m", "block_n", "sms", "imbalance", "capacity", "sm_groups")
     ] + [("dtype", ctypes.c_char * 16)]
 
 

@@ -267,14 +267,14 @@ class MoEConfig(Result):
 
 @dataclass(frozen=True, repr=False)
 class Knobs(Result):
-    """A MegaMoE schedule's knobs (0: not used by that schedule)."""
-    l1_waves: Optional[int] = None
-    l2_waves: Optional[int] = None
-    l2_sms: Optional[int] = None
+    """A MegaMoE schedule's knobs (0: not used by that schedule); knobs a
+    newer planner adds are in extra."""
     experts_per_wave: Optional[int] = None
     warmup: Optional[int] = None
     lag: Optional[int] = None
     group: Optional[int] = None
+    block_m: Optional[int] = None
+    block_n: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

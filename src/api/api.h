@@ -14,6 +14,8 @@
 xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err);
 /* Each schedule's times, knobs and breakdown of a MegaMoE plan. */
 json_t *xs__api_moe_schedules(const xs_moe_result *r);
+json_t *xs__api_moe_knobs(const xs_moe_pattern *k);
+json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b);
 /* The ring model's rows as an array; null when there are none. */
 json_t *xs__api_rings(const xs_fa_ring *r, size_t n);
 

@@ -74,51 +74,49 @@ xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err)
 
 /* ---- MegaMoE ---- */
 
-static json_t *knobs_json(const xs_moe_pattern *k) {
-  return json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "l1_waves", (int)k->l1_waves,
-                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
-                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
-                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
+json_t *xs__api_moe_knobs(const xs_moe_pattern *k) {
+  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "experts_per_wave",
+                   (json_int_t)k->experts_per_wave, "warmup",
+                   (json_int_t)k->warmup, "lag", (json_int_t)k->lag, "group",
+                   (json_int_t)k->group, "block_m", (json_int_t)k->block_m,
+                   "block_n", (json_int_t)k->block_n);
 }
 
-static json_t *breakdown_json(const xs_moe_breakdown *b) {
-  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "hbm_s", b->hbm_s,
-                   "compute_s", b->compute_s, "fixed_s", b->fixed_s, "dispatch_s",
-                   b->dispatch_s, "link_s", b->link_s, "stall_s", b->stall_s,
-                   "xstage_tail_s", b->xstage_tail_s, "bound", b->bound ? b->bound : "");
+json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "compute_s",
+                   b->compute_s, "hbm_s", b->hbm_s, "fixed_s", b->fixed_s,
+                   "dispatch_s", b->dispatch_s, "sync_s", b->sync_s, "link_s",
+                   b->link_s, "stall_s", b->stall_s, "xstage_tail_s",
+                   b->xstage_tail_s, "bound", b->bound ? b->bound : "");
 }
 
 json_t *xs__api_moe_schedules(const xs_moe_result *r) {
   json_t *s = json_object();
   for (int k = 0; k < XS_MOE_SCHEDULES; k++)
     json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
-        json_pack("{s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
-                  "blocking_s", r->time_s[k][1], "ideal_s", r->time_s[k][2],
-                  "knobs", knobs_json(&r->knobs[k]), "breakdown",
-                  breakdown_json(&r->breakdown[k])));
+        json_pack("{s:f,s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+                  "blocking_s", r->time_s[k][1], "serial_s", r->time_s[k][2],
+                  "ideal_s", r->time_s[k][3], "knobs",
+                  xs__api_moe_knobs(&r->knobs[k]), "breakdown",
+                  xs__api_moe_breakdown(&r->breakdown[k])));
   return s;
 }
 
 static json_t *option_json(const xs_moe_option *o) {
   if (isnan(o->time_s))
     return json_null();
-  const xs_moe_pattern *k = &o->knobs;
-  return json_pack("{s:s,s:s,s:i,s:f,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i}}",
-                   "schedule", xs_moe_schedule_name(o->schedule), "rule",
+  return json_pack("{s:s,s:s,s:i,s:f,s:o}", "schedule",
+                   xs_moe_schedule_name(o->schedule), "rule",
                    xs_moe_rule_name(o->schedule, o->rule), "away", (int)o->away,
-                   "time_s", o->time_s, "knobs", "l1_waves", (int)k->l1_waves,
-                   "l2_waves", (int)k->l2_waves, "l2_sms", (int)k->l2_sms,
-                   "experts_per_wave", (int)k->experts_per_wave, "warmup",
-                   (int)k->warmup, "lag", (int)k->lag, "group", (int)k->group);
+                   "time_s", o->time_s, "knobs", xs__api_moe_knobs(&o->knobs));
 }
 
 static json_t *pick_json(const xs_moe_pick *p, double tol) {
   json_t *near = json_array();
   for (size_t i = 0; i < p->near; i++)
     json_array_append_new(near, option_json(&p->near_set[i]));
-  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
-                   "lo", p->lo, "block_m", p->block_m, "stagger", p->stagger,
-                   "tolerance", tol, "chosen", option_json(&p->chosen),
+  return json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
+                   "lo", p->lo, "tolerance", tol, "chosen", option_json(&p->chosen),
                    "best", option_json(&p->best), "runner_up",
                    option_json(&p->runner_up), "near", near);
 }
@@ -156,19 +154,16 @@ static json_t *moe_plan_doc(const xs_moe_config *c, const xs_profile *prof,
       "tokens", c->tokens, "hidden", c->hidden, "intermediate", c->intermediate,
       "experts", c->experts, "topk", c->topk, "ep", c->ep, "act_bytes", c->act_bytes,
       "combine_bytes", c->combine_bytes, "imbalance", c->imbalance, "dtype", c->dtype));
-  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-      "pairs", w->pairs, "tokens_per_expert", w->tokens_per_expert, "block_m", w->block_m,
-      "block_n", w->block_n, "sms", w->sms, "blocks", w->blocks, "l1_tiles", w->l1_tiles,
-      "l2_tiles", w->l2_tiles, "waves", w->waves, "l1_tile_s", w->l1_tile_s,
-      "l2_tile_s", w->l2_tile_s, "flops", w->flops, "dispatch_B", w->dispatch_B,
-      "combine_B", w->combine_B, "experts_touched", w->experts_touched,
-      "weights_B", w->weights_B));
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+      "pairs", w->pairs, "mean_pairs", w->mean_pairs, "tokens_per_expert",
+      w->tokens_per_expert, "experts_touched", w->experts_touched, "sms", w->sms,
+      "flops", w->flops, "weights_B", w->weights_B, "mma_flops_per_s",
+      w->mma_flops_per_s, "l2_Bps", w->l2_Bps, "dispatch_B", w->dispatch_B,
+      "combine_B", w->combine_B));
   json_object_set_new(o, "schedules", xs__api_moe_schedules(r));
   json_object_set_new(o, "best_fused",
                       json_string(xs_moe_schedule_name(r->best_fused)));
-  json_object_set_new(o, "pattern", json_pack("{s:i,s:i,s:i,s:i}", "l1_waves",
-      (int)r->chosen.l1_waves, "l2_waves", (int)r->chosen.l2_waves, "l2_sms",
-      (int)r->chosen.l2_sms, "searched", (int)r->searched));
+  json_object_set_new(o, "programs_evaluated", json_integer(r->searched));
   json_object_set_new(o, "speedup", json_real(r->time_s[1][0] / r->time_s[2][0]));
   json_object_set_new(o, "blocking_speedup", json_real(r->time_s[1][1] / r->time_s[2][1]));
   json_object_set_new(o, "speedup_vs_sequential", json_real(r->time_s[0][0] / r->time_s[2][0]));

@@ -321,16 +321,21 @@ static void fa_describe(const void *p, char *buf, size_t size) {
 /* The schedules' indices are those of xs_moe_result and xs_fa_result:
  * [schedule][model], the choice and ideal as documented there. */
 void xs_moe_sweep_summary(const xs_moe_result *results, size_t n, xs_sweep_summary *out) {
-  double lg = 0, lb = 0, li = 0, mx = 0, dn = (double)n;
+  double lg = 0, lb = 0, li = 0, lo = 0, mx = 0, mo = 0, dn = (double)n;
   for (size_t i = 0; i < n; i++) {
     const xs_moe_result *r = &results[i];
-    double s = r->time_s[1][0] / r->time_s[2][0];
+    const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
+    double s = pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP];
+    double o = r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0];
     lg += log(s);
-    lb += log(r->time_s[1][1] / r->time_s[2][1]);
-    li += log(r->time_s[2][0] / r->time_s[2][2]);
+    lb += log(pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING]);
+    li += log(il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL]);
+    lo += log(o);
     mx = fmax(mx, s);
+    mo = fmax(mo, o);
   }
-  *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), NAN};
+  *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), NAN,
+                            exp(lo / dn), mo};
 }
 
 void xs_fa_sweep_summary(const xs_fa_result *results, size_t n, xs_sweep_summary *out) {
@@ -344,7 +349,8 @@ void xs_fa_sweep_summary(const xs_fa_result *results, size_t n, xs_sweep_summary
     li += log(r->time_s[2][0] / r->time_s[2][2]);
     mx = fmax(mx, s);
   }
-  *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), exp(ld / dn)};
+  *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), exp(ld / dn),
+                            NAN, NAN};
 }
 static xs_status fa_check(const void *c, xs_error *err) {
   return xs_fa_config_check(c, err);
@@ -376,20 +382,25 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
   for (size_t i = 0; i < n; i++) {
     const xs_moe_result *r = &results[i];
     const xs_moe_config *c = &configs[i];
+    const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
     json_array_append_new(cs, json_pack(
-        "{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:s}", "preset", c->name,
-        "tokens", c->tokens, "ep", c->ep, "sequential_s", r->time_s[0][0],
-        "baseline_s", r->time_s[1][0], "interleaved_s", r->time_s[2][0],
-        "ideal_s", r->time_s[2][2], "speedup", r->time_s[1][0] / r->time_s[2][0],
-        "blocking_speedup", r->time_s[1][1] / r->time_s[2][1],
+        "{s:s,s:f,s:f,s:s,s:s,s:f,s:f,s:f,s:f,s:o,s:s}", "preset", c->name,
+        "tokens", c->tokens, "ep", c->ep,
+        "best_interleaved", xs_moe_schedule_name(r->best_interleaved),
+        "best_plain", xs_moe_schedule_name(r->best_plain),
+        "speedup", pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP],
+        "blocking_speedup", pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
+        "order_gain", r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
+        "ideal_ratio", il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL],
         "schedules", xs__api_moe_schedules(r), "best_fused",
         xs_moe_schedule_name(r->best_fused)));
   }
   json_object_set_new(root, "configs", cs);
-  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}",
+  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f}",
       "configs", (json_int_t)n, "geomean_speedup", sum.geomean_speedup, "max_speedup",
       sum.max_speedup, "geomean_blocking_speedup", sum.geomean_blocking_speedup,
-      "geomean_ideal_ratio", sum.geomean_ideal_ratio));
+      "geomean_ideal_ratio", sum.geomean_ideal_ratio, "geomean_order_gain",
+      sum.geomean_order_gain, "max_order_gain", sum.max_order_gain));
   free(own);
   return xs__api_dump(root, 12, out, err);
 }

@@ -21,7 +21,7 @@ typedef struct {
   double flops_per_s;
 } flops_entry;
 
-/* A FLOP/s table (flops_per_s or gemm_flops_per_s): entries in the order
+/* A FLOP/s table (flops_per_s or an attention table): entries in the order
  * they were set, found by dtype through the index. */
 typedef struct {
   flops_entry *e;
@@ -40,12 +40,16 @@ static const struct {
   size_t offset;
   double hi;
 } cost_keys[] = {
-    {"hbm_efficiency", offsetof(xs_kernel_costs, hbm_efficiency), 1},
     {"launch_s", offsetof(xs_kernel_costs, launch_s), 1},
     {"barrier_s", offsetof(xs_kernel_costs, barrier_s), 1},
     {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s), 1},
     {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s), 1},
-    {"roofline_p", offsetof(xs_kernel_costs, roofline_p), 64},
+    {"mma_clock_hz", offsetof(xs_kernel_costs, mma_clock_hz), 1e11},
+    {"wgmma_cycles", offsetof(xs_kernel_costs, wgmma_cycles), 1e5},
+    {"l2_Bps", offsetof(xs_kernel_costs, l2_Bps), 1e16},
+    {"promotion", offsetof(xs_kernel_costs, promotion), 1},
+    {"setup_s", offsetof(xs_kernel_costs, setup_s), 1},
+    {"host_sync_s", offsetof(xs_kernel_costs, host_sync_s), 1},
     {"copy_efficiency", offsetof(xs_kernel_costs, copy_efficiency), 1},
     {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1},
     {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4}};
@@ -54,11 +58,12 @@ static const struct {
 
 struct xs_profile {
   char *name, *source;
+  char *default_channel; /* NULL: the first in name order */
   named_channel *channels;
   size_t nchannels, channels_cap;
   unsigned sms;
   double efficiency, hbm_Bps;
-  rate_table flops, gemm, attn[XS_ATTN_TABLES];
+  rate_table flops, attn[XS_ATTN_TABLES];
   xs_kernel_costs costs;
   source_entry *sources;
   size_t nsources, sources_cap;
@@ -155,7 +160,7 @@ void xs_profile_free(xs_profile *p) {
   for (size_t i = 0; i < p->nchannels; i++)
     free(p->channels[i].name);
   rates_free(&p->flops);
-  rates_free(&p->gemm);
+  free(p->default_channel);
   for (int t = 0; t < XS_ATTN_TABLES; t++)
     rates_free(&p->attn[t]);
   for (size_t i = 0; i < p->nsources; i++) {
@@ -239,20 +244,21 @@ xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
   if (!from->sms)
     return xs__fail(err, XS_INVALID, "profile \"%s\" has no compute section", from->name);
   rates_free(&to->flops);
-  rates_free(&to->gemm);
   for (int t = 0; t < XS_ATTN_TABLES; t++)
     rates_free(&to->attn[t]);
   xs_status st = xs_profile_set_compute(to, from->sms, from->efficiency, from->hbm_Bps, err);
   for (size_t i = 0; !st && i < from->flops.n; i++)
     st = xs_profile_set_flops(to, from->flops.e[i].dtype, from->flops.e[i].flops_per_s, err);
-  for (size_t i = 0; !st && i < from->gemm.n; i++)
-    st = xs_profile_set_gemm_flops(to, from->gemm.e[i].dtype, from->gemm.e[i].flops_per_s, err);
   for (int t = 0; t < XS_ATTN_TABLES; t++)
     for (size_t i = 0; !st && i < from->attn[t].n; i++)
       st = xs_profile_set_attn(to, (xs_attn_table)t, from->attn[t].e[i].dtype,
                                from->attn[t].e[i].flops_per_s, err);
   if (!st)
     st = xs_profile_set_kernel_costs(to, &from->costs, err);
+  /* the GPU's memory is a channel: it comes with the compute section */
+  long hf = xs_profile_find_channel(from, "hbm");
+  if (!st && hf >= 0)
+    st = xs_profile_add_channel(to, "hbm", &from->channels[hf].ch, err);
   return st;
 }
 
@@ -295,9 +301,29 @@ xs_status xs_profile_set_flops(xs_profile *p, const char *dtype,
   return set_rate(&p->flops, "flops_per_s", dtype, flops_per_s, err);
 }
 
-xs_status xs_profile_set_gemm_flops(xs_profile *p, const char *dtype,
-                                    double flops_per_s, xs_error *err) {
-  return set_rate(&p->gemm, "gemm_flops_per_s", dtype, flops_per_s, err);
+xs_status xs_profile_set_default_channel(xs_profile *p, const char *name,
+                                         xs_error *err) {
+  if (!name) {
+    free(p->default_channel);
+    p->default_channel = NULL;
+    return XS_OK;
+  }
+  if (xs_profile_find_channel(p, name) < 0)
+    return xs__fail(err, XS_INVALID,
+                    "default_channel \"%s\" is not a channel of profile \"%s\"",
+                    name, p->name);
+  char *c = xs__strdup(name);
+  if (!c)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  free(p->default_channel);
+  p->default_channel = c;
+  return XS_OK;
+}
+
+size_t xs_profile_default_channel(const xs_profile *p) {
+  long c = p->default_channel ? xs_profile_find_channel(p, p->default_channel)
+                              : -1;
+  return c >= 0 ? (size_t)c : 0;
 }
 
 xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
@@ -308,10 +334,11 @@ xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
       return xs__fail(err, XS_INVALID, "%s must be in [0, %g], got %g",
                       cost_keys[i].key, cost_keys[i].hi, v);
   }
-  if (k->roofline_p > 0 && k->roofline_p < 1)
+  if (k->promotion != 0 && k->promotion != 1)
     return xs__fail(err, XS_INVALID,
-                    "roofline_p must be 0 (max) or at least 1, got %g",
-                    k->roofline_p);
+                    "promotion must be 0 (the MMA scales) or 1 (CUDA cores "
+                    "promote the accumulators), got %g",
+                    k->promotion);
   p->costs = *k;
   return XS_OK;
 }
@@ -342,10 +369,6 @@ double xs_profile_attn(const xs_profile *p, xs_attn_table t,
   return a ? a->flops_per_s : 0;
 }
 
-double xs_profile_gemm_flops_per_s(const xs_profile *p, const char *dtype) {
-  const flops_entry *g = find_rate(&p->gemm, dtype);
-  return g ? g->flops_per_s : xs_profile_flops_per_s(p, dtype) * p->efficiency;
-}
 
 static xs_status set_source(xs_profile *p, const char *key, const char *text,
                             xs_error *err) {
@@ -454,11 +477,12 @@ static xs_status parse_channel(xs__jdoc *d, xs_profile *p, const char *name,
 
 static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   static const char *const keys[] = {
-      "sms",         "flops_per_s", "efficiency",      "hbm_Bps",
-      "gemm_flops_per_s", "hbm_efficiency", "launch_s", "barrier_s",
-      "a2a_fixed_s", "tile_overhead_s", "roofline_p", "attn_flops_per_s",
-      "attn_cta_s", "attn_causal_efficiency", "copy_efficiency", "ring_step_s",
-      "comm_sms", NULL};
+      "sms",          "flops_per_s",    "efficiency",   "hbm_Bps",
+      "launch_s",     "barrier_s",      "a2a_fixed_s",  "tile_overhead_s",
+      "mma_clock_hz", "wgmma_cycles",   "l2_Bps",       "promotion",
+      "setup_s",      "host_sync_s",    "attn_flops_per_s", "attn_cta_s",
+      "attn_causal_efficiency", "copy_efficiency", "ring_step_s", "comm_sms",
+      NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);
@@ -491,10 +515,9 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   xs_error e2;
   if (xs_profile_set_kernel_costs(p, &k, &e2))
     return xs__jfail_checked(d, obj, &e2);
-  static const char *const tables[] = {"flops_per_s", "gemm_flops_per_s",
-                                       "attn_flops_per_s", "attn_cta_s",
-                                       "attn_causal_efficiency"};
-  for (int t = 0; t < 5; t++) {
+  static const char *const tables[] = {"flops_per_s", "attn_flops_per_s",
+                                       "attn_cta_s", "attn_causal_efficiency"};
+  for (int t = 0; t < 4; t++) {
     json_t *fl = json_object_get(obj, tables[t]);
     if (!fl)
       continue;
@@ -508,9 +531,8 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       double x;
       if ((st = xs__jnumber(d, fl, key, XS__J_POSITIVE, "FLOP/s", &x, NULL)))
         return st;
-      if ((t >= 2   ? xs_profile_set_attn(p, (xs_attn_table)(t - 2), key, x, &e2)
-           : t == 1 ? xs_profile_set_gemm_flops(p, key, x, &e2)
-                    : xs_profile_set_flops(p, key, x, &e2)))
+      if ((t >= 1 ? xs_profile_set_attn(p, (xs_attn_table)(t - 1), key, x, &e2)
+                  : xs_profile_set_flops(p, key, x, &e2)))
         return xs__jfail(d, "%s", e2.message);
     }
     xs__jpath_pop(&d->path);
@@ -540,8 +562,9 @@ static xs_status parse_sources(xs__jdoc *d, xs_profile *p, json_t *obj) {
 xs_status xs_profile_parse(const char *text, size_t length,
                            const char *filename, xs_profile **out,
                            xs_error *err) {
-  static const char *const keys[] = {"name",  "source",  "channels", "compute",
-                                     "notes", "sources", NULL};
+  static const char *const keys[] = {"name",    "source",          "channels",
+                                     "compute", "default_channel", "notes",
+                                     "sources", NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   *out = NULL;
@@ -592,6 +615,18 @@ xs_status xs_profile_parse(const char *text, size_t length,
   }
   qsort(p->channels, p->nchannels, sizeof *p->channels, by_channel_name);
   xs__jpath_pop(&d.path);
+  const char *dc;
+  if ((st = xs__jstring(&d, root, "default_channel", &dc, &have)))
+    goto done;
+  if (have) {
+    xs_error e2;
+    if (xs_profile_set_default_channel(p, dc, &e2)) {
+      xs__jpath_key(&d.path, "default_channel");
+      st = e2.status == XS_NOMEM ? xs__fail(err, XS_NOMEM, "%s", e2.message)
+                                 : xs__jfail(&d, "%s", e2.message);
+      goto done;
+    }
+  }
   json_t *comp = json_object_get(root, "compute");
   if (comp) {
     xs__jpath_key(&d.path, "compute");
@@ -689,6 +724,8 @@ char *xs_profile_to_json(const xs_profile *p) {
     bad |= xs__jput(chs, p->channels[i].name, o);
   }
   bad |= xs__jput(root, "channels", chs);
+  if (p->default_channel)
+    bad |= xs__jput(root, "default_channel", json_string(p->default_channel));
   int have_costs = 0, have_attn = 0;
   for (size_t i = 0; i < NCOSTS; i++)
     have_costs |= COST(&p->costs, i) != 0;
@@ -696,7 +733,7 @@ char *xs_profile_to_json(const xs_profile *p) {
     have_attn |= p->attn[t].n != 0;
   /* any compute number makes the section: one set through the API without
    * xs_profile_set_compute still has the parser's default efficiency */
-  if (p->sms || p->flops.n || p->hbm_Bps || p->gemm.n || have_costs || have_attn) {
+  if (p->sms || p->flops.n || p->hbm_Bps || have_costs || have_attn) {
     json_t *c = json_object();
     if (p->sms)
       bad |= xs__jput(c, "sms", json_integer(p->sms));
@@ -704,8 +741,6 @@ char *xs_profile_to_json(const xs_profile *p) {
     bad |= set_num(c, "efficiency", p->efficiency);
     if (p->hbm_Bps)
       bad |= set_num(c, "hbm_Bps", p->hbm_Bps);
-    if (p->gemm.n)
-      bad |= set_rates(c, "gemm_flops_per_s", &p->gemm);
     for (int t = 0; t < XS_ATTN_TABLES; t++)
       if (p->attn[t].n)
         bad |= set_rates(c, attn_names[t], &p->attn[t]);

@@ -43,6 +43,10 @@ void xs_program_free(xs_program *p) {
   for (size_t i = 0; i < p->npending; i++)
     free(p->pending[i]);
   free(p->pending);
+  for (size_t i = 0; i < p->ncounters; i++)
+    free(p->counter_names[i]);
+  free(p->counter_names);
+  xs__strmap_free(&p->counter_map);
   xs__strmap_free(&p->chan_map);
   xs__strmap_free(&p->worker_map);
   xs__strmap_free(&p->id_map);
@@ -169,6 +173,15 @@ xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
 
 xs_status xs_program_add_worker(xs_program *p, const char *name,
                                 size_t *index, xs_error *err) {
+  return xs_program_add_workers(p, name, 1, index, err);
+}
+
+xs_status xs_program_add_workers(xs_program *p, const char *name,
+                                 size_t copies, size_t *index, xs_error *err) {
+  if (copies < 1 || copies > COUNT_MAX)
+    return xs__fail(err, XS_INVALID,
+                    "a worker stands for 1 to %zu copies, got %zu", COUNT_MAX,
+                    copies);
   if (!name || !*name)
     return xs__fail(err, XS_INVALID, "a worker needs a non-empty name");
   if (!xs__utf8_ok(name))
@@ -185,6 +198,7 @@ xs_status xs_program_add_worker(xs_program *p, const char *name,
     return xs__fail(err, XS_NOMEM, "out of memory");
   xs__worker *wk = &p->workers[p->nworkers];
   memset(wk, 0, sizeof *wk);
+  wk->copies = (uint32_t)copies;
   if (!(wk->name = xs__strdup(name)))
     return xs__fail(err, XS_NOMEM, "out of memory");
   if (index)
@@ -222,6 +236,10 @@ static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
   op->aux = aux;
   if (kind == XS_OP_WAIT)
     p->nwaits++;
+  else if (kind == XS_OP_SIGNAL)
+    p->nsignals++;
+  else if (kind == XS_OP_AWAIT)
+    p->nawaits++;
   if (out)
     *out = op;
   p->finished = 0;
@@ -361,6 +379,85 @@ xs_status xs_program_fence(xs_program *p, size_t w, xs_error *err) {
   return push_op(p, w, XS_OP_FENCE, 0, 0, NULL, err);
 }
 
+/* ---- counters ---- */
+
+/* Counter values and amounts are whole numbers a double holds exactly. */
+#define COUNTER_MAX 9007199254740992.0 /* 2^53 */
+
+xs_status xs_program_counter(xs_program *p, const char *name, size_t *index,
+                             xs_error *err) {
+  if (!name || !*name)
+    return xs__fail(err, XS_INVALID, "a counter needs a non-empty name");
+  if (!xs__utf8_ok(name))
+    return xs__fail(err, XS_INVALID, "a counter's name must be UTF-8");
+  uint32_t c;
+  if (xs__strmap_get(&p->counter_map, name, &c)) {
+    if (index)
+      *index = c;
+    return XS_OK;
+  }
+  if (p->ncounters >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID, "too many counters");
+  if (xs__grow(&p->counter_names, &p->counters_cap, p->ncounters + 1,
+               sizeof *p->counter_names))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  char *copy = xs__strdup(name);
+  if (!copy || xs__strmap_put(&p->counter_map, name,
+                              (uint32_t)p->ncounters) < 0) {
+    free(copy);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  p->counter_names[p->ncounters] = copy;
+  if (index)
+    *index = p->ncounters;
+  p->ncounters++;
+  p->finished = 0;
+  return XS_OK;
+}
+
+static xs_status counter_op(xs_program *p, size_t w, size_t counter,
+                            double amount, xs_op_kind kind, xs_error *err) {
+  if (counter >= p->ncounters)
+    return xs__fail(err, XS_INVALID, "no counter %zu (the program has %zu)",
+                    counter, p->ncounters);
+  if (!(amount >= 1 && amount <= COUNTER_MAX) || amount != floor(amount))
+    return xs__fail(err, XS_INVALID,
+                    "%s must be a whole number from 1 to 2^53, got %g",
+                    kind == XS_OP_SIGNAL ? "a signal's add"
+                                         : "an await's value",
+                    amount);
+  return push_op(p, w, kind, amount, (uint32_t)counter, NULL, err);
+}
+
+xs_status xs_program_signal_index(xs_program *p, size_t w, size_t counter,
+                                  double add, xs_error *err) {
+  return counter_op(p, w, counter, add, XS_OP_SIGNAL, err);
+}
+
+xs_status xs_program_await_index(xs_program *p, size_t w, size_t counter,
+                                 double value, xs_error *err) {
+  return counter_op(p, w, counter, value, XS_OP_AWAIT, err);
+}
+
+xs_status xs_program_signal(xs_program *p, size_t w, const char *counter,
+                            double add, xs_error *err) {
+  size_t c;
+  xs_status st = xs_program_counter(p, counter, &c, err);
+  return st ? st : counter_op(p, w, c, add, XS_OP_SIGNAL, err);
+}
+
+xs_status xs_program_await(xs_program *p, size_t w, const char *counter,
+                           double value, xs_error *err) {
+  size_t c;
+  xs_status st = xs_program_counter(p, counter, &c, err);
+  return st ? st : counter_op(p, w, c, value, XS_OP_AWAIT, err);
+}
+
+size_t xs_program_counter_count(const xs_program *p) { return p->ncounters; }
+const char *xs_program_counter_name(const xs_program *p, size_t c) {
+  return c < p->ncounters ? p->counter_names[c] : NULL;
+}
+
 /* ---- finish: resolve waits, check ids and cycles ---- */
 
 /* A send named "worker#k" without an explicit id. */
@@ -393,14 +490,28 @@ static int find_auto_id(const xs_program *p, const char *id, uint32_t *send) {
 }
 
 static const char *op_kind_name(int kind) {
-  static const char *const names[] = {"compute", "send", "wait", "fence"};
-  return kind >= 0 && kind < 4 ? names[kind] : "op";
+  static const char *const names[] = {"compute", "send",   "wait",
+                                      "fence",   "signal", "await"};
+  return kind >= 0 && kind < 6 ? names[kind] : "op";
 }
 
-/* Kahn's algorithm over ops: op i of a worker follows op i-1, and a wait
- * follows the send it waits on. Ops left over lie on or behind a cycle;
- * walking predecessors from one of them finds the cycle itself. */
-static xs_status check_cycles(xs_program *p, xs_error *err) {
+/* An await op node and the counter value it needs, ordered by value. */
+typedef struct {
+  double need;
+  size_t node;
+} await_node;
+static int by_need(const void *a, const void *b) {
+  double x = ((const await_node *)a)->need, y = ((const await_node *)b)->need;
+  return (x > y) - (x < y);
+}
+
+/* Kahn's algorithm over ops: op i of a worker follows op i-1, a wait
+ * follows the send it waits on, and an await follows as many signals of
+ * its counter as it needs. Counters only grow, so the ops this reaches are
+ * exactly the ops an evaluation reaches, in any order of events. Ops left
+ * over lie behind an await that never gets its value or on a cycle of
+ * waits; walking predecessors from one of them finds which. */
+static xs_status check_progress(xs_program *p, xs_error *err) {
   size_t total = 0;
   size_t *base = malloc((p->nworkers + 1) * sizeof *base);
   if (!base)
@@ -410,16 +521,24 @@ static xs_status check_cycles(xs_program *p, xs_error *err) {
     total += p->workers[w].nops;
   }
   base[p->nworkers] = total;
+  size_t nc = p->ncounters;
   /* waiters of each send, as a linked list over op nodes */
   uint32_t *head = malloc(p->nsends * sizeof *head + 1);
   uint32_t *next = malloc(total * sizeof *next + 1);
   uint8_t *done = calloc(total + 1, 1);
   size_t *queue = malloc(total * sizeof *queue + 1);
   uint32_t *node_worker = malloc(total * sizeof *node_worker + 1);
-  if (!head || !next || !done || !queue || !node_worker) {
-    free(base), free(head), free(next), free(done), free(queue);
-    free(node_worker);
-    return xs__fail(err, XS_NOMEM, "out of memory");
+  uint8_t *indeg = malloc(total + 1);
+  /* awaits of each counter, by value: aw[astart[c] .. astart[c+1]) */
+  size_t *astart = calloc(nc + 2, sizeof *astart);
+  await_node *aw = malloc(p->nawaits * sizeof *aw + 1);
+  size_t *apos = calloc(nc + 1, sizeof *apos);
+  double *acc = calloc(nc + 1, sizeof *acc);
+  xs_status st = XS_OK;
+  if (!head || !next || !done || !queue || !node_worker || !indeg ||
+      !astart || !aw || !apos || !acc) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto out;
   }
   for (size_t s = 0; s < p->nsends; s++)
     head[s] = XS__NONE;
@@ -428,27 +547,36 @@ static xs_status check_cycles(xs_program *p, xs_error *err) {
     const xs__worker *wk = &p->workers[w];
     for (size_t i = 0; i < wk->nops; i++) {
       size_t node = base[w] + i;
+      const xs__op *op = &wk->ops[i];
       node_worker[node] = (uint32_t)w;
-      if (wk->ops[i].kind == XS_OP_WAIT) {
-        uint32_t s = wk->ops[i].aux;
+      indeg[node] = (uint8_t)((i > 0) + (op->kind == XS_OP_WAIT ||
+                                         op->kind == XS_OP_AWAIT));
+      if (op->kind == XS_OP_WAIT) {
+        uint32_t s = op->aux;
         next[node] = head[s];
         head[s] = (uint32_t)node;
+      } else if (op->kind == XS_OP_AWAIT) {
+        astart[op->aux + 2]++;
       }
     }
-    if (wk->nops && wk->ops[0].kind != XS_OP_WAIT)
+    if (wk->nops && indeg[base[w]] == 0)
       queue[qn++] = base[w];
   }
-  /* in-degree: 1 for the previous op, 1 for a wait's send */
-  uint8_t *indeg = malloc(total + 1);
-  if (!indeg) {
-    free(base), free(head), free(next), free(done), free(queue);
-    free(node_worker);
-    return xs__fail(err, XS_NOMEM, "out of memory");
+  if (p->nawaits) {
+    /* bucket the awaits by counter, then sort each bucket by value */
+    for (size_t c = 0; c < nc; c++)
+      astart[c + 2] += astart[c + 1];
+    for (size_t w = 0; w < p->nworkers; w++)
+      for (size_t i = 0; i < p->workers[w].nops; i++) {
+        const xs__op *op = &p->workers[w].ops[i];
+        if (op->kind == XS_OP_AWAIT)
+          aw[astart[op->aux + 1]++] = (await_node){op->value, base[w] + i};
+      }
+    for (size_t c = 0; c < nc; c++) {
+      qsort(aw + astart[c], astart[c + 1] - astart[c], sizeof *aw, by_need);
+      apos[c] = astart[c];
+    }
   }
-  for (size_t w = 0; w < p->nworkers; w++)
-    for (size_t i = 0; i < p->workers[w].nops; i++)
-      indeg[base[w] + i] =
-          (uint8_t)((i > 0) + (p->workers[w].ops[i].kind == XS_OP_WAIT));
   size_t qh = 0, ndone = 0;
   while (qh < qn) {
     size_t node = queue[qh++];
@@ -457,86 +585,119 @@ static xs_status check_cycles(xs_program *p, xs_error *err) {
     uint32_t w = node_worker[node];
     size_t i = node - base[w];
     const xs__op *op = &p->workers[w].ops[i];
-    if (op->kind == XS_OP_SEND)
+    if (op->kind == XS_OP_SEND) {
       for (uint32_t x = head[op->aux]; x != XS__NONE; x = next[x])
         if (--indeg[x] == 0)
           queue[qn++] = x;
+    } else if (op->kind == XS_OP_SIGNAL) {
+      uint32_t c = op->aux;
+      acc[c] += op->value * p->workers[w].copies;
+      while (apos[c] < astart[c + 1] && aw[apos[c]].need <= acc[c]) {
+        size_t x = aw[apos[c]++].node;
+        if (--indeg[x] == 0)
+          queue[qn++] = x;
+      }
+    }
     if (i + 1 < p->workers[w].nops && --indeg[node + 1] == 0)
       queue[qn++] = node + 1;
   }
-  xs_status st = XS_OK;
-  if (ndone < total) {
-    /* walk back through unfinished predecessors until a node repeats */
-    size_t start = 0;
-    while (done[start])
-      start++;
-    size_t *trail = queue; /* reuse: positions along the walk */
-    size_t *seen_at = malloc(total * sizeof *seen_at + 1);
-    if (!seen_at) {
-      st = xs__fail(err, XS_NOMEM, "out of memory");
-    } else {
-      for (size_t k = 0; k < total; k++)
-        seen_at[k] = SIZE_MAX;
-      size_t len = 0, node = start;
-      while (seen_at[node] == SIZE_MAX) {
-        seen_at[node] = len;
-        trail[len++] = node;
-        uint32_t w = node_worker[node];
-        size_t i = node - base[w];
-        const xs__op *op = &p->workers[w].ops[i];
-        size_t prev = SIZE_MAX;
-        if (op->kind == XS_OP_WAIT) {
-          uint32_t s = op->aux;
-          size_t snode = base[p->send_worker[s]] + p->send_op[s];
-          if (!done[snode])
-            prev = snode;
+  if (ndone == total)
+    goto out;
+  /* walk back through unfinished predecessors until an await that never
+   * gets its value, or a node that repeats (a cycle of waits) */
+  size_t start = 0;
+  while (done[start])
+    start++;
+  size_t *trail = queue; /* reuse: positions along the walk */
+  size_t *seen_at = malloc(total * sizeof *seen_at + 1);
+  if (!seen_at) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t k = 0; k < total; k++)
+    seen_at[k] = SIZE_MAX;
+  size_t len = 0, node = start;
+  while (node != SIZE_MAX && seen_at[node] == SIZE_MAX) {
+    seen_at[node] = len;
+    trail[len++] = node;
+    uint32_t w = node_worker[node];
+    size_t i = node - base[w];
+    const xs__op *op = &p->workers[w].ops[i];
+    size_t prev = SIZE_MAX;
+    if (op->kind == XS_OP_AWAIT && i > 0 && !done[node - 1]) {
+      prev = node - 1; /* its own worker has not got here yet */
+    } else if (op->kind == XS_OP_AWAIT) {
+      double all = 0;
+      for (size_t x = 0; x < p->nworkers; x++)
+        for (size_t j = 0; j < p->workers[x].nops; j++) {
+          const xs__op *o = &p->workers[x].ops[j];
+          if (o->kind == XS_OP_SIGNAL && o->aux == op->aux)
+            all += o->value * p->workers[x].copies;
         }
-        if (prev == SIZE_MAX && i > 0 && !done[node - 1])
-          prev = node - 1;
-        node = prev;
-        if (node == SIZE_MAX)
-          break; /* cannot happen: leftovers always have a leftover pred */
-      }
-      char msg[700];
-      size_t n = 0;
-      msg[0] = '\0';
-      size_t from = node == SIZE_MAX ? 0 : seen_at[node];
-      size_t first_w = 0, first_i = 0;
-      int have_first = 0;
-      /* trail runs backwards in time; print it forwards */
-      for (size_t k = len; k-- > from && n < sizeof msg - 64;) {
-        size_t nd = trail[k];
-        uint32_t w = node_worker[nd];
-        size_t i = nd - base[w];
-        const xs__op *op = &p->workers[w].ops[i];
-        if (op->kind != XS_OP_WAIT && op->kind != XS_OP_SEND)
-          continue;
-        char idbuf[256];
-        const char *id =
-            op->kind == XS_OP_WAIT
-                ? xs_program_send_id(p, op->aux, idbuf, sizeof idbuf)
-                : xs_program_send_id(p, op->aux, idbuf, sizeof idbuf);
-        int wn = snprintf(msg + n, sizeof msg - n, "%s%s op %zu (%s \"%s\")",
-                          n ? " -> " : "", p->workers[w].name, i,
-                          op_kind_name(op->kind), id);
-        if (wn > 0)
-          n += (size_t)wn;
-        if (!have_first && op->kind == XS_OP_WAIT) {
-          first_w = w;
-          first_i = i;
-          have_first = 1;
-        }
-      }
-      st = xs__program_op_fail(p, err, XS_CYCLE, first_w, first_i,
-                               have_first ? "wait" : NULL,
-                               "waits form a cycle, so the program never "
-                               "finishes: %s",
-                               msg);
+      const char *cn = p->counter_names[op->aux];
+      if (all < op->value)
+        st = xs__program_op_fail(
+            p, err, XS_INVALID, w, i, "await",
+            "await \"%s\" for %.17g can never return: the program's signals "
+            "of \"%s\" add up to %.17g",
+            cn, op->value, cn, all);
+      else
+        st = xs__program_op_fail(
+            p, err, XS_CYCLE, w, i, "await",
+            "await \"%s\" for %.17g never returns, so the program never "
+            "finishes: \"%s\" reaches only %.17g before it (of %.17g that "
+            "its signals add up to; the rest come after ops that wait for "
+            "this one)",
+            cn, op->value, cn, acc[op->aux], all);
       free(seen_at);
+      goto out;
+    } else if (op->kind == XS_OP_WAIT) {
+      uint32_t s = op->aux;
+      size_t snode = base[p->send_worker[s]] + p->send_op[s];
+      if (!done[snode])
+        prev = snode;
+    }
+    if (prev == SIZE_MAX && i > 0 && !done[node - 1])
+      prev = node - 1;
+    node = prev;
+  }
+  char msg[700];
+  size_t n = 0;
+  msg[0] = '\0';
+  size_t from = node == SIZE_MAX ? 0 : seen_at[node];
+  size_t first_w = 0, first_i = 0;
+  int have_first = 0;
+  /* trail runs backwards in time; print it forwards */
+  for (size_t k = len; k-- > from && n < sizeof msg - 64;) {
+    size_t nd = trail[k];
+    uint32_t w = node_worker[nd];
+    size_t i = nd - base[w];
+    const xs__op *op = &p->workers[w].ops[i];
+    if (op->kind != XS_OP_WAIT && op->kind != XS_OP_SEND)
+      continue;
+    char idbuf[256];
+    const char *id = xs_program_send_id(p, op->aux, idbuf, sizeof idbuf);
+    int wn = snprintf(msg + n, sizeof msg - n, "%s%s op %zu (%s \"%s\")",
+                      n ? " -> " : "", p->workers[w].name, i,
+                      op_kind_name(op->kind), id);
+    if (wn > 0)
+      n += (size_t)wn;
+    if (!have_first && op->kind == XS_OP_WAIT) {
+      first_w = w;
+      first_i = i;
+      have_first = 1;
     }
   }
+  st = xs__program_op_fail(p, err, XS_CYCLE, first_w, first_i,
+                           have_first ? "wait" : NULL,
+                           "waits form a cycle, so the program never "
+                           "finishes: %s",
+                           msg);
+  free(seen_at);
+out:
   free(base), free(head), free(next), free(done), free(queue);
-  free(node_worker), free(indeg);
+  free(node_worker), free(indeg), free(astart), free(aw), free(apos);
+  free(acc);
   return st;
 }
 
@@ -583,18 +744,21 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   for (size_t i = 0; i < p->npending; i++)
     free(p->pending[i]);
   p->npending = 0;
-  xs_status st = check_cycles(p, err);
+  xs_status st = check_progress(p, err);
   if (st)
     return st;
-  p->compute_sum = p->bytes_sum = 0;
-  for (size_t w = 0; w < p->nworkers; w++)
+  p->compute_sum = p->bytes_sum = p->copies_sum = 0;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    double k = p->workers[w].copies;
+    p->copies_sum += k;
     for (size_t i = 0; i < p->workers[w].nops; i++) {
       const xs__op *op = &p->workers[w].ops[i];
       if (op->kind == XS_OP_COMPUTE)
         p->compute_sum += op->value;
       else if (op->kind == XS_OP_SEND)
-        p->bytes_sum += op->value;
+        p->bytes_sum += op->value * k;
     }
+  }
   /* one block for all ops; when out of memory the arrays stay as they are */
   xs__op *blk = p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
   if (blk) {
@@ -616,6 +780,95 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   return XS_OK;
 }
 
+/* ---- copies written out one by one (the packet simulator's view) ---- */
+
+xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
+                                    uint32_t *first_worker,
+                                    uint32_t *first_send, xs_error *err) {
+  *out = NULL;
+  /* where each worker's first copy and each send's first copy land */
+  size_t nw = 0, ns = 0;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    const xs__worker *wk = &p->workers[w];
+    first_worker[w] = (uint32_t)nw;
+    size_t sends = 0;
+    for (size_t i = 0; i < wk->nops; i++)
+      if (wk->ops[i].kind == XS_OP_SEND)
+        first_send[wk->ops[i].aux] = (uint32_t)(ns + sends++);
+    nw += wk->copies;
+    ns += sends * wk->copies;
+  }
+  if (nw >= XS__NONE - 1 || ns >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID,
+                    "program \"%s\" has too many copies to write out one by "
+                    "one (%zu workers, %zu sends)",
+                    p->name, nw, ns);
+  xs_program *x = xs_program_new(p->name);
+  xs_status st = x ? XS_OK : xs__fail(err, XS_NOMEM, "out of memory");
+  for (size_t c = 0; c < p->ncounters && !st; c++)
+    st = xs_program_counter(x, p->counter_names[c], NULL, err);
+  char *name = NULL;
+  for (size_t w = 0; w < p->nworkers && !st; w++) {
+    const xs__worker *wk = &p->workers[w];
+    size_t len = strlen(wk->name) + 24;
+    free(name);
+    if (!(name = malloc(len))) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+      break;
+    }
+    for (uint32_t k = 0; k < wk->copies && !st; k++) {
+      size_t xw;
+      if (wk->copies > 1)
+        snprintf(name, len, "%s[%" PRIu32 "]", wk->name, k);
+      else
+        snprintf(name, len, "%s", wk->name);
+      if ((st = xs_program_add_worker(x, name, &xw, err)))
+        break;
+      for (size_t i = 0; i < wk->nops && !st; i++) {
+        const xs__op *op = &wk->ops[i];
+        switch (op->kind) {
+        case XS_OP_COMPUTE:
+          st = xs_program_compute(x, xw, op->value, err);
+          break;
+        case XS_OP_SEND:
+          st = xs_program_send(x, xw, op->value,
+                               xs_program_send_channel(p, op->aux), NULL,
+                               NULL, err);
+          break;
+        case XS_OP_WAIT: {
+          /* copy k of a worker waits on copy k of a worker with as many
+           * copies (its sibling in lockstep), else on the first copy */
+          const xs__worker *tw = &p->workers[p->send_worker[op->aux]];
+          size_t tsends = 0;
+          for (size_t j = 0; j < tw->nops; j++)
+            tsends += tw->ops[j].kind == XS_OP_SEND;
+          uint32_t t = first_send[op->aux] +
+                       (tw->copies == wk->copies ? k * (uint32_t)tsends : 0);
+          st = push_op(x, xw, XS_OP_WAIT, 0, t, NULL, err);
+          break;
+        }
+        case XS_OP_FENCE:
+          st = xs_program_fence(x, xw, err);
+          break;
+        default: /* signal, await: one copy's amount each */
+          st = push_op(x, xw, (xs_op_kind)op->kind, op->value, op->aux, NULL,
+                       err);
+          break;
+        }
+      }
+    }
+  }
+  free(name);
+  if (!st)
+    st = xs_program_finish(x, err);
+  if (st) {
+    xs_program_free(x);
+    return st;
+  }
+  *out = x;
+  return XS_OK;
+}
+
 /* ---- accessors ---- */
 
 const char *xs_program_name(const xs_program *p) { return p->name; }
@@ -626,10 +879,16 @@ const char *xs_program_worker_name(const xs_program *p, size_t w) {
 size_t xs_program_op_count(const xs_program *p, size_t w) {
   return w < p->nworkers ? p->workers[w].nops : 0;
 }
+size_t xs_program_worker_copies(const xs_program *p, size_t w) {
+  return w < p->nworkers ? p->workers[w].copies : 0;
+}
 void xs_program_op(const xs_program *p, size_t w, size_t i, xs_op_info *out) {
   const xs__op *op = &p->workers[w].ops[i];
   out->kind = (xs_op_kind)op->kind;
   out->value = op->value;
+  out->counter = op->kind == XS_OP_SIGNAL || op->kind == XS_OP_AWAIT
+                     ? p->counter_names[op->aux]
+                     : NULL;
   out->send = op->kind == XS_OP_SEND || (op->kind == XS_OP_WAIT &&
                                          !op->pending)
                   ? op->aux
@@ -693,9 +952,16 @@ static const char *scoped_name(const reader *r, const char *name, char *buf,
 }
 
 static xs_status parse_op(reader *r, json_t *op) {
-  static const char *const keys[] = {"compute", "send", "channel", "id",
-                                     "wait",    "fence", NULL};
-  static const char *const kinds[] = {"compute", "send", "wait", "fence"};
+  static const char *const keys[] = {"compute", "send",   "channel", "id",
+                                     "wait",    "fence",  "signal",  "add",
+                                     "await",   "value",  NULL};
+  static const char *const kinds[] = {"compute", "send",   "wait",
+                                      "fence",   "signal", "await"};
+  /* keys that belong to one kind of op */
+  static const struct {
+    const char *key, *kind;
+  } own[] = {{"channel", "send"}, {"id", "send"}, {"add", "signal"},
+             {"value", "await"}};
   xs__jdoc *d = r->d;
   xs_program *p = r->p;
   size_t w = r->w;
@@ -710,7 +976,7 @@ static xs_status parse_op(reader *r, json_t *op) {
   if (st)
     return st;
   const char *kind = NULL;
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 6; k++) {
     if (!json_object_get(op, kinds[k]))
       continue;
     if (kind) {
@@ -722,17 +988,47 @@ static xs_status parse_op(reader *r, json_t *op) {
   }
   if (!kind)
     return xs__jfail(d, "an op needs one of \"compute\", \"send\", \"wait\", "
-                        "\"fence\"");
+                        "\"fence\", \"signal\", \"await\"");
   xs_error e2;
-  if (strcmp(kind, "send") != 0) {
-    const char *extra = json_object_get(op, "channel") ? "channel"
-                        : json_object_get(op, "id")    ? "id"
-                                                       : NULL;
-    if (extra) {
-      xs__jpath_key(&d->path, extra);
-      return xs__jfail(d, "\"%s\" belongs to a send, not to a %s op", extra,
-                       kind);
+  for (size_t k = 0; k < sizeof own / sizeof own[0]; k++) {
+    if (strcmp(kind, own[k].kind) == 0 || !json_object_get(op, own[k].key))
+      continue;
+    xs__jpath_key(&d->path, own[k].key);
+    return xs__jfail(d, "\"%s\" belongs to a %s op, not to a %s op",
+                     own[k].key, own[k].kind, kind);
+  }
+  if (strcmp(kind, "signal") == 0 || strcmp(kind, "await") == 0) {
+    int sig = kind[0] == 's';
+    const char *name;
+    double amount = 1;
+    int have;
+    if ((st = xs__jstring(d, op, kind, &name, NULL)))
+      return st;
+    if (!*name) {
+      xs__jpath_key(&d->path, kind);
+      return xs__jfail(d, "a counter needs a non-empty name");
     }
+    const char *akey = sig ? "add" : "value";
+    char desc[96];
+    snprintf(desc, sizeof desc, "%s, a whole number from 1 to 2^53",
+             sig ? "the amount to add" : "the counter value to wait for");
+    if ((st = xs__jnumber(d, op, akey, XS__J_POSITIVE, desc, &amount, &have)))
+      return st;
+    if (!have)
+      amount = 1;
+    if (amount != floor(amount) || amount > COUNTER_MAX) {
+      xs__jpath_key(&d->path, akey);
+      return xs__jfail(d, "expected %s, got %.17g", desc, amount);
+    }
+    xs_status sst = sig ? xs_program_signal(p, w, name, amount, &e2)
+                        : xs_program_await(p, w, name, amount, &e2);
+    if (sst) {
+      if (sst == XS_NOMEM)
+        return xs__fail(d->err, XS_NOMEM, "%s", e2.message);
+      xs__jpath_key(&d->path, kind);
+      return xs__jfail(d, "%s", e2.message);
+    }
+    return XS_OK;
   }
   char buf[256], *heap = NULL;
   if (strcmp(kind, "compute") == 0) {
@@ -902,9 +1198,9 @@ static xs_status read_ops(reader *r, json_t *ops) {
 }
 
 static xs_status add_worker(xs__jdoc *d, xs_program *p, const char *name,
-                            int have_name, size_t *w) {
+                            int have_name, size_t copies, size_t *w) {
   xs_error e2;
-  if (!xs_program_add_worker(p, name, w, &e2))
+  if (!xs_program_add_workers(p, name, copies, w, &e2))
     return XS_OK;
   if (e2.status == XS_NOMEM)
     return xs__fail(d->err, XS_NOMEM, "%s", e2.message);
@@ -916,7 +1212,7 @@ static xs_status add_worker(xs__jdoc *d, xs_program *p, const char *name,
 /* Fills r->p, or frees what it built of it. */
 static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
   static const char *const keys[] = {"name", "workers", "description", NULL};
-  static const char *const wkeys[] = {"name", "ops", "count", NULL};
+  static const char *const wkeys[] = {"name", "ops", "count", "copies", NULL};
   xs_status st;
   if (!json_is_object(root))
     return xs__jfail(d, "a program is an object with \"workers\", got %s",
@@ -964,10 +1260,14 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
       wname = defname;
     }
     int counted = json_object_get(wv, "count") != NULL;
-    size_t count = 1, w = 0, body;
+    size_t count = 1, copies = 1, w = 0, body;
     any_counted |= counted;
     if (counted && (st = read_times(d, wv, "count", COUNT_MAX,
                                     "a number of workers", &count)))
+      goto fail;
+    if (json_object_get(wv, "copies") &&
+        (st = read_times(d, wv, "copies", COUNT_MAX,
+                         "a number of identical copies", &copies)))
       goto fail;
     if (!counted && any_counted && p->nworkers >= COUNT_MAX) {
       st = xs__jfail(d, "this worker takes the program past %zu workers (the "
@@ -975,7 +1275,7 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
                      COUNT_MAX);
       goto fail;
     }
-    if (!counted && (st = add_worker(d, p, wname, have, &w)))
+    if (!counted && (st = add_worker(d, p, wname, have, copies, &w)))
       goto fail;
     json_t *ops = json_object_get(wv, "ops");
     if (!ops) {
@@ -1019,7 +1319,7 @@ static xs_status parse_program(xs__jdoc *d, json_t *root, reader *r) {
       if (counted) {
         /* copy c is NAME[c], and its ids get [c] */
         snprintf(cname, strlen(wname) + 24, "%s[%zu]", wname, c);
-        if ((st = add_worker(d, p, cname, have, &w)))
+        if ((st = add_worker(d, p, cname, have, copies, &w)))
           goto fail;
         int n = snprintf(r->sfx, sizeof r->sfx, "[%zu]", c);
         r->sfx_len = n > 0 ? (size_t)n : 0;
@@ -1165,6 +1465,8 @@ char *xs_program_to_json(const xs_program *p) {
     const xs__worker *wk = &p->workers[w];
     json_t *wo = json_object(), *ops = json_array();
     bad = xs__jput(wo, "name", json_string(wk->name));
+    if (wk->copies > 1)
+      bad |= xs__jput(wo, "copies", json_integer(wk->copies));
     for (size_t i = 0; i < wk->nops && !bad; i++) {
       const xs__op *op = &wk->ops[i];
       json_t *o = json_object();
@@ -1185,6 +1487,16 @@ char *xs_program_to_json(const xs_program *p) {
         bad = xs__jput(o, "wait", op->pending ? json_string(p->pending[op->aux])
                                          : xs__send_id_json(p, op->aux));
         break;
+      case XS_OP_SIGNAL:
+      case XS_OP_AWAIT: {
+        int sig = op->kind == XS_OP_SIGNAL;
+        bad = xs__jput(o, sig ? "signal" : "await",
+                       json_string(p->counter_names[op->aux]));
+        if (op->value != 1)
+          bad |= xs__jput(o, sig ? "add" : "value",
+                          json_integer((json_int_t)op->value));
+        break;
+      }
       case -1:
         bad = 1;
         break;

@@ -137,12 +137,33 @@ static xs_status replayer(const char *backend, const xs__backend **b, xs_error *
   return XS_OK;
 }
 
+/* The replay backends run compute, send, wait and fence ops, one worker
+ * to a thread or CTA group; counters and copies are the evaluators'. */
+static xs_status replayable(const xs_program *p, const char *backend,
+                            xs_error *err) {
+  if (!p->finished)
+    return xs__fail(err, XS_INVALID, "the program is not finished");
+  size_t copies = 0;
+  for (size_t w = 0; w < p->nworkers; w++)
+    if (p->workers[w].copies > 1)
+      copies++;
+  if (p->nsignals || p->nawaits || copies)
+    return xs__fail(err, XS_INVALID,
+                    "replay on %s runs compute, send, wait and fence ops; "
+                    "program \"%s\" has %zu signal and %zu await ops and %zu "
+                    "workers with copies, which only the models run "
+                    "(xstage predict, xstage simulate)",
+                    backend, p->name, p->nsignals, p->nawaits, copies);
+  return XS_OK;
+}
+
 xs_status xs_replay_check(const xs_program *p, const char *backend,
                           const xs_probe_options *opt, xs_error *err) {
   const xs__backend *b;
-  if (!p->finished)
-    return xs__fail(err, XS_INVALID, "the program is not finished");
-  xs_status st = replayer(backend, &b, err);
+  xs_status st = replayable(p, backend, err);
+  if (st)
+    return st;
+  st = replayer(backend, &b, err);
   return st ? st : b->replay_check(p, backend, opt, err);
 }
 
@@ -150,8 +171,9 @@ xs_status xs_replay(const xs_program *p, const char *backend,
                     const xs_probe_options *opt, xs_result **out, xs_error *err) {
   const xs__backend *b;
   *out = NULL;
-  if (!p->finished)
-    return xs__fail(err, XS_INVALID, "the program is not finished");
-  xs_status st = replayer(backend, &b, err);
+  xs_status st = replayable(p, backend, err);
+  if (st)
+    return st;
+  st = replayer(backend, &b, err);
   return st ? st : b->replay(p, backend, opt, out, err);
 }

@@ -31,6 +31,7 @@ typedef xs__hnode mark;
 
 typedef struct {
   double t, q, V, S; /* state at time t */
+  double wn;         /* active senders, each worker counted with its copies */
   double r, dq, sr;  /* per-sender rate, dq/dt, stall rate */
   double x;          /* unthrottled per-sender rate */
   int full;          /* q == C exactly */
@@ -141,7 +142,7 @@ static void recompute(fluid *f, size_t c, double now) {
     s->r = s->sr = s->x = 0;
     s->dq = s->q > 0 ? -rd : 0;
   } else {
-    double n = (double)s->n;
+    double n = s->wn;
     double x = dmin(k->worker_Bps, k->inject_Bps / n);
     double in = n * x;
     s->x = x;
@@ -206,6 +207,7 @@ static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
   mark m = {s->V + bytes, (uint32_t)w};
   if (mpush(s, m))
     return xs__fail(err, XS_NOMEM, "out of memory");
+  s->wn += f->ev->prog->workers[w].copies;
   mark_dirty(f, c);
   return XS_OK;
 }
@@ -249,8 +251,12 @@ static xs_status channel_event(fluid *f, size_t c, double now,
         return xs__fail(err, XS_NOMEM, "out of memory");
       memcpy(fin, stackbuf, sizeof stackbuf);
     }
-    fin[nfin++] = mpop(s).id;
+    fin[nfin] = mpop(s).id;
+    s->wn -= f->ev->prog->workers[fin[nfin]].copies;
+    nfin++;
   }
+  if (s->n == 0)
+    s->wn = 0; /* no drift from adding and subtracting */
   /* every finisher's last byte is in now, behind the same backlog */
   double d = now + s->q / k->drain_Bps + k->latency_s;
   xs_status st = XS_OK;
@@ -285,11 +291,19 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   uint64_t events = 0;
   st = xs__wm_start(&f.wm, err);
   while (!st) {
-    for (size_t i = 0; i < f.ndirty; i++)
-      recompute(&f, f.dirty[i], now);
-    f.ndirty = 0;
+    /* Rates are recomputed once the workers due now have all run: a
+     * channel changed at now has advanced to now, so its old rates act
+     * over no time, and its stale next event is not before now (workers
+     * go first at equal times). A batch of SMs that end their computes
+     * together then costs one recomputation, not one each. */
+    double tw = xs__wm_next(&f.wm);
+    if (f.ndirty && !(tw <= now)) {
+      for (size_t i = 0; i < f.ndirty; i++)
+        recompute(&f, f.dirty[i], now);
+      f.ndirty = 0;
+    }
     /* the earlier of the two heaps' tops; at equal times workers first */
-    double tw = xs__wm_next(&f.wm), tc = xs__iheap_top(&f.ch);
+    double tc = xs__iheap_top(&f.ch);
     if (!(tw < INFINITY) && !(tc < INFINITY))
       break;
     events++;

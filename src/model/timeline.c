@@ -36,6 +36,15 @@ void xs__tl_segment(xs_timeline *tl, xs_segment_kind kind, size_t worker,
   s->worker = (uint32_t)worker;
   s->send = send;
   s->kind = kind;
+  s->counter = XS__NONE;
+}
+
+void xs__tl_await(xs_timeline *tl, size_t worker, uint32_t counter,
+                  double start_s, double end_s) {
+  size_t n = tl->nsegments;
+  xs__tl_segment(tl, XS_SEG_BLOCKED, worker, XS__NONE, start_s, end_s);
+  if (tl->nsegments > n)
+    tl->segments[n].counter = counter;
 }
 
 #define TL_MAX_POINTS 4000000

@@ -31,6 +31,15 @@ int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
     return -1;
   for (size_t w = 0; w < m->nw; w++)
     m->ws[w].wake = XS__NONE;
+  if (m->p->ncounters) {
+    m->counters = calloc(m->p->ncounters, sizeof *m->counters);
+    m->cwaiters = malloc(m->p->ncounters * sizeof *m->cwaiters);
+    m->ready = malloc((m->nw + 1) * sizeof *m->ready);
+    if (!m->counters || !m->cwaiters || !m->ready)
+      return -1;
+    for (size_t c = 0; c < m->p->ncounters; c++)
+      m->cwaiters[c] = XS__NONE;
+  }
   if (m->p->nwaits) {
     m->deliver = malloc((m->p->nsends + 1) * sizeof *m->deliver);
     m->waiters = malloc((m->p->nsends + 1) * sizeof *m->waiters);
@@ -50,16 +59,20 @@ void xs__wm_free(xs__wm *m) {
   xs__iheap_free(&m->timers);
   free(m->deliver);
   free(m->waiters);
+  free(m->counters);
+  free(m->cwaiters);
+  free(m->ready);
 }
 
 static void set_key(xs__wm *m, size_t w, double t) {
   xs__iheap_set(&m->timers, (uint32_t)w, t);
 }
 
-static void block_until(xs__wm *m, size_t w, double now, double until) {
+static void block_until(xs__wm *m, size_t w, double now, double until,
+                        uint32_t sid) {
   xs__wm_worker *ws = &m->ws[w];
   if (m->ev->tl)
-    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, w, XS__NONE, now, until);
+    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, w, sid, now, until);
   ws->state = W_BLOCKED;
   ws->t_block = now;
   set_key(m, w, until);
@@ -90,8 +103,10 @@ static void send_end(xs__wm *m, size_t w, double now, double d,
     if (stall > 0)
       xs__tl_segment(m->ev->tl, XS_SEG_STALL, w, sid, now - stall, now);
   }
-  if (d > ws->max_deliver)
+  if (d > ws->max_deliver) {
     ws->max_deliver = d;
+    ws->max_send = sid;
+  }
   if (d > m->last_deliver)
     m->last_deliver = d;
   ws->pc++;
@@ -135,7 +150,7 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
     if (ws->pending_fence) {
       ws->pending_fence = 0;
       if (ws->max_deliver > now) {
-        block_until(m, w, now, ws->max_deliver);
+        block_until(m, w, now, ws->max_deliver, ws->max_send);
         return XS_OK;
       }
     }
@@ -202,15 +217,54 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
         return XS_OK;
       }
       if (d > now) {
-        block_until(m, w, now, d);
+        block_until(m, w, now, d, sid);
         return XS_OK;
       }
       break;
     }
+    case XS_OP_SIGNAL: {
+      /* every copy adds: the awaits it meets let their workers go at now,
+       * to run once this one blocks (run() takes them in the order they
+       * began to wait) */
+      uint32_t c = op->aux;
+      ws->pc++;
+      double v = m->counters[c] += op->value * wk->copies;
+      uint32_t *link = &m->cwaiters[c];
+      while (*link != XS__NONE) {
+        uint32_t x = *link;
+        xs__wm_worker *wx = &m->ws[x];
+        if (wx->await_value > v) {
+          link = &wx->next_waiter;
+          continue;
+        }
+        *link = wx->next_waiter;
+        if (m->ev->tl && now > wx->t_block)
+          xs__tl_await(m->ev->tl, x, c, wx->t_block, now);
+        wx->blocked_s += now - wx->t_block;
+        wx->state = W_READY;
+        /* a ring: a worker is in it at most once (only an awaiting worker
+         * is let go), so nw + 1 slots hold it */
+        m->ready[(m->ready_head + m->nready++) % (m->nw + 1)] = x;
+      }
+      break;
+    }
+    case XS_OP_AWAIT: {
+      uint32_t c = op->aux;
+      ws->pc++;
+      if (m->counters[c] >= op->value)
+        break;
+      ws->state = W_WAITING;
+      ws->t_block = now;
+      ws->await_value = op->value;
+      ws->next_waiter = m->cwaiters[c];
+      m->cwaiters[c] = (uint32_t)w;
+      set_key(m, w, INFINITY);
+      return XS_OK;
+    }
     default: /* fence */
       ws->pc++;
       if (ws->max_deliver > now) {
-        block_until(m, w, now, ws->max_deliver);
+        block_until(m, w, now, ws->max_deliver, ws->max_send);
         return XS_OK;
       }
       break;
@@ -244,6 +298,12 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
       return st;
     if (blocked)
       n--;
+    /* workers a signal let go run once the stack is empty, in order */
+    if (n == 0 && m->nready) {
+      m->stack[n++] = m->ready[m->ready_head];
+      m->ready_head = (m->ready_head + 1) % (m->nw + 1);
+      m->nready--;
+    }
   }
   return XS_OK;
 }

@@ -168,7 +168,7 @@ static xs_status build_work(const xs_fa_config *c, const xs_profile *prof,
                     "profile \"%s\" has no compute section with SMs and FLOP/s "
                     "for dtype \"%s\" (see xstage profiles show)",
                     xs_profile_name(prof), c->dtype);
-  const xs_channel *ch = xs_profile_channel(prof, 0);
+  const xs_channel *ch = xs_profile_channel(prof, xs_profile_default_channel(prof));
   if (!ch)
     return xs__fail(err, XS_INVALID,
                     "profile \"%s\" has no channel to forward the KV blocks "

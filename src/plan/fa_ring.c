@@ -181,7 +181,7 @@ static xs_status build_ring(const xs_fa_config *c, const xs_profile *prof,
   double out_el = c->batch * S * c->heads_q * c->head_dim;
   double kv_el = c->batch * S * c->heads_kv * c->head_dim;
   double kv_B = 2 * kv_el * c->bytes;
-  double drain = xs_profile_channel(prof, 0)->drain_Bps;
+  double drain = xs_profile_channel(prof, xs_profile_default_channel(prof))->drain_Bps;
   /* the kernels a step can run, each timed once */
   double k_full = kernel_s(k, S, S, 0), k_causal = c->causal ? kernel_s(k, S, S, 1) : 0;
   double k_a = c->causal && c->layout == XS_FA_ZIGZAG ? kernel_s(k, S, h, 0) : 0;
@@ -308,7 +308,7 @@ static xs_status evaluate(const xs_program *p, const xs_profile *prof,
 }
 
 /* the profile for k forwarding SMs: the comm worker issues at k SMs'
- * share of the injection rate */
+ * share of the injection rate, and at most k times one SM's own rate */
 static xs_status with_sms(const xs_profile *prof, double sms, unsigned k,
                           xs_profile **out, xs_error *err) {
   *out = NULL;
@@ -321,7 +321,7 @@ static xs_status with_sms(const xs_profile *prof, double sms, unsigned k,
     return st;
   for (size_t i = 0; i < xs_profile_channel_count(*out); i++) {
     xs_channel *ch = xs__profile_channel_mut(*out, i);
-    ch->worker_inject_Bps = fmin(ch->worker_inject_Bps, ch->inject_Bps * k / sms);
+    ch->worker_inject_Bps = fmin(ch->worker_inject_Bps * k, ch->inject_Bps * k / sms);
   }
   return XS_OK;
 }
@@ -370,10 +370,11 @@ xs_status xs_fa_predict(const xs_fa_config *c, const xs_profile *prof,
     double slow = kk ? sms / (sms - kk) : 1, t = 0;
     xs_program *p = NULL;
     xs_profile *q = NULL;
-    if (kk && (st = with_sms(prof, sms, kk, &q, err)))
+    /* the sending worker stands for kk SMs, or for the whole GPU */
+    if ((st = with_sms(prof, sms, kk ? kk : (unsigned)sms, &q, err)))
       break;
     if (!(st = ring_program(&r, path, slow, sp, &p, err)))
-      st = evaluate(p, q ? q : prof, &t, err);
+      st = evaluate(p, q, &t, err);
     xs_program_free(p);
     xs_profile_free(q);
     if (!st && t < best) {

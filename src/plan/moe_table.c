@@ -124,8 +124,6 @@ static xs_status pick_at(const xs_moe_config *c, const xs_profile *prof,
     return st;
   xs_moe_pick_options(o, n, tol, prev, out);
   out->tokens = out->lo = tokens;
-  out->block_m = w.block_m;
-  out->stagger = c->stagger;
   return XS_OK;
 }
 
@@ -451,11 +449,10 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
       "  unsigned long tokens;  /* the grid point planned                   */\n"
       "  int schedule;          /* %s_SEQUENTIAL ...                        */\n"
       "  const char *schedule_name, *rule;\n"
-      "  unsigned block_m, stagger;\n"
-      "  unsigned l1_waves, l2_waves, l2_sms; /* searched                  */\n"
-      "  unsigned experts_per_wave;           /* fused-wave, fused-split   */\n"
+      "  unsigned block_m, block_n;           /* the tile                  */\n"
+      "  unsigned experts_per_wave;           /* fused-wave                */\n"
       "  unsigned warmup;                     /* fused-interleaved         */\n"
-      "  unsigned lag, group;                 /* fused-lag                 */\n"
+      "  unsigned lag, group;                 /* fused-lag, searched       */\n"
       "  double predicted_us;   /* burstgap, at the grid point              */\n"
       "  int runner_up;         /* the fastest other schedule, -1: none     */\n"
       "  double runner_up_us;\n"
@@ -468,12 +465,12 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
     const xs_moe_pattern *kn = &c->knobs;
     int ru = isnan(p->runner_up.time_s) ? -1 : (int)p->runner_up.schedule;
     xs__sb_printf(&b,
-        "  {%.0f, %.0f, %d, \"%s\", \"%s\", %.0f, %.0f, %u, %u, %u, %u, %u, "
-        "%u, %u, %.17g, %d, %.17g},\n",
+        "  {%.0f, %.0f, %d, \"%s\", \"%s\", %u, %u, %u, %u, %u, %u, %.17g, "
+        "%d, %.17g},\n",
         p->lo, p->tokens, (int)c->schedule, xs_moe_schedule_name(c->schedule),
-        xs_moe_rule_name(c->schedule, c->rule), p->block_m, p->stagger,
-        kn->l1_waves, kn->l2_waves, kn->l2_sms, kn->experts_per_wave,
-        kn->warmup, kn->lag, kn->group, c->time_s * 1e6, ru,
+        xs_moe_rule_name(c->schedule, c->rule), kn->block_m, kn->block_n,
+        kn->experts_per_wave, kn->warmup, kn->lag, kn->group, c->time_s * 1e6,
+        ru,
         ru < 0 ? 0.0 : p->runner_up.time_s * 1e6);
   }
   xs__c_lookup(&b, "knobs", P, up, "tokens");
@@ -486,7 +483,7 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
 
 /* ---- sensitivity ---- */
 
-enum { P_CHANNEL, P_GEMM, P_HBM, P_COST };
+enum { P_CHANNEL, P_MMA, P_COST };
 
 typedef struct {
   char key[96];
@@ -507,10 +504,13 @@ static const struct {
     {"capacity_B", offsetof(xs_channel, capacity_B)},
     {"latency_s", offsetof(xs_channel, latency_s)},
     {"issue_overhead_s", offsetof(xs_channel, issue_overhead_s)}},
-  cost_fields[] = {{"roofline_p", offsetof(xs_kernel_costs, roofline_p)},
-                   {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s)},
+  cost_fields[] = {{"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s)},
+                   {"wgmma_cycles", offsetof(xs_kernel_costs, wgmma_cycles)},
+                   {"l2_Bps", offsetof(xs_kernel_costs, l2_Bps)},
                    {"launch_s", offsetof(xs_kernel_costs, launch_s)},
                    {"barrier_s", offsetof(xs_kernel_costs, barrier_s)},
+                   {"setup_s", offsetof(xs_kernel_costs, setup_s)},
+                   {"host_sync_s", offsetof(xs_kernel_costs, host_sync_s)},
                    {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s)}};
 
 #define FIELD(base, off) (*(double *)((char *)(base) + (off)))
@@ -538,17 +538,12 @@ static size_t params_of(const xs_profile *prof, const char *dtype,
       p->value = v;
     }
   }
-  double F = xs_profile_gemm_flops_per_s(prof, dtype);
+  const char *math = strcmp(dtype, "fp8xfp4") == 0 ? "fp8" : dtype;
+  double F = xs_profile_flops_per_s(prof, math);
   if (F > 0 && n < cap) {
-    snprintf(out[n].key, sizeof out[n].key, "compute.gemm_flops_per_s.%s", dtype);
-    out[n].kind = P_GEMM;
+    snprintf(out[n].key, sizeof out[n].key, "compute.flops_per_s.%s", math);
+    out[n].kind = P_MMA;
     out[n++].value = F;
-  }
-  double hbm = xs_profile_hbm_Bps(prof);
-  if (hbm > 0 && n < cap) {
-    snprintf(out[n].key, sizeof out[n].key, "compute.hbm_Bps");
-    out[n].kind = P_HBM;
-    out[n++].value = hbm;
   }
   xs_kernel_costs k;
   xs_profile_kernel_costs(prof, &k);
@@ -587,12 +582,9 @@ static xs_status moved(const xs_profile *prof, const char *dtype,
     st = xs_channel_check(ch, p->key, err);
     break;
   }
-  case P_GEMM:
-    st = xs_profile_set_gemm_flops(q, dtype, p->value * f, err);
-    break;
-  case P_HBM:
-    st = xs_profile_set_compute(q, xs_profile_sms(q), xs_profile_efficiency(q),
-                                p->value * f, err);
+  case P_MMA:
+    st = xs_profile_set_flops(
+        q, strcmp(dtype, "fp8xfp4") == 0 ? "fp8" : dtype, p->value * f, err);
     break;
   default: {
     xs_kernel_costs k;

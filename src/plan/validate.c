@@ -70,6 +70,10 @@ static const char *const need[] = {
     "tokens",  "arm",         "time_us",   NULL};
 enum { C_SOURCE, C_GPU, C_EP, C_HIDDEN, C_INTER, C_EXPERTS, C_TOPK, C_SHARED,
        C_ACT, C_WEIGHT, C_TOKENS, C_ARM, C_TIME, C_N };
+/* optional: the knobs a source states, and what a row measures */
+static const char *const maybe[] = {"knobs", "metric", NULL};
+enum { C_KNOBS = C_N, C_METRIC };
+
 
 typedef struct {
   char name[48];
@@ -117,6 +121,9 @@ static double dtype_bytes(const char *d) {
 typedef struct {
   const char *file;
   const char *const *need; /* NULL-terminated */
+  const char *const *maybe; /* optional columns, NULL-terminated (or NULL):
+                               their fields follow the needed ones, NULL
+                               when the header lacks them */
   const char *need_list;   /* for messages */
   xs_validate_set *out;
   size_t cap;
@@ -166,9 +173,11 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
                                            xs_validate_row *, xs_error *),
                           xs_error *err) {
   memset(j->out, 0, sizeof *j->out);
-  size_t nneed = 0;
+  size_t nneed = 0, nmaybe = 0;
   while (j->need[nneed])
     nneed++;
+  while (j->maybe && j->maybe[nmaybe])
+    nmaybe++;
   int colmap[MAX_COLS];
   int have_header = 0;
   xs_status st = XS_OK;
@@ -224,6 +233,12 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
           break;
         }
       }
+      for (size_t c = 0; c < nmaybe; c++) {
+        colmap[nneed + c] = -1;
+        for (int i = 0; i < nf; i++)
+          if (!strcmp(f[i].s, j->maybe[c]))
+            colmap[nneed + c] = i;
+      }
       have_header = 1;
       continue;
     }
@@ -242,9 +257,13 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     xs_validate_row *r = &j->out->rows[j->out->nrows];
     memset(r, 0, sizeof *r);
     r->line = lineno;
-    const field *F[MAX_COLS];
+    const field *F[2 * MAX_COLS];
     for (size_t c = 0; c < nneed; c++)
       F[c] = &f[colmap[c]];
+    for (size_t c = 0; c < nmaybe; c++)
+      F[nneed + c] = colmap[nneed + c] >= 0 && colmap[nneed + c] < nf
+                         ? &f[colmap[nneed + c]]
+                         : NULL;
     st = row(j, F, lineno, r, err);
   }
   if (!st && !have_header)
@@ -319,14 +338,24 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
                     "arm: unknown \"%s\" (sequential, fused-split, fused-wave, "
                     "fused-interleaved, fused-lag, baseline, searched)",
                     row->arm);
+  snprintf(row->metric, sizeof row->metric, "time");
+  if (F[C_METRIC] && F[C_METRIC]->s[0]) {
+    if (strcmp(F[C_METRIC]->s, "time") && strcmp(F[C_METRIC]->s, "pull_end"))
+      return row_fail(err, file, lineno, F[C_METRIC]->col,
+                      "metric: expected time or pull_end, got \"%s\"",
+                      F[C_METRIC]->s);
+    snprintf(row->metric, sizeof row->metric, "%s", F[C_METRIC]->s);
+  }
+  memset(&row->knobs, 0, sizeof row->knobs);
+  char bad[256];
+  if (F[C_KNOBS] &&
+      xs__validate_moe_knobs(F[C_KNOBS]->s, c, &row->knobs, bad, sizeof bad))
+    return row_fail(err, file, lineno, F[C_KNOBS]->col, "knobs: %s", bad);
   xs_profile *prof = NULL;
   if ((st = row_profile(j, F[C_GPU], lineno, &prof, err)))
     return st;
-  double t;
-  if (xs_moe_predict(c, prof, (xs_moe_schedule)sched, &t, &row->knobs,
-                     &row->breakdown, &e2))
+  if (xs__validate_moe_predict(row, prof, &e2))
     return row_fail(err, file, lineno, 1, "%s", e2.message);
-  row->predicted_us = t * 1e6;
   return row_measured(j, F[C_TIME], lineno, row, err);
 }
 
@@ -334,7 +363,7 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
                               const char *filename, xs_validate_set *out,
                               void (*progress)(size_t, void *), void *ctx,
                               xs_error *err) {
-  csv_job j = {filename ? filename : "<data>", need,
+  csv_job j = {filename ? filename : "<data>", need, maybe,
                "source, gpu, ep, hidden, intermediate, experts, topk, "
                "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
                out, 0, {{{0}, NULL}}, 0, progress, ctx};
@@ -410,7 +439,7 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
                                 const char *filename, xs_validate_set *out,
                                 void (*progress)(size_t, void *), void *ctx,
                                 xs_error *err) {
-  csv_job j = {filename ? filename : "<data>", fa_need,
+  csv_job j = {filename ? filename : "<data>", fa_need, NULL,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
                out, 0, {{{0}, NULL}}, 0, progress, ctx};
@@ -443,7 +472,8 @@ double xs_validate_median(const xs_validate_set *set,
   size_t k = 0;
   double mx = 0;
   for (size_t i = 0; v && i < set->nrows; i++)
-    if (!keep || keep(&set->rows[i], ctx)) {
+    if ((!set->rows[i].metric[0] || !strcmp(set->rows[i].metric, "time")) &&
+        (!keep || keep(&set->rows[i], ctx))) {
       v[k++] = fabs(set->rows[i].error);
       mx = fmax(mx, fabs(set->rows[i].error));
     }
@@ -475,6 +505,7 @@ static int same_config(const xs_validate_row *a, const xs_validate_row *b) {
   }
   const xs_moe_config *x = &a->config, *y = &b->config;
   return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) &&
+         !strcmp(a->metric, b->metric) &&
          x->tokens == y->tokens && x->hidden == y->hidden &&
          x->intermediate == y->intermediate && x->experts == y->experts &&
          x->topk == y->topk && x->ep == y->ep &&

@@ -39,11 +39,21 @@ char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
   json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "name",
                                       "process_name", "ph", "M", "pid", 2,
                                       "tid", 0, "args", "name", buf));
-  for (size_t w = 0; w < p->nworkers; w++)
+  for (size_t w = 0; w < p->nworkers; w++) {
+    /* a worker with copies: one track, named with how many it stands for */
+    char *label = NULL;
+    if (p->workers[w].copies > 1) {
+      size_t n = strlen(p->workers[w].name) + 32;
+      if ((label = malloc(n)))
+        snprintf(label, n, "%s (x%u)", p->workers[w].name,
+                 (unsigned)p->workers[w].copies);
+    }
     json_array_append_new(
         ev, json_pack("{s:s,s:s,s:i,s:I,s:{s:s}}", "name", "thread_name", "ph",
                       "M", "pid", 1, "tid", (json_int_t)w + 1, "args", "name",
-                      p->workers[w].name));
+                      label ? label : p->workers[w].name));
+    free(label);
+  }
   for (size_t c = 0; c < r->nchannels; c++)
     json_array_append_new(
         ev, json_pack("{s:s,s:s,s:i,s:I,s:{s:s}}", "name", "thread_name", "ph",
@@ -194,6 +204,8 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
       xs__sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">",
                 SVG_LEFT - 6, y + LANE_H - 3);
       xs__sb_escaped(&b, p->workers[w].name);
+      if (p->workers[w].copies > 1)
+        xs__sb_printf(&b, " (x%u)", (unsigned)p->workers[w].copies);
       xs__sb_printf(&b, "</text>\n");
     }
     for (size_t i = 0; i < tl->nsegments; i++) {
@@ -311,7 +323,8 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
     size_t drawn = 0;
     for (size_t s = 0; r->sends && s < r->nsends && drawn < 5000; s++) {
       const char *cn = xs_program_send_channel(p, s);
-      long k = cn ? xs_profile_find_channel(prof, cn) : 0;
+      long k = cn ? xs_profile_find_channel(prof, cn)
+                  : (long)xs_profile_default_channel(prof);
       if (k != (long)c)
         continue;
       const xs_send_result *sr = &r->sends[s];

@@ -29,7 +29,7 @@ static json_t *send_json(const xs_program *p, const xs_profile *prof, const xs_r
   int bad = xs__jput(o, "id", xs__send_id_json(p, s)) |
             xs__jput(o, "worker",
                      json_string(xs_program_worker_name(p, xs_program_send_worker(p, s)))) |
-            xs__jput(o, "channel", json_string(ch ? ch : xs_profile_channel_name(prof, 0))) |
+            xs__jput(o, "channel", json_string(ch ? ch : xs_profile_channel_name(prof, xs_profile_default_channel(prof)))) |
             num(o, "bytes", xs_program_send_bytes(p, s)) |
             num(o, "issue_start_s", sr->issue_start_s) |
             num(o, "issue_end_s", sr->issue_end_s) | num(o, "deliver_s", sr->deliver_s) |
@@ -83,6 +83,10 @@ static int model_json(json_t *models, const xs_program *p, const xs_profile *pro
     for (size_t w = 0; w < r->nworkers; w++) {
       json_t *o = json_object();
       bad |= xs__jput(o, "name", json_string(xs_program_worker_name(p, w))) |
+             (xs_program_worker_copies(p, w) > 1
+                  ? xs__jput(o, "copies",
+                             json_integer((json_int_t)xs_program_worker_copies(p, w)))
+                  : 0) |
              num(o, "finish_s", r->workers[w].finish_s) |
              num(o, "stall_s", r->workers[w].stall_s) | xs__jappend(ws, o);
     }

@@ -36,7 +36,7 @@ static int take(void **array, size_t *cap, size_t need, size_t elem,
  * the first send that names it. */
 static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
                                uint32_t *map, xs_error *err) {
-  map[0] = 0;
+  map[0] = (uint32_t)xs_profile_default_channel(prof);
   for (size_t i = 0; i < p->nchan_names; i++) {
     long c = xs_profile_find_channel(prof, p->chan_names[i]);
     if (c >= 0) {
@@ -83,6 +83,71 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   return run_model(p, prof, model, opt, NULL, out, err);
 }
 
+/* The packet simulator runs each copy as a worker of its own (copies in
+ * lockstep would send their packets in turns, not as one): simulate the
+ * program with its copies written out, and report each worker's and each
+ * send's first copy (the timeline keeps only those). */
+static xs_status simulate_copies(const xs_program *p, const xs_profile *prof,
+                                 const xs_eval_options *o,
+                                 const xs_sim_options *sim, xs_result **out,
+                                 xs_error *err) {
+  uint32_t *fw = malloc((p->nworkers + 1) * sizeof *fw);
+  uint32_t *fs = malloc((p->nsends + 1) * sizeof *fs);
+  xs_program *x = NULL;
+  xs_result *r = NULL;
+  size_t seg0 = o->timeline ? o->timeline->nsegments : 0;
+  xs_status st = fw && fs ? xs__program_expand_copies(p, &x, fw, fs, err)
+                          : xs__fail(err, XS_NOMEM, "out of memory");
+  if (!st)
+    st = run_model(x, prof, XS_MODEL_SIM, o, sim, &r, err);
+  if (!st) {
+    /* first copies only, renumbered: expanded index -> original + 1 */
+    uint32_t *wback = calloc(x->nworkers + 1, sizeof *wback);
+    uint32_t *sback = calloc(x->nsends + 1, sizeof *sback);
+    if (!wback || !sback) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+    } else {
+      for (size_t w = 0; w < p->nworkers; w++) {
+        wback[fw[w]] = (uint32_t)w + 1;
+        r->workers[w] = r->workers[fw[w]];
+      }
+      for (size_t s = 0; s < p->nsends && r->sends; s++) {
+        sback[fs[s]] = (uint32_t)s + 1;
+        r->sends[s] = r->sends[fs[s]];
+      }
+      r->nworkers = p->nworkers;
+      if (r->sends)
+        r->nsends = p->nsends;
+      if (o->timeline) {
+        xs_timeline *tl = o->timeline;
+        size_t k = seg0;
+        for (size_t i = seg0; i < tl->nsegments; i++) {
+          xs_segment sg = tl->segments[i];
+          if (!wback[sg.worker])
+            continue;
+          sg.worker = wback[sg.worker] - 1;
+          sg.send = sg.send == XS__NONE || !sback[sg.send]
+                        ? XS__NONE
+                        : sback[sg.send] - 1;
+          tl->segments[k++] = sg;
+        }
+        tl->nsegments = k;
+      }
+    }
+    free(wback);
+    free(sback);
+  }
+  xs_program_free(x);
+  free(fw);
+  free(fs);
+  if (st) {
+    xs_result_free(r);
+    return st;
+  }
+  *out = r;
+  return XS_OK;
+}
+
 xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
                       const xs_sim_options *sim, xs_result **out,
                       xs_error *err) {
@@ -100,12 +165,14 @@ xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
   double limit = sim->max_packets > 0 ? sim->max_packets : 1e8, packets = 0;
   for (size_t s = 0; s < p->nsends; s++) {
     const char *cn = xs_program_send_channel(p, s);
-    long c = cn ? xs_profile_find_channel(prof, cn) : 0;
+    long c = cn ? xs_profile_find_channel(prof, cn)
+                : (long)xs_profile_default_channel(prof);
     const xs_channel *ch = xs_profile_channel(prof, c < 0 ? 0 : (size_t)c);
     double P = sim->packet_B > 0 ? sim->packet_B
                : ch && ch->packet_B > 0 ? ch->packet_B
                                         : 256;
-    packets += ceil(xs_program_send_bytes(p, s) / P);
+    packets += ceil(xs_program_send_bytes(p, s) / P) *
+               (double)xs_program_worker_copies(p, xs_program_send_worker(p, s));
   }
   if (packets > limit)
     return xs__fail(err, XS_INVALID,
@@ -113,6 +180,19 @@ xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
                     "%.3g: use larger packets (--packet-bytes) or xstage predict",
                     p->name, packets, limit);
   xs_eval_options o = {1, sim->summary_only, NULL, sim->timeline};
+  if (p->finished && p->copies_sum > (double)p->nworkers) {
+    /* the copies written out must stay what a program may expand to */
+    double ops = 0;
+    for (size_t w = 0; w < p->nworkers; w++)
+      ops += (double)p->workers[w].nops * p->workers[w].copies;
+    if (ops > 16777216.0 || p->copies_sum > 1048576.0)
+      return xs__fail(err, XS_INVALID,
+                      "program \"%s\" has %.0f workers and %.0f ops with its "
+                      "copies written out, which the packet simulator needs; "
+                      "at most 1048576 and 16777216: use xstage predict",
+                      p->name, p->copies_sum, ops);
+    return simulate_copies(p, prof, &o, sim, out, err);
+  }
   return run_model(p, prof, XS_MODEL_SIM, &o, sim, out, err);
 }
 
@@ -131,7 +211,7 @@ static xs_status check_overflow(const xs_program *p, const xs_profile *prof,
     lat = fmax(lat, chans[c].latency_s);
   }
   double bound = p->compute_sum + (double)p->nsends * (ovh + lat) +
-                 p->bytes_sum * (double)p->nworkers / slowest;
+                 p->bytes_sum * p->copies_sum / slowest;
   if (isfinite(bound))
     return XS_OK;
   char cs[32], bs[32];
@@ -216,7 +296,8 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
   /* serial and ideal terms (docs/model.md "Baselines"), and the bytes of
    * each channel, in one pass over the ops; the one-worker fast path
    * computes them in its own pass */
-  int fast = p->nworkers == 1 && !opt->event_driven && !opt->timeline &&
+  int fast = p->nworkers == 1 && p->workers[0].copies == 1 &&
+             p->ncounters == 0 && !opt->event_driven && !opt->timeline &&
              (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING);
   double compute_term = 0;
   for (size_t w = 0; w < p->nworkers && !fast; w++) {
@@ -229,8 +310,8 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
       } else if (op->kind == XS_OP_SEND) {
         uint32_t c = map[p->send_chan[op->aux]];
         busy += chans[c].overhead_s;
-        r->channels[c].bytes += op->value;
-        r->channels[c].sends++;
+        r->channels[c].bytes += op->value * wk->copies;
+        r->channels[c].sends += wk->copies;
       }
     }
     if (busy > compute_term)

@@ -1,0 +1,787 @@
+/*
+ * emit.c: the per-SM program of a persistent MoE kernel. The kernel files
+ * say what the kernel does in order (launches, barriers, the dispatch
+ * pull, phases of tiles in the order its scheduler hands them out); this
+ * file turns that into workers, counters and channel traffic:
+ *
+ * - The SMs fall into classes of consecutive SMs; a class is one worker
+ *   with a copy per SM ("sm[a-b]"). Tile t of a phase goes to SM t mod S,
+ *   so at each position of the phase a class runs a contiguous stretch of
+ *   the task order, one tile per SM: a "run". Classes split where a phase
+ *   ends part way through the SMs, so a run is whole or absent.
+ * - A run waits for what its tiles need, puts its HBM bytes on the "hbm"
+ *   channel (loads and stores), computes its tiles (gemm.c), waits for its
+ *   loads (the TMA pipeline overlaps them with the math: the run takes the
+ *   longer), posts its output stores (L1's to the pool in HBM; L2's to the
+ *   tokens' home ranks on the default channel: the combine), and counts
+ *   itself done on its class's counter.
+ * - Tile dependencies are counts of runs: an L2 tile of block b awaits, on
+ *   each class that ran an L1 tile of b, that class's run count reaching
+ *   that run; the pull's rows arrive on one counter, in pool order.
+ * - The dispatch pull is its own worker, a copy per SM: each trip one row
+ *   per dispatch warp, requested (one link latency), received over the
+ *   default channel (behind what the egress holds: the combine's stores
+ *   share it), stored to the local pool (waited for, or not), published.
+ * - Barriers and kernel ends: every SM arrives on a counter; one SM's
+ *   flag store to the other ranks goes out on the link, behind the queue.
+ *
+ * The per-SM lockstep of a class is the approximation; the counts (tiles,
+ * bytes, rows) are exact. tests/test_moe.c checks one worker per SM
+ * against the default classes.
+ */
+#include "plan/moe/moe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HBM "hbm"
+
+struct xs__emit {
+  const xs__moe_wl *wl;
+  const xs__gemm_terms *g;
+  xs__tile_cfg tile;
+  const xs__moe_block *blocks;
+  size_t nblocks;
+  xs__emit_flow flow;
+  xs_program *p;
+  xs_error *err;
+  size_t S;
+  /* classes of SMs */
+  size_t nclass;
+  size_t *cs;        /* nclass + 1 boundaries                            */
+  uint32_t *class_of;/* per SM                                            */
+  size_t *math;      /* worker per class                                  */
+  size_t *done;      /* counter per class: its runs done (per copy)       */
+  double *runs;      /* runs each class has done so far                   */
+  double *fixed;     /* fixed seconds each class has been given           */
+  /* per block and class, the run count that covers the block's L1 (l1cov)
+   * and L2 (l2cov) tiles on that class, 0 for none */
+  double *l1cov, *l2cov;
+  double *pull_end;  /* per block: routed rows pulled up to and with it    */
+  double routed;     /* rows the pull brings                              */
+  size_t sync;       /* the worker of barriers and flags                  */
+  int have_sync;
+  unsigned nbar;     /* barriers and kernel ends so far                   */
+  size_t gate;       /* counter the pull starts after (SIZE_MAX: none)    */
+  double gate_value;
+  int pull_wanted;
+  size_t pull_gate;  /* the gate when the pull was asked for              */
+  double pull_gate_value;
+  size_t rows;       /* the pull's counter                                */
+  int ids;
+  char name[64];
+  double *need;      /* scratch: per class                                */
+  xs__moe_audit *audit; /* tests: what is emitted, or NULL               */
+  uint32_t *ncompute;   /* compute ops so far per class (with an audit)   */
+  uint32_t phases;      /* phases so far                                  */
+};
+
+static int audit_blocks(xs__emit *e);
+static int audit_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
+                     size_t n, const unsigned char *dep, int pick);
+
+static xs_status fail_nomem(xs__emit *e) {
+  return xs__fail(e->err, XS_NOMEM, "out of memory");
+}
+
+/* a class's worker name: "sm[a-b]" or "sm[a]" */
+static void class_name(char *buf, size_t n, size_t a, size_t b) {
+  if (b - a == 1)
+    snprintf(buf, n, "sm[%zu]", a);
+  else
+    snprintf(buf, n, "sm[%zu-%zu]", a, b - 1);
+}
+
+static int by_size(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  return (a > b) - (a < b);
+}
+
+xs_status xs__emit_new(const xs__moe_kctx *k, const xs__tile_cfg *tile,
+                       const xs__moe_block *blocks, size_t nblocks,
+                       const xs__emit_flow *flow, xs__emit **out,
+                       xs_error *err) {
+  *out = NULL;
+  const xs__moe_wl *wl = k->wl;
+  const xs__gemm_terms *g = k->g;
+  unsigned groups = k->groups;
+  xs__emit *e = calloc(1, sizeof *e);
+  if (!e)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  e->wl = wl;
+  e->g = g;
+  e->tile = *tile;
+  e->blocks = blocks;
+  e->nblocks = nblocks;
+  e->flow = *flow;
+  e->err = err;
+  e->S = (size_t)g->S;
+  e->ids = k->ids;
+  e->audit = k->audit;
+  e->gate = SIZE_MAX;
+  snprintf(e->name, sizeof e->name, "%s", k->name);
+  size_t S = e->S;
+  if (groups < 1)
+    groups = 1;
+  if (groups > S)
+    groups = (unsigned)S;
+  /* boundaries: groups even ones; the refinements come with the phases
+   * (xs__emit_phase adds a class boundary where a phase ends) */
+  e->cs = malloc((S + 2) * sizeof *e->cs);
+  e->class_of = malloc(S * sizeof *e->class_of);
+  e->need = malloc((S + 1) * sizeof *e->need);
+  if (!e->cs || !e->class_of || !e->need) {
+    xs__emit_free(e);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  for (unsigned i = 0; i <= groups; i++)
+    e->cs[i] = (size_t)llround((double)i * (double)S / groups);
+  e->nclass = groups;
+  *out = e;
+  return XS_OK;
+}
+
+void xs__emit_free(xs__emit *e) {
+  if (!e)
+    return;
+  xs_program_free(e->p);
+  free(e->cs);
+  free(e->class_of);
+  free(e->math);
+  free(e->done);
+  free(e->runs);
+  free(e->fixed);
+  free(e->l1cov);
+  free(e->l2cov);
+  free(e->pull_end);
+  free(e->need);
+  free(e->ncompute);
+  free(e);
+}
+
+/* Split the classes at the given SM boundaries (phase ends), before any
+ * worker is made. */
+xs_status xs__emit_split(xs__emit *e, const size_t *at, size_t n) {
+  size_t S = e->S;
+  for (size_t i = 0; i < n; i++) {
+    size_t b = at[i];
+    if (b == 0 || b >= S)
+      continue;
+    int have = 0;
+    for (size_t c = 0; c <= e->nclass && !have; c++)
+      have = e->cs[c] == b;
+    if (!have && e->nclass + 1 < S + 1)
+      e->cs[++e->nclass] = b;
+  }
+  qsort(e->cs, e->nclass + 1, sizeof *e->cs, by_size);
+  return XS_OK;
+}
+
+/* Make the program and its workers (once, at the first op). */
+static xs_status start(xs__emit *e) {
+  if (e->p)
+    return XS_OK;
+  xs_error *err = e->err;
+  e->p = xs_program_new(e->name);
+  size_t nc = e->nclass, nb = e->nblocks;
+  e->math = calloc(nc, sizeof *e->math);
+  e->done = calloc(nc, sizeof *e->done);
+  e->runs = calloc(nc, sizeof *e->runs);
+  e->fixed = calloc(nc, sizeof *e->fixed);
+  e->l1cov = calloc(nb * nc + 1, sizeof *e->l1cov);
+  e->l2cov = calloc(nb * nc + 1, sizeof *e->l2cov);
+  e->pull_end = calloc(nb + 1, sizeof *e->pull_end);
+  e->ncompute = calloc(nc, sizeof *e->ncompute);
+  if (!e->p || !e->math || !e->done || !e->runs || !e->fixed || !e->l1cov ||
+      !e->l2cov || !e->pull_end || !e->ncompute)
+    return fail_nomem(e);
+  if (e->audit && audit_blocks(e))
+    return fail_nomem(e);
+  for (size_t c = 0; c < nc; c++)
+    for (size_t s = e->cs[c]; s < e->cs[c + 1]; s++)
+      e->class_of[s] = (uint32_t)c;
+  double routed = 0;
+  for (size_t b = 0; b < nb; b++) {
+    if (!e->wl->experts[e->blocks[b].expert].local)
+      routed += e->blocks[b].valid;
+    e->pull_end[b] = routed;
+  }
+  e->routed = routed;
+  xs_status st = XS_OK;
+  char nm[64];
+  for (size_t c = 0; c < nc && !st; c++) {
+    class_name(nm, sizeof nm, e->cs[c], e->cs[c + 1]);
+    st = xs_program_add_workers(e->p, nm, e->cs[c + 1] - e->cs[c],
+                                &e->math[c], err);
+    if (!st) {
+      snprintf(nm, sizeof nm, "done.%zu", c);
+      st = xs_program_counter(e->p, nm, &e->done[c], err);
+    }
+  }
+  if (!st)
+    st = xs_program_counter(e->p, "rows", &e->rows, err);
+  return st;
+}
+
+static xs_status sync_worker(xs__emit *e) {
+  if (e->have_sync)
+    return XS_OK;
+  e->have_sync = 1;
+  return xs_program_add_worker(e->p, "sync", &e->sync, e->err);
+}
+
+/* Every class: compute s seconds counted as fixed. */
+static xs_status all_fixed(xs__emit *e, double s) {
+  if (!(s > 0))
+    return XS_OK;
+  for (size_t c = 0; c < e->nclass; c++) {
+    xs_status st = xs_program_compute(e->p, e->math[c], s, e->err);
+    if (st)
+      return st;
+    e->fixed[c] += s;
+    e->ncompute[c]++;
+  }
+  return XS_OK;
+}
+
+xs_status xs__emit_fixed(xs__emit *e, double seconds, const char *why,
+                         xs_error *err) {
+  (void)why;
+  e->err = err;
+  xs_status st = start(e);
+  return st ? st : all_fixed(e, seconds);
+}
+
+/* Every SM arrives on a new counter; returns it. */
+static xs_status arrive(xs__emit *e, const char *what, size_t *ctr) {
+  char nm[32];
+  snprintf(nm, sizeof nm, "%s.%u", what, ++e->nbar);
+  xs_status st = xs_program_counter(e->p, nm, ctr, e->err);
+  for (size_t c = 0; c < e->nclass && !st; c++)
+    st = xs_program_signal_index(e->p, e->math[c], *ctr, 1, e->err);
+  return st;
+}
+
+/* The rank's side of a barrier: once every SM arrived, one flag to every
+ * other rank queues behind the egress; theirs come back the same way
+ * (symmetry); then the grid syncs around it. Returns the release counter. */
+static xs_status barrier_rank(xs__emit *e, size_t *out) {
+  xs_error *err = e->err;
+  size_t in, s;
+  xs_status st;
+  if ((st = sync_worker(e)) || (st = arrive(e, "arrive", &in)))
+    return st;
+  char nm[32];
+  snprintf(nm, sizeof nm, "barrier.%u", e->nbar);
+  return (st = xs_program_counter(e->p, nm, out, err)) ||
+                 (st = xs_program_await_index(e->p, e->sync, in,
+                                              (double)e->S, err)) ||
+                 (st = xs_program_send(e->p, e->sync, 0, e->flow.link, NULL,
+                                       &s, err)) ||
+                 (st = xs_program_wait_send(e->p, e->sync, s, err)) ||
+                 (e->g->barrier_s > 0 &&
+                  (st = xs_program_compute(e->p, e->sync, e->g->barrier_s,
+                                           err))) ||
+                 (st = xs_program_signal_index(e->p, e->sync, *out, 1, err))
+             ? st
+             : XS_OK;
+}
+
+xs_status xs__emit_barrier(xs__emit *e, xs_error *err) {
+  xs_status st = xs__emit_barrier_start(e, err);
+  return st ? st : xs__emit_await_barrier(e, err);
+}
+
+xs_status xs__emit_barrier_start(xs__emit *e, xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  size_t out;
+  if (st || (st = barrier_rank(e, &out)))
+    return st;
+  e->gate = out;
+  e->gate_value = 1;
+  return XS_OK;
+}
+
+xs_status xs__emit_await_barrier(xs__emit *e, xs_error *err) {
+  e->err = err;
+  xs_status st = XS_OK;
+  for (size_t c = 0; c < e->nclass && !st; c++)
+    st = xs_program_await_index(e->p, e->math[c], e->gate, e->gate_value,
+                                err);
+  return st;
+}
+
+/* The count hand-shake that replaces the first barrier in the lag kernel:
+ * one flag to each rank, no grid sync. */
+xs_status xs__emit_handshake(xs__emit *e, xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  size_t out, s;
+  char nm[32];
+  snprintf(nm, sizeof nm, "counts.%u", ++e->nbar);
+  if (st || (st = sync_worker(e)) ||
+      (st = xs_program_counter(e->p, nm, &out, err)) ||
+      (st = xs_program_send(e->p, e->sync, 0, e->flow.link, NULL, &s, err)) ||
+      (st = xs_program_wait_send(e->p, e->sync, s, err)) ||
+      (st = xs_program_signal_index(e->p, e->sync, out, 1, err)))
+    return st;
+  e->gate = out;
+  e->gate_value = 1;
+  return XS_OK;
+}
+
+xs_status xs__emit_kernel(xs__emit *e, int pdl, xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  if (st)
+    return st;
+  if (e->pull_wanted) {
+    /* the dispatch warps belong to this kernel: it ends once they did */
+    for (size_t c = 0; c < e->nclass && !st; c++)
+      st = xs_program_await_index(e->p, e->math[c], e->rows,
+                                  fmax(1, e->routed), err);
+    if (st)
+      return st;
+  }
+  /* a kernel ends when every SM did and its stores landed */
+  for (size_t c = 0; c < e->nclass && !st; c++)
+    st = xs_program_fence(e->p, e->math[c], err);
+  size_t end;
+  if (st || (st = arrive(e, "kernel", &end)))
+    return st;
+  for (size_t c = 0; c < e->nclass && !st; c++)
+    st = xs_program_await_index(e->p, e->math[c], end, (double)e->S, err);
+  return st ? st : all_fixed(e, pdl ? 0 : e->g->launch_s);
+}
+
+xs_status xs__emit_pull(xs__emit *e, xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  if (st)
+    return st;
+  e->pull_wanted = 1;
+  e->pull_gate = e->gate;
+  e->pull_gate_value = e->gate_value;
+  return XS_OK;
+}
+
+/* HBM bytes of one task: the weight slice for the expert's first block
+ * (its other blocks find it in L2), the block's activations over its
+ * tiles, and the layer's output written to HBM (L1's to the pool; L2's
+ * for the rank's own tokens: the others' go over the link). */
+static void task_bytes(const xs__emit *e, const xs__task *t, double *hbm_in,
+                       double *hbm_out, double *link_out) {
+  const xs__moe_block *b = &e->blocks[t->block];
+  const xs__moe_wl *wl = e->wl;
+  int local = wl->experts[b->expert].local;
+  double n = t->ntiles, bn = e->tile.bn;
+  double wb = e->g->weight_bytes;
+  if (t->layer == 1) {
+    double n1 = ceil(2 * wl->I / bn);
+    *hbm_in = (b->first ? n * bn * wl->H * wb : 0) +
+              n / n1 * b->rows * wl->H * e->g->act_bytes;
+    *hbm_out = n * b->valid * (bn / 2) * e->flow.l1_out_bytes;
+    *link_out = 0;
+  } else {
+    double n2 = ceil(wl->H / bn);
+    double out = n * b->valid * bn * e->g->combine_bytes;
+    *hbm_in = (b->first ? n * bn * wl->I * wb : 0) +
+              n / n2 * b->rows * wl->I * e->flow.l2_in_bytes;
+    double off = local || !e->flow.combine_push ? 0 : wl->offrank;
+    *hbm_out = out * (1 - off);
+    *link_out = out * off;
+  }
+}
+
+/* ---- the audit (tests/test_moe.c) ---- */
+
+static int audit_blocks(xs__emit *e) {
+  xs__moe_audit *a = e->audit;
+  if (a->blocks)
+    return 0; /* a kernel of two emitters keeps the first one's blocks */
+  a->blocks = calloc(e->nblocks + 1, sizeof *a->blocks);
+  if (!a->blocks)
+    return -1;
+  a->nblocks = e->nblocks;
+  for (size_t b = 0; b < e->nblocks; b++) {
+    a->blocks[b].valid = e->blocks[b].valid;
+    a->blocks[b].rows = e->blocks[b].rows;
+  }
+  a->bn = e->tile.bn;
+  a->bm = e->tile.bm;
+  return 0;
+}
+
+static int audit_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
+                     size_t n, const unsigned char *dep, int pick) {
+  xs__moe_audit *a = e->audit;
+  if (xs__grow(&a->runs, &a->runs_cap, a->nruns + 1, sizeof *a->runs) ||
+      xs__grow(&a->tasks, &a->tasks_cap, a->ntasks + n, sizeof *a->tasks))
+    return -1;
+  a->runs[a->nruns] = (xs__moe_audit_run){(uint32_t)e->math[c], e->ncompute[c],
+                                          e->phases, (uint32_t)k,
+                                          (uint32_t)(e->cs[c + 1] - e->cs[c])};
+  for (size_t i = 0; i < n; i++) {
+    if (dep[i] != pick)
+      continue;
+    a->tasks[a->ntasks++] = (xs__moe_audit_task){(uint32_t)a->nruns, t[i].block,
+                                                 t[i].layer, t[i].ntiles};
+    a->blocks[t[i].block].tiles[t[i].layer - 1] += t[i].ntiles;
+  }
+  a->nruns++;
+  return 0;
+}
+
+void xs__moe_audit_free(xs__moe_audit *a) {
+  free(a->blocks);
+  free(a->runs);
+  free(a->tasks);
+  memset(a, 0, sizeof *a);
+}
+
+/* One sub-run of a class: the tasks flagged `pick` of t[0..n), after
+ * waiting for what they need (need: run counts per class), then their HBM
+ * bytes, tiles and stores; counts itself done. */
+static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
+                         size_t n, const unsigned char *dep, int pick,
+                         double rows_needed, const double *need) {
+  xs_error *err = e->err;
+  const xs__moe_wl *wl = e->wl;
+  size_t nc = e->nclass, w = e->math[c];
+  double g = (double)(e->cs[c + 1] - e->cs[c]);
+  double secs = 0, hin = 0, hout = 0, lout = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (dep[i] != pick)
+      continue;
+    const xs__moe_block *b = &e->blocks[t[i].block];
+    secs += t[i].ntiles * xs__tile_time(e->g, &e->tile, b->rows,
+                                        t[i].layer == 1 ? wl->H : wl->I,
+                                        t[i].layer);
+    double a, o, l;
+    task_bytes(e, &t[i], &a, &o, &l);
+    hin += a;
+    hout += o;
+    lout += l;
+  }
+  xs_status st = XS_OK;
+  if (rows_needed > 0)
+    st = xs_program_await_index(e->p, w, e->rows, ceil(rows_needed), err);
+  for (size_t x = 0; x < nc && !st; x++)
+    if (need[x] > 0 && x != c)
+      st = xs_program_await_index(e->p, w, e->done[x],
+                                  need[x] * (double)(e->cs[x + 1] - e->cs[x]),
+                                  err);
+  size_t load = 0;
+  if (!st && hin > 0)
+    st = xs_program_send(e->p, w, hin / g, HBM, NULL, &load, err);
+  if (!st)
+    st = xs_program_compute(e->p, w, secs / g, err);
+  if (!st && e->audit && audit_run(e, c, k, t, n, dep, pick))
+    st = fail_nomem(e);
+  e->ncompute[c]++;
+  if (!st && hin > 0)
+    st = xs_program_wait_send(e->p, w, load, err);
+  if (!st && hout > 0)
+    st = xs_program_send(e->p, w, hout / g, HBM, NULL, NULL, err);
+  if (!st && lout > 0)
+    st = xs_program_send(e->p, w, lout / g, e->flow.link, NULL, NULL, err);
+  if (!st)
+    st = xs_program_signal_index(e->p, w, e->done[c], 1, err);
+  /* coverage: the tiles' blocks are done on this class at this count */
+  e->runs[c] += 1;
+  for (size_t i = 0; i < n; i++)
+    if (dep[i] == pick) {
+      double *cov = t[i].layer == 1 ? e->l1cov : e->l2cov;
+      cov[t[i].block * nc + c] = e->runs[c];
+    }
+  return st;
+}
+
+/* A phase. At each position k (one task per SM), the classes in SM order;
+ * a class's tasks split in two sub-runs: those whose dependencies all ran
+ * at earlier positions, then those that need a task of this position (an
+ * L2 tile after its block's L1 tiles on lower SMs, or, with the ring, an
+ * L1 tile after the L2 tiles that free its slot). Lower classes' sub-runs
+ * of this position are awaited (they never wait for higher ones, so no
+ * cycle); within one class the second sub-run follows the first. */
+xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
+                         xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  if (st || n == 0)
+    return st;
+  size_t S = e->S, nc = e->nclass;
+  const xs__moe_wl *wl = e->wl;
+  double *posbase = malloc(nc * sizeof *posbase);
+  double *need1 = malloc(nc * sizeof *need1);
+  unsigned char *dep = malloc(S + 1);
+  uint32_t *mark = calloc(2 * e->nblocks + 2, sizeof *mark);
+  if (!posbase || !need1 || !dep || !mark) {
+    free(posbase);
+    free(need1);
+    free(dep);
+    free(mark);
+    return fail_nomem(e);
+  }
+  uint32_t stamp = 0;
+  size_t npos = (n + S - 1) / S;
+  double R = e->flow.ring_blocks;
+  for (size_t k = 0; k < npos && !st; k++) {
+    memcpy(posbase, e->runs, nc * sizeof *posbase);
+    for (size_t c = 0; c < nc && !st; c++) {
+      size_t t0 = k * S + e->cs[c], t1 = k * S + e->cs[c + 1];
+      if (t0 >= n)
+        continue;
+      if (t1 > n)
+        t1 = n; /* cannot happen once the classes split at the phase end */
+      const xs__task *t = tasks + t0;
+      size_t m = t1 - t0;
+      double rows0 = 0, rows1 = 0;
+      for (size_t x = 0; x < nc; x++)
+        e->need[x] = need1[x] = 0;
+      int have[2] = {0, 0};
+      stamp++;
+      for (size_t i = 0; i < m; i++) {
+        const xs__moe_block *b = &e->blocks[t[i].block];
+        size_t bi = t[i].block;
+        const double *cov = NULL;
+        int d = 0; /* needs a task of this very run */
+        double rn = 0;
+        if (t[i].layer == 1) {
+          if (e->pull_wanted && !wl->experts[b->expert].local)
+            rn = e->pull_end[bi];
+          /* ring: the L1 epilogue writes over the slot of block bi - R,
+           * which that block's L2 tiles must have read */
+          if (R > 0 && (double)bi >= R) {
+            cov = &e->l2cov[(bi - (size_t)R) * nc];
+            d = mark[2 * (bi - (size_t)R) + 1] == stamp;
+          }
+        } else {
+          cov = &e->l1cov[bi * nc];
+          d = mark[2 * bi] == stamp;
+        }
+        if (cov)
+          for (size_t x = 0; x < c && !d; x++)
+            d = cov[x] > posbase[x];
+        dep[i] = (unsigned char)d;
+        have[d] = 1;
+        double *nd = d ? need1 : e->need;
+        if (cov)
+          for (size_t x = 0; x < nc; x++)
+            nd[x] = fmax(nd[x], cov[x]);
+        if (d)
+          rows1 = fmax(rows1, rn);
+        else
+          rows0 = fmax(rows0, rn);
+        mark[2 * bi + (t[i].layer == 2)] = stamp;
+      }
+      if (have[0])
+        st = sub_run(e, c, k, t, m, dep, 0, rows0, e->need);
+      if (have[1] && !st)
+        st = sub_run(e, c, k, t, m, dep, 1, rows1, need1);
+    }
+  }
+  e->phases++;
+  free(posbase);
+  free(need1);
+  free(dep);
+  free(mark);
+  return st;
+}
+
+xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
+                          const char *why, xs_error *err) {
+  (void)why;
+  e->err = err;
+  xs_status st = start(e);
+  if (st)
+    return st;
+  double per = bytes / (double)e->S;
+  for (size_t c = 0; c < e->nclass && !st; c++) {
+    size_t w = e->math[c], s;
+    if (per > 0 &&
+        !(st = xs_program_send(e->p, w, per, HBM, NULL, &s, err)))
+      st = xs_program_wait_send(e->p, w, s, err);
+  }
+  return st ? st : all_fixed(e, fixed_s);
+}
+
+xs_status xs__emit_a2a(xs__emit *e, double bytes, double sms, double fixed_s,
+                       xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  if (st)
+    return st;
+  /* the senders are the first `sms` SMs' classes; a class part way in
+   * sends its share */
+  double left = sms, per = bytes / fmax(1, sms);
+  if ((st = all_fixed(e, fixed_s)))
+    return st;
+  for (size_t c = 0; c < e->nclass && left > 0 && !st; c++) {
+    double g = (double)(e->cs[c + 1] - e->cs[c]);
+    double mine = fmin(g, left);
+    left -= mine;
+    st = xs_program_send(e->p, e->math[c], per * mine / g, e->flow.link, NULL,
+                         NULL, err);
+    if (!st)
+      st = xs_program_fence(e->p, e->math[c], err);
+  }
+  return st;
+}
+
+int xs__tasks_add(xs__tasks *l, size_t block, int layer, size_t ntiles) {
+  if (xs__grow(&l->t, &l->cap, l->n + 1, sizeof *l->t))
+    return -1;
+  l->t[l->n++] = (xs__task){(uint32_t)block, (uint8_t)layer,
+                            (uint16_t)ntiles};
+  return 0;
+}
+
+int xs__tasks_layer(xs__tasks *l, size_t b0, size_t b1, int layer, size_t n) {
+  for (size_t b = b0; b < b1; b++)
+    for (size_t j = 0; j < n; j++)
+      if (xs__tasks_add(l, b, layer, 1))
+        return -1;
+  return 0;
+}
+
+xs_status xs__moe_kernel_blocks(const xs__moe_wl *wl, xs__tile_cfg *tile,
+                                xs_moe_pattern *kn, double align,
+                                xs__moe_block **blocks, size_t *nb,
+                                size_t *n1, size_t *n2, xs_error *err) {
+  if (kn->block_m)
+    tile->bm = kn->block_m;
+  if (kn->block_n)
+    tile->bn = kn->block_n;
+  kn->block_m = (unsigned)tile->bm;
+  kn->block_n = (unsigned)tile->bn;
+  *n1 = (size_t)ceil(2 * wl->I / tile->bn);
+  *n2 = (size_t)ceil(wl->H / tile->bn);
+  return xs__moe_blocks(wl, tile->bm, align, blocks, nb, err);
+}
+
+void xs__moe_fused_flow(const xs__moe_kctx *k, xs__emit_flow *flow) {
+  memset(flow, 0, sizeof *flow);
+  flow->pull = 1;
+  flow->pull_warps = 1;
+  flow->combine_push = 1;
+  flow->l1_out_bytes = 1;
+  flow->l2_in_bytes = 1;
+  flow->pull_request_s = k->link_latency_s;
+  flow->link = k->link;
+}
+
+double xs__moe_reduce_bytes(const xs__moe_kctx *k) {
+  return k->wl->T * k->wl->H * k->g->combine_bytes * (k->wl->K + 1);
+}
+
+xs_status xs__moe_emit_fused(const xs__moe_kctx *k, const xs__tile_cfg *tile,
+                             const xs__moe_block *blocks, size_t nb,
+                             const xs__emit_flow *flow, const xs__tasks *tasks,
+                             xs__fused_launch how, xs_program **out,
+                             xs_moe_breakdown *bd, xs_error *err) {
+  xs__emit *e = NULL;
+  size_t sizes[1] = {tasks->n % (size_t)k->g->S};
+  xs_status st;
+  if (!(st = xs__emit_new(k, tile, blocks, nb, flow, &e, err)) &&
+      !(st = xs__emit_split(e, sizes, 1)) &&
+      !(st = xs__emit_fixed(e, how.pdl ? 0 : k->g->launch_s, "launch", err)) &&
+      !(st = xs__emit_fixed(e, k->g->setup_s, "routing", err)) &&
+      !(st = how.handshake ? xs__emit_handshake(e, err) : xs__emit_barrier(e, err)) &&
+      !(st = xs__emit_pull(e, err)) &&
+      !(st = xs__emit_phase(e, tasks->t, tasks->n, err)) &&
+      !(st = how.early_combine ? xs__emit_barrier_start(e, err)
+                               : xs__emit_barrier(e, err)) &&
+      !(st = xs__emit_stream(e, xs__moe_reduce_bytes(k), 0, "combine", err)) &&
+      !(st = how.early_combine ? xs__emit_await_barrier(e, err) : XS_OK))
+    st = xs__emit_finish(e, out, bd, err);
+  xs__emit_free(e);
+  return st;
+}
+
+/* The pull: a worker with a copy per SM, each trip one row per dispatch
+ * warp; the rows that do not fill a last trip come from a second worker
+ * of one copy per row. */
+static xs_status emit_pull_workers(xs__emit *e) {
+  xs_error *err = e->err;
+  const xs__moe_wl *wl = e->wl;
+  double warps = e->flow.pull_warps > 0 ? e->flow.pull_warps : 1;
+  double W = (double)e->S * warps, R = e->routed;
+  if (!(R > 0))
+    return XS_OK;
+  double trips = floor(R / W), rest = R - trips * W;
+  double row_B = wl->H * e->g->act_bytes;
+  double lat = e->flow.pull_request_s;
+  xs_status st = XS_OK;
+  for (int part = 0; part < 2 && !st; part++) {
+    double copies = part == 0 ? (double)e->S : rest;
+    double per = part == 0 ? warps : 1; /* rows a copy pulls a trip */
+    double ntrips = part == 0 ? trips : (rest > 0 ? 1 : 0);
+    if (!(copies >= 1) || !(ntrips >= 1))
+      continue;
+    size_t w;
+    if ((st = xs_program_add_workers(e->p, part == 0 ? "dispatch" : "dispatch.tail",
+                                     (size_t)copies, &w, err)))
+      break;
+    if (e->pull_gate != SIZE_MAX &&
+        (st = xs_program_await_index(e->p, w, e->pull_gate,
+                                     e->pull_gate_value, err)))
+      break;
+    if (part == 1 && trips > 0 &&
+        (st = xs_program_await_index(e->p, w, e->rows, trips * W, err)))
+      break;
+    size_t blk = 0;
+    for (double j = 0; j < ntrips && !st; j++) {
+      double end = part == 0 ? (j + 1) * W : R; /* rows pulled after it */
+      /* ring: a slot is free once the L1 tiles of the block that held it
+       * a generation ago are done */
+      double Rb = e->flow.ring_blocks;
+      while (blk + 1 < e->nblocks && e->pull_end[blk] < end)
+        blk++;
+      if (Rb > 0 && (double)blk >= Rb) {
+        const double *cov = &e->l1cov[(blk - (size_t)Rb) * e->nclass];
+        for (size_t x = 0; x < e->nclass && !st; x++)
+          if (cov[x] > 0)
+            st = xs_program_await_index(
+                e->p, w, e->done[x],
+                cov[x] * (double)(e->cs[x + 1] - e->cs[x]), err);
+      }
+      size_t s;
+      if (st || (lat > 0 && (st = xs_program_compute(e->p, w, lat, err))) ||
+          (st = xs_program_send(e->p, w, per * row_B * wl->offrank,
+                                e->flow.link, NULL, &s, err)) ||
+          (st = xs_program_wait_send(e->p, w, s, err)) ||
+          (st = xs_program_send(e->p, w, per * row_B, HBM, NULL, &s, err)) ||
+          (e->flow.pull_store_wait &&
+           (st = xs_program_wait_send(e->p, w, s, err))) ||
+          (st = xs_program_signal_index(e->p, w, e->rows, per, err)))
+        break;
+    }
+  }
+  return st;
+}
+
+xs_status xs__emit_finish(xs__emit *e, xs_program **out, xs_moe_breakdown *bd,
+                          xs_error *err) {
+  e->err = err;
+  *out = NULL;
+  xs_status st = start(e);
+  if (!st && e->pull_wanted)
+    st = emit_pull_workers(e);
+  if (st)
+    return st;
+  if (bd) {
+    memset(bd, 0, sizeof *bd);
+    double f = 0;
+    for (size_t c = 0; c < e->nclass; c++)
+      f = fmax(f, e->fixed[c]);
+    bd->fixed_s = f;
+  }
+  if ((st = xs_program_finish(e->p, err)))
+    return st;
+  *out = e->p;
+  e->p = NULL;
+  return XS_OK;
+}

@@ -1,0 +1,592 @@
+/*
+ * plan.c: the MegaMoE planner's entry points. A schedule is one of the
+ * kernels (kernel_*.c) with knobs; a plan builds each schedule's program
+ * for its knob candidates, evaluates them under burstgap, keeps the
+ * fastest, and evaluates the chosen ones under every model. The knob rules
+ * (a rule per candidate, rule 0 the kernel's default) are what knob
+ * tables keep from one token count to the next (moe_table.c).
+ */
+#include "plan/moe/moe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* classes of SMs a program has by default: within a percent of one worker
+ * per SM on the validated kernels (tests/test_moe.c), at a tenth of the
+ * cost */
+#define DEFAULT_GROUPS 12
+
+static const char *const sched_names[XS_MOE_SCHEDULES] = {
+    "sequential", "baseline", "searched", "fused-split",
+    "fused-wave", "fused-interleaved", "fused-lag"};
+
+const char *xs_moe_schedule_name(xs_moe_schedule s) {
+  return (unsigned)s < XS_MOE_SCHEDULES ? sched_names[s] : NULL;
+}
+
+int xs_moe_schedule_from_name(const char *name) {
+  int i = xs__name_index(sched_names, XS_MOE_SCHEDULES, name);
+  if (i >= 0)
+    return i;
+  if (strcmp(name, "interleaved") == 0)
+    return XS_MOE_INTERLEAVED;
+  return -1;
+}
+
+int xs_moe_schedule_interleaves(xs_moe_schedule s) {
+  return s == XS_MOE_INTERLEAVED || s == XS_MOE_FUSED_DYNAMIC || s == XS_MOE_FUSED_LAG;
+}
+
+/* ---- knob rules ---- */
+
+/* searched: lag and group of the lag machinery; "all-l1-first" is the
+ * baseline's order */
+static const struct {
+  const char *name;
+  unsigned lag, group;
+} searched_rules[] = {{"all-l1-first", 0xffffff, 4}, {"lag-0", 0, 4},
+                      {"lag-2", 2, 4},   {"lag-4", 4, 4},
+                      {"lag-8", 8, 4},   {"lag-16", 16, 4},
+                      {"lag-0/g1", 0, 1}, {"lag-8/g1", 8, 1}};
+#define NSEARCHED (sizeof searched_rules / sizeof searched_rules[0])
+static const char *const wave_rules[] = {"default", "half", "double", "one",
+                                         "all"};
+static const char *const inter_rules[] = {"default", "warmup-1", "warmup-2",
+                                          "warmup-4"};
+static const char *const lag_rules[] = {"default", "lag/4", "lag/2",
+                                        "lag*2"};
+
+const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
+  switch (s) {
+  case XS_MOE_SEQUENTIAL:
+  case XS_MOE_BASELINE:
+  case XS_MOE_FUSED_SPLIT:
+    return rule == 0 ? "default" : NULL;
+  case XS_MOE_INTERLEAVED:
+    return rule < NSEARCHED ? searched_rules[rule].name : NULL;
+  case XS_MOE_FUSED_WAVE:
+    return rule < 5 ? wave_rules[rule] : NULL;
+  case XS_MOE_FUSED_DYNAMIC:
+    return rule < 4 ? inter_rules[rule] : NULL;
+  case XS_MOE_FUSED_LAG:
+    return rule < 4 ? lag_rules[rule] : NULL;
+  default:
+    return NULL;
+  }
+}
+
+/* The workload and terms a plan shares between its programs. */
+typedef struct {
+  xs_moe_config c;
+  xs__moe_wl wl;
+  xs__gemm_terms g;
+  xs__moe_kctx k;
+} planner;
+
+static xs_status planner_init(planner *pl, const xs_moe_config *c,
+                              const xs_profile *prof, const char *name,
+                              xs_error *err) {
+  memset(pl, 0, sizeof *pl);
+  pl->c = *c;
+  xs_status st = xs_moe_config_check(c, err);
+  if (st)
+    return st;
+  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
+  if ((st = xs__gemm_terms_read(prof, &pl->c, sms, &pl->g, err)) ||
+      (st = xs__moe_wl_build(&pl->c, sms, &pl->wl, err)))
+    return st;
+  size_t link = xs_profile_default_channel(prof);
+  pl->k.wl = &pl->wl;
+  pl->k.g = &pl->g;
+  pl->k.prof = prof;
+  pl->k.name = name ? name : pl->c.name;
+  pl->k.groups = c->sm_groups > 0 ? (unsigned)c->sm_groups : DEFAULT_GROUPS;
+  pl->k.link = xs_profile_channel_name(prof, link);
+  pl->k.link_latency_s = xs_profile_channel(prof, link)->latency_s;
+  return XS_OK;
+}
+
+static void planner_free(planner *pl) { xs__moe_wl_free(&pl->wl); }
+
+static xs_status build(const planner *pl, xs_moe_schedule s,
+                       xs_moe_pattern *kn, int ids, xs_program **out,
+                       xs_moe_breakdown *bd, xs_error *err) {
+  xs__moe_kctx k = pl->k;
+  k.ids = ids;
+  switch (s) {
+  case XS_MOE_SEQUENTIAL:
+    return xs__moe_kernel_sequential(&k, kn, out, bd, err);
+  case XS_MOE_BASELINE:
+    kn->lag = searched_rules[0].lag;
+    kn->group = 4;
+    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+  case XS_MOE_INTERLEAVED:
+  case XS_MOE_FUSED_LAG:
+    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+  case XS_MOE_FUSED_SPLIT:
+    return xs__moe_kernel_split(&k, kn, out, bd, err);
+  case XS_MOE_FUSED_WAVE:
+    return xs__moe_kernel_wave(&k, kn, out, bd, err);
+  case XS_MOE_FUSED_DYNAMIC:
+    return xs__moe_kernel_interleaved(&k, kn, out, bd, err);
+  default:
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  }
+}
+
+/* The knobs of rule r of schedule s, or 0 when the rule does not apply
+ * (-1 past the last rule). Rule 0 leaves every knob to the kernel. */
+static int rule_knobs(const planner *pl, xs_moe_schedule s, unsigned r,
+                      xs_moe_pattern *kn, xs_error *err) {
+  memset(kn, 0, sizeof *kn);
+  if (!xs_moe_rule_name(s, r))
+    return -1;
+  if (r == 0 && s != XS_MOE_INTERLEAVED)
+    return 1;
+  /* the default's values, to vary */
+  xs_moe_pattern d = {0};
+  if (s == XS_MOE_FUSED_WAVE || s == XS_MOE_FUSED_LAG ||
+      s == XS_MOE_FUSED_DYNAMIC) {
+    xs_program *p = NULL;
+    xs_status st = build(pl, s, &d, 0, &p, NULL, err);
+    xs_program_free(p);
+    if (st)
+      return -2;
+  }
+  double el = pl->wl.El;
+  switch (s) {
+  case XS_MOE_INTERLEAVED:
+    kn->lag = searched_rules[r].lag;
+    kn->group = searched_rules[r].group;
+    return 1;
+  case XS_MOE_FUSED_WAVE: {
+    double v[] = {d.experts_per_wave, floor(d.experts_per_wave / 2.0),
+                  d.experts_per_wave * 2.0, 1, el};
+    if (!(v[r] >= 1) || v[r] > el)
+      return 0;
+    kn->experts_per_wave = (unsigned)v[r];
+    return 1;
+  }
+  case XS_MOE_FUSED_DYNAMIC: {
+    static const unsigned w[] = {0, 1, 2, 4};
+    kn->warmup = w[r];
+    return 1;
+  }
+  case XS_MOE_FUSED_LAG: {
+    static const double f[] = {1, 0.25, 0.5, 2};
+    kn->lag = (unsigned)fmax(1, round(d.lag * f[r]));
+    kn->group = d.group;
+    return 1;
+  }
+  default:
+    return 0;
+  }
+}
+
+static xs_status eval_model(const xs_program *p, const xs_profile *prof,
+                            xs_model m, xs_result **spare, double *t,
+                            xs_error *err) {
+  xs_eval_options o = {0, 1, NULL, NULL};
+  o.reuse = *spare;
+  *spare = NULL;
+  xs_status st = xs_evaluate(p, prof, m, &o, spare, err);
+  if (!st)
+    *t = (*spare)->makespan_s;
+  return st;
+}
+
+/* The six-way breakdown of a program's time on its SMs that finish last,
+ * from a timeline of its burstgap evaluation. */
+static xs_status breakdown(const xs_program *p, const xs_profile *prof,
+                           xs_moe_breakdown *bd, xs_error *err) {
+  xs_timeline *tl = xs_timeline_new();
+  if (!tl)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_eval_options o = {1, 0, NULL, tl};
+  xs_result *r = NULL;
+  xs_status st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err);
+  if (st) {
+    xs_timeline_free(tl);
+    return st;
+  }
+  /* the math class that finishes last (dispatch and sync are helpers) */
+  size_t last = 0;
+  double fin = -1;
+  for (size_t w = 0; w < r->nworkers; w++) {
+    const char *nm = xs_program_worker_name(p, w);
+    if (strncmp(nm, "sm[", 3) == 0 && r->workers[w].finish_s > fin) {
+      fin = r->workers[w].finish_s;
+      last = w;
+    }
+  }
+  double fixed = bd->fixed_s;
+  memset(bd, 0, sizeof *bd);
+  long hbm = xs_profile_find_channel(prof, "hbm");
+  double compute = 0;
+  for (size_t i = 0; i < tl->nsegments; i++) {
+    const xs_segment *s = &tl->segments[i];
+    if (s->worker != last)
+      continue;
+    double d = s->end_s - s->start_s;
+    const char *cn = s->send != UINT32_MAX
+                         ? xs_program_send_channel(p, s->send)
+                         : NULL;
+    int on_hbm = s->send != UINT32_MAX && hbm >= 0 && cn &&
+                 strcmp(cn, "hbm") == 0;
+    switch (s->kind) {
+    case XS_SEG_COMPUTE:
+      compute += d;
+      break;
+    case XS_SEG_BLOCKED:
+      if (s->counter != UINT32_MAX) {
+        const char *c = xs_program_counter_name(p, s->counter);
+        if (strcmp(c, "rows") == 0)
+          bd->dispatch_s += d;
+        else
+          bd->sync_s += d;
+      } else if (on_hbm) {
+        bd->hbm_s += d;
+      } else {
+        bd->link_s += d;
+      }
+      break;
+    case XS_SEG_STALL:
+      if (on_hbm)
+        bd->hbm_s += d;
+      else {
+        bd->link_s += d;
+        bd->stall_s += d;
+      }
+      break;
+    default: /* issue, overhead */
+      if (on_hbm)
+        bd->hbm_s += d;
+      else
+        bd->link_s += d;
+      break;
+    }
+  }
+  bd->fixed_s = fmin(fixed, compute);
+  bd->compute_s = compute - bd->fixed_s;
+  bd->xstage_tail_s = fmax(0, r->makespan_s - fin);
+  bd->link_s += bd->xstage_tail_s;
+  const char *names[6] = {"compute", "hbm", "fixed", "dispatch", "sync", "link"};
+  double v[6] = {bd->compute_s, bd->hbm_s, bd->fixed_s, bd->dispatch_s,
+                 bd->sync_s, bd->link_s};
+  int best = 0;
+  for (int i = 1; i < 6; i++)
+    if (v[i] > v[best])
+      best = i;
+  bd->bound = names[best];
+  xs_result_free(r);
+  xs_timeline_free(tl);
+  return XS_OK;
+}
+
+/* Search one schedule's rules under burstgap: the best program (kept when
+ * keep is not NULL), its time and knobs. */
+static xs_status search(const planner *pl, const xs_profile *prof,
+                        xs_moe_schedule s, double *time_s,
+                        xs_moe_pattern *knobs, xs_moe_breakdown *bd,
+                        xs_program **keep, xs_result **spare,
+                        unsigned *count, xs_error *err) {
+  double best_t = INFINITY;
+  xs_program *best = NULL;
+  xs_moe_breakdown best_bd = {0};
+  xs_status st = XS_OK;
+  for (unsigned r = 0;; r++) {
+    xs_moe_pattern kn;
+    int have = rule_knobs(pl, s, r, &kn, err);
+    if (have == -2)
+      return err->status;
+    if (have < 0)
+      break;
+    if (!have)
+      continue;
+    xs_program *p = NULL;
+    xs_moe_breakdown b;
+    double t;
+    if ((st = build(pl, s, &kn, keep != NULL, &p, &b, err)) ||
+        (st = eval_model(p, prof, XS_MODEL_BURSTGAP, spare, &t, err))) {
+      xs_program_free(p);
+      break;
+    }
+    if (count)
+      (*count)++;
+    if (t < best_t) {
+      best_t = t;
+      best_bd = b;
+      if (knobs)
+        *knobs = kn;
+      xs_program_free(best);
+      best = p;
+    } else {
+      xs_program_free(p);
+    }
+  }
+  if (!st) {
+    *time_s = best_t;
+    if (bd)
+      *bd = best_bd;
+    if (keep) {
+      *keep = best;
+      best = NULL;
+    }
+  }
+  xs_program_free(best);
+  return st;
+}
+
+double xs_moe_tiles(const xs_moe_config *c) {
+  xs_error e;
+  if (xs_moe_config_check(c, &e))
+    return 0;
+  /* an upper bound: the smallest BLOCK_M any kernel's heuristic takes at
+   * this load (heuristics.c: 16 rows up to 8.5 rows per expert, 32 up to
+   * 16.5, else 64), a partial block per expert, 128-wide tiles */
+  double el = c->experts / c->ep;
+  double rpe = c->tokens * c->ep * c->topk / c->experts;
+  double bm = c->block_m > 0 ? c->block_m : rpe <= 8.5 ? 16 : rpe <= 16.5 ? 32 : 64;
+  double bn = c->block_n > 0 ? fmin(c->block_n, 128) : 128;
+  double pairs = c->tokens * fmin(c->topk, el) * c->ep * c->imbalance;
+  double blocks = ceil(pairs / bm) + el + c->shared_experts * ceil(c->tokens / bm + 1);
+  return blocks * (ceil(2 * c->intermediate / bn) + ceil(c->hidden / bn));
+}
+
+static void fill_work(const planner *pl, xs_moe_workload *w) {
+  const xs__moe_wl *wl = &pl->wl;
+  memset(w, 0, sizeof *w);
+  w->pairs = wl->pairs;
+  w->tokens_per_expert = wl->touched > 0 ? wl->pairs / wl->touched : 0;
+  w->experts_touched = wl->touched;
+  w->sms = wl->S;
+  w->flops = 2 * wl->pairs * 3 * wl->H * wl->I +
+             2 * (double)wl->nshared * wl->T * 3 * wl->H * wl->I;
+  w->weights_B = 3 * wl->H * wl->I * pl->c.weight_bytes *
+                 (wl->touched + (double)wl->nshared);
+  w->mma_flops_per_s = pl->g.F_sm * pl->g.S;
+  w->l2_Bps = pl->g.l2_sm_Bps * pl->g.S;
+  w->offrank = wl->offrank;
+  w->dispatch_B = wl->pairs * wl->H * pl->c.act_bytes * wl->offrank;
+  w->combine_B = wl->pairs * wl->H * pl->c.combine_bytes * wl->offrank;
+  w->a2a_dispatch_B = wl->T * wl->a2a_dest * wl->H * pl->c.act_bytes;
+  w->a2a_combine_B = wl->T * wl->a2a_dest * wl->H * pl->c.combine_bytes;
+  w->mean_pairs = wl->mean_pairs;
+}
+
+xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
+                         unsigned schedules, xs_moe_option *out, size_t *n,
+                         xs_moe_workload *work, xs_error *err) {
+  *n = 0;
+  planner pl;
+  xs_status st = planner_init(&pl, c, prof, NULL, err);
+  if (st) {
+    planner_free(&pl);
+    return st;
+  }
+  if (work)
+    fill_work(&pl, work);
+  xs_result *r = NULL;
+  for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
+    if (schedules && !(schedules & (1u << s)))
+      continue;
+    size_t first = *n;
+    xs_moe_pattern dflt = {0};
+    int have0 = 0;
+    for (unsigned k = 0; !st && *n < XS_MOE_MAX_OPTIONS; k++) {
+      xs_moe_pattern kn;
+      int have = rule_knobs(&pl, (xs_moe_schedule)s, k, &kn, err);
+      if (have == -2) {
+        st = err->status;
+        break;
+      }
+      if (have < 0)
+        break;
+      if (!have)
+        continue;
+      xs_moe_option *o = &out[*n];
+      o->schedule = (xs_moe_schedule)s;
+      o->rule = k;
+      o->time_s = NAN;
+      xs_program *p = NULL;
+      if ((st = build(&pl, (xs_moe_schedule)s, &kn, 0, &p, NULL, err)) ||
+          (st = eval_model(p, prof, XS_MODEL_BURSTGAP, &r, &o->time_s, err))) {
+        xs_program_free(p);
+        break;
+      }
+      xs_program_free(p);
+      o->knobs = kn;
+      if (!have0) {
+        dflt = kn;
+        have0 = 1;
+      }
+      o->away = (o->knobs.experts_per_wave != dflt.experts_per_wave) +
+                (o->knobs.warmup != dflt.warmup) + (o->knobs.lag != dflt.lag) +
+                (o->knobs.group != dflt.group) +
+                (o->knobs.block_m != dflt.block_m) +
+                (o->knobs.block_n != dflt.block_n);
+      /* a rule whose values repeat an earlier one's is that option */
+      int dup = 0;
+      for (size_t j = first; j < *n && !dup; j++)
+        dup = memcmp(&out[j].knobs, &o->knobs, sizeof o->knobs) == 0;
+      if (!dup)
+        (*n)++;
+    }
+  }
+  xs_result_free(r);
+  planner_free(&pl);
+  if (st)
+    *n = 0;
+  return st;
+}
+
+xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
+                       xs_moe_schedule s, const xs_moe_pattern *knobs,
+                       double *time_s, xs_error *err) {
+  planner pl;
+  xs_status st = planner_init(&pl, c, prof, NULL, err);
+  xs_program *p = NULL;
+  xs_result *r = NULL;
+  xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
+  if (!st && !(st = build(&pl, s, &kn, 0, &p, NULL, err)))
+    st = eval_model(p, prof, XS_MODEL_BURSTGAP, &r, time_s, err);
+  xs_result_free(r);
+  xs_program_free(p);
+  planner_free(&pl);
+  return st;
+}
+
+xs_status xs_moe_evaluate(const xs_moe_config *c, const xs_profile *prof,
+                          xs_moe_schedule s, xs_moe_pattern *knobs,
+                          double time_s[XS_MODEL_COUNT],
+                          xs_moe_breakdown *bd, xs_error *err) {
+  if ((unsigned)s >= XS_MOE_SCHEDULES)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  planner pl;
+  xs_status st = planner_init(&pl, c, prof, NULL, err);
+  xs_program *p = NULL;
+  xs_result *r = NULL;
+  xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
+  xs_moe_breakdown b = {0};
+  if (!st)
+    st = build(&pl, s, &kn, 0, &p, &b, err);
+  for (int m = 0; m < XS_MODEL_COUNT && !st; m++) {
+    double t = NAN;
+    st = eval_model(p, prof, (xs_model)m, &r, &t, err);
+    if (time_s)
+      time_s[m] = t;
+  }
+  if (!st && bd) {
+    *bd = b;
+    st = breakdown(p, prof, bd, err);
+  }
+  if (!st && knobs)
+    *knobs = kn;
+  xs_result_free(r);
+  xs_program_free(p);
+  planner_free(&pl);
+  return st;
+}
+
+xs_status xs_moe_predict(const xs_moe_config *c, const xs_profile *prof,
+                         xs_moe_schedule s, double *time_s,
+                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
+                         xs_error *err) {
+  if ((unsigned)s >= XS_MOE_SCHEDULES)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  planner pl;
+  xs_status st = planner_init(&pl, c, prof, NULL, err);
+  xs_result *r = NULL;
+  xs_program *p = NULL;
+  double t = NAN;
+  if (!st)
+    st = search(&pl, prof, s, &t, knobs, bd, bd ? &p : NULL, &r, NULL, err);
+  if (!st && bd)
+    st = breakdown(p, prof, bd, err);
+  if (!st && time_s)
+    *time_s = t;
+  xs_program_free(p);
+  xs_result_free(r);
+  planner_free(&pl);
+  return st;
+}
+
+static xs_status program_of(const xs_moe_config *c, const xs_profile *prof,
+                            xs_moe_schedule sched, const xs_moe_pattern *pat,
+                            xs__moe_audit *audit, xs_program **out,
+                            xs_error *err) {
+  *out = NULL;
+  if ((unsigned)sched >= XS_MOE_SCHEDULES)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)sched);
+  char name[160];
+  snprintf(name, sizeof name, "%s T=%g EP=%g %s", c->name, c->tokens, c->ep,
+           sched_names[sched]);
+  planner pl;
+  xs_status st = planner_init(&pl, c, prof, name, err);
+  pl.k.audit = audit;
+  xs_moe_pattern kn = pat ? *pat : (xs_moe_pattern){0};
+  if (!st)
+    st = build(&pl, sched, &kn, 1, out, NULL, err);
+  planner_free(&pl);
+  return st;
+}
+
+xs_status xs_moe_program(const xs_moe_config *c, const xs_profile *prof,
+                         xs_moe_schedule sched, const xs_moe_pattern *pat,
+                         xs_program **out, xs_error *err) {
+  return program_of(c, prof, sched, pat, NULL, out, err);
+}
+
+xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
+                                xs_moe_schedule sched, const xs_moe_pattern *pat,
+                                xs__moe_audit *audit, xs_program **out,
+                                xs_error *err) {
+  memset(audit, 0, sizeof *audit);
+  return program_of(c, prof, sched, pat, audit, out, err);
+}
+
+xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
+                      xs_moe_result *out, xs_error *err) {
+  memset(out, 0, sizeof *out);
+  planner pl;
+  xs_status st = planner_init(&pl, c, prof, NULL, err);
+  if (st) {
+    planner_free(&pl);
+    return st;
+  }
+  fill_work(&pl, &out->work);
+  xs_result *r = NULL;
+  double best = INFINITY, best_il = INFINITY, best_pl = INFINITY;
+  for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
+    xs_program *p = NULL;
+    st = search(&pl, prof, (xs_moe_schedule)s, &out->time_s[s][0],
+                &out->knobs[s], &out->breakdown[s], &p, &r, &out->searched,
+                err);
+    for (int m = 1; m < XS_MODEL_COUNT && !st; m++)
+      st = eval_model(p, prof, (xs_model)m, &r, &out->time_s[s][m], err);
+    if (!st)
+      st = breakdown(p, prof, &out->breakdown[s], err);
+    xs_program_free(p);
+    if (!st && s != XS_MOE_SEQUENTIAL && out->time_s[s][0] < best) {
+      best = out->time_s[s][0];
+      out->best_fused = (xs_moe_schedule)s;
+    }
+    double *b = xs_moe_schedule_interleaves((xs_moe_schedule)s) ? &best_il : &best_pl;
+    if (!st && out->time_s[s][0] < *b) {
+      *b = out->time_s[s][0];
+      *(b == &best_il ? &out->best_interleaved : &out->best_plain) = (xs_moe_schedule)s;
+    }
+  }
+  if (!st) {
+    const xs_moe_breakdown *b = &out->breakdown[XS_MOE_INTERLEAVED];
+    out->chosen = out->knobs[XS_MOE_INTERLEAVED];
+    out->compute_s = b->compute_s;
+    out->dispatch_wait_s = b->dispatch_s;
+    out->stall_s = b->stall_s;
+    out->xstage_tail_s = b->xstage_tail_s;
+  }
+  xs_result_free(r);
+  planner_free(&pl);
+  return st;
+}
