@@ -20,6 +20,7 @@ Example::
 import ctypes
 import json
 import os
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _check, _lib
 from ._errors import (ArgumentTypeError, DeadlineError, Error, InputOutputError,
@@ -43,6 +44,13 @@ __all__ = [
     "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
     "FATable", "Sweep", "ValidationRow", "Validation", "format_time", "__version__",
 ]
+
+# what the arguments may be (the argument layer checks them at run time)
+PathLike = Union[str, bytes, "os.PathLike[str]"]
+ProfileLike = Union["Profile", str, bytes, "os.PathLike[str]", Mapping]
+ProgramLike = Union["Program", Mapping, Sequence, str, bytes, "os.PathLike[str]"]
+ConfigLike = Union[str, Mapping, "os.PathLike[str]"]
+Numbers = Sequence[int]  # or a one-dimensional numpy array
 
 MOE_SCHEDULES = ("sequential", "baseline", "searched", "fused-split", "fused-wave",
                  "fused-interleaved", "fused-lag")
@@ -92,19 +100,19 @@ def _read(name, value):
         raise from_os_error(e, p.decode("utf-8", "replace")) from None
 
 
-def version():
+def version() -> str:
     """The version of the libxstage loaded ("0.2.0")."""
     return _lib.xs_version().decode()
 
 
-def library_path():
+def library_path() -> str:
     """The path (or name) of the libxstage that was loaded."""
     return _lib.lib_path
 
 
 # ---- installed data ----
 
-def data_dir():
+def data_dir() -> str:
     """The folder of xstage's data (published/, examples/, profiles/):
     XSTAGE_DATA_DIR, then share/xstage of the environment this package is
     installed in (pip: sys.prefix; cmake --install: the prefix above the
@@ -130,7 +138,7 @@ def data_dir():
                         "at %s: set XSTAGE_DATA_DIR" % (", ".join(tried), src))
 
 
-def data_file(name):
+def data_file(name: str) -> str:
     """A file of xstage's data by name: "published/megamoe.csv",
     "examples/hol.json", "profiles/h200-nvlink.json"."""
     rel = _check.text("name", name).decode()
@@ -145,7 +153,7 @@ def data_file(name):
 
 # ---- profiles ----
 
-def profiles():
+def profiles() -> List[str]:
     """The names of the built-in profiles, in name order."""
     return [_lib.xs_builtin_profile_name(i).decode()
             for i in range(_lib.xs_builtin_profile_count())]
@@ -206,7 +214,7 @@ class Profile:
         return "xstage.Profile(%r)" % self.name
 
 
-def profile(p):
+def profile(p: ProfileLike) -> "Profile":
     """A Profile from a Profile, a built-in name, a path or a dict."""
     if isinstance(p, Profile):
         return p
@@ -259,7 +267,7 @@ class Program:
         return _take_json(_lib.xs_program_to_json(self._h))
 
 
-def program(p, name="program"):
+def program(p: ProgramLike, name: str = "program") -> "Program":
     """A Program from a Program, a dict (program JSON: {"name", "workers"}),
     a list of workers ({"name", "ops": [...]}) or a path to a JSON file.
     Dicts and lists are written as program JSON and parsed by the library,
@@ -279,7 +287,8 @@ def program(p, name="program"):
                             "path or an xstage.Program, got %s" % type(p).__name__)
 
 
-def predict(prog, prof, model="burstgap"):
+def predict(prog: ProgramLike, prof: ProfileLike,
+            model: str = "burstgap") -> Union[Prediction, Dict[str, Prediction]]:
     """Evaluate a program on a profile under one model ("burstgap",
     "blocking", "serial", "ideal"): a :class:`Prediction` (makespan_s,
     issue_done_s, workers, sends, channels; serial and ideal have the
@@ -308,7 +317,8 @@ def predict(prog, prof, model="burstgap"):
     return models if model == "all" else models[model]
 
 
-def simulate(prog, prof, packet_B=0, arbitration="rr", max_packets=0):
+def simulate(prog: ProgramLike, prof: ProfileLike, packet_B: float = 0,
+             arbitration: str = "rr", max_packets: float = 0) -> Prediction:
     """Simulate a program at packet level (docs/simulate.md): a
     :class:`Prediction` of model "sim" (`xstage simulate --json`).
     packet_B 0: each channel's packet size (else 256 B); arbitration "rr"
@@ -332,12 +342,12 @@ def simulate(prog, prof, packet_B=0, arbitration="rr", max_packets=0):
 
 # ---- planners ----
 
-def moe_presets():
+def moe_presets() -> List[str]:
     """The MegaMoE presets' names (deepseek-v3, glm, ...)."""
     return [_lib.xs_moe_preset_name(i).decode() for i in range(_lib.xs_moe_preset_count())]
 
 
-def fa_presets():
+def fa_presets() -> List[str]:
     """The attention presets' names (llama3-8b, ...)."""
     return [_lib.xs_fa_preset_name(i).decode() for i in range(_lib.xs_fa_preset_count())]
 
@@ -391,8 +401,10 @@ def _schedule_mask(schedules):
     return mask
 
 
-def plan_megamoe(config, prof, tokens=None, ep=None, tolerance=0.01, schedules=None,
-                 sensitivity=False):
+def plan_megamoe(config: ConfigLike, prof: ProfileLike, tokens: Optional[int] = None,
+                 ep: Optional[int] = None, tolerance: float = 0.01,
+                 schedules: Union[None, str, Sequence[str]] = None,
+                 sensitivity: bool = False) -> MoEPlan:
     """Plan one rank of an expert-parallel MoE layer (docs/plan-megamoe.md):
     a :class:`MoEPlan` (`xstage plan megamoe --json`: every schedule's
     times, knobs and breakdown, and ``recommended``, the option a kernel
@@ -408,8 +420,10 @@ def plan_megamoe(config, prof, tokens=None, ep=None, tolerance=0.01, schedules=N
                                         mask, 1 if sens else 0, None))
 
 
-def plan_megamoe_table(config, prof, tokens=None, tokens_range=None, ep=None,
-                       tolerance=0.01, schedules=None):
+def plan_megamoe_table(config: ConfigLike, prof: ProfileLike, tokens: Optional[Numbers] = None,
+                       tokens_range: Optional[Tuple[int, int]] = None,
+                       ep: Optional[int] = None, tolerance: float = 0.01,
+                       schedules: Union[None, str, Sequence[str]] = None) -> MoETable:
     """A knob table over token counts: a :class:`MoETable` (`xstage plan
     megamoe --tokens-grid --json` with tokens, ascending whole numbers as a
     list or a numpy array, or `--tokens-range` with tokens_range=(min,
@@ -487,8 +501,10 @@ def _fa_config(config, seq=None, cp=None, causal=None, kernel=None, layout=None,
     return c
 
 
-def plan_flashattn(config, prof, seq=None, cp=None, causal=None, kernel=None,
-                   layout=None, backward=None):
+def plan_flashattn(config: ConfigLike, prof: ProfileLike, seq: Optional[int] = None,
+                   cp: Optional[int] = None, causal: Optional[bool] = None,
+                   kernel: Optional[str] = None, layout: Optional[str] = None,
+                   backward: Optional[bool] = None) -> FAPlan:
     """Plan ring attention's KV forwarding (docs/plan-flashattn.md): an
     :class:`FAPlan` (`xstage plan flashattn --json`). config: a preset
     name (llama3-8b, llama3-70b, mha), a dict or a JSON file; seq and cp
@@ -498,8 +514,11 @@ def plan_flashattn(config, prof, seq=None, cp=None, causal=None, kernel=None,
     return FAPlan.from_dict(_call_json(_lib.xs_fa_plan_json, ctypes.byref(c), pf._h, None))
 
 
-def plan_flashattn_table(config, prof, seq, tolerance=0.01, cp=None, causal=None,
-                         kernel=None, layout=None, backward=None):
+def plan_flashattn_table(config: ConfigLike, prof: ProfileLike, seq: Numbers,
+                         tolerance: float = 0.01, cp: Optional[int] = None,
+                         causal: Optional[bool] = None, kernel: Optional[str] = None,
+                         layout: Optional[str] = None,
+                         backward: Optional[bool] = None) -> FATable:
     """Per tokens per rank in seq (ascending whole numbers, a list or a
     numpy array), the ring the model predicts fastest, kept while within
     tolerance: an :class:`FATable` (`xstage plan flashattn --seq-grid
@@ -543,7 +562,7 @@ def _sweep(grid, prof, grid_fn, json_fn):
         _lib.xs_free(configs)
 
 
-def sweep_megamoe(prof, grid=None):
+def sweep_megamoe(prof: ProfileLike, grid: Union[None, Mapping, PathLike] = None) -> Sweep:
     """`xstage sweep megamoe --json`: every config of a grid planned, a
     :class:`Sweep` (records(), to_csv(), to_pandas()). grid: None (the 7
     presets x 12 token counts at EP 8), a dict {"presets", "tokens", "ep"}
@@ -551,7 +570,8 @@ def sweep_megamoe(prof, grid=None):
     return _sweep(grid, prof, _lib.xs_moe_sweep_grid, _lib.xs_moe_sweep_json)
 
 
-def sweep_flashattn(prof, grid=None):
+def sweep_flashattn(prof: ProfileLike,
+                    grid: Union[None, Mapping, PathLike] = None) -> Sweep:
     """`xstage sweep flashattn --json`, a :class:`Sweep`. grid: None (90
     configs), a dict {"presets", "seq", "cp", "causal"} or a JSON file."""
     return _sweep(grid, prof, _lib.xs_fa_sweep_grid, _lib.xs_fa_sweep_json)
@@ -568,7 +588,7 @@ def _validate(data_path, fn, default):
         _lib.xs_validate_free(ctypes.byref(s))
 
 
-def validate_megamoe(data_path=None):
+def validate_megamoe(data_path: Optional[PathLike] = None) -> Validation:
     """`xstage validate megamoe --json`: every row of a CSV of published
     MegaMoE timings predicted, a :class:`Validation` (rows, summary;
     records(), to_csv(), to_pandas()). data_path None: the published CSV
@@ -576,7 +596,7 @@ def validate_megamoe(data_path=None):
     return _validate(data_path, _lib.xs_validate_megamoe, "published/megamoe.csv")
 
 
-def validate_flashattn(data_path=None):
+def validate_flashattn(data_path: Optional[PathLike] = None) -> Validation:
     """`xstage validate flashattn --json` (ring attention), a
     :class:`Validation`; data_path None: the published ring-attention.csv."""
     return _validate(data_path, _lib.xs_validate_flashattn, "published/ring-attention.csv")

@@ -122,7 +122,8 @@ def names(name, value, what):
     if isinstance(value, str):
         value = value.split(",")
     items = sequence(name, value, what)
-    return [text("%s[%d]" % (name, i), v, "a str (%s)" % what).decode() for i, v in enumerate(items)]
+    return [text("%s[%d]" % (name, i), v, "a str (%s)" % what).decode()
+            for i, v in enumerate(items)]
 
 
 def choice(name, value, allowed):
