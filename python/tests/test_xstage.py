@@ -146,6 +146,9 @@ def test_plan_deepseek_v3_at_4096_tokens(cli):
     assert got.config.tokens == 4096 and type(got.config.tokens) is int
     assert type(got.config.ep) is int and type(got["config"]["tokens"]) is int
     assert type(got.recommended.tokens) is int
+    # how sure the recommendation is, as the planner says it
+    assert isinstance(got.recommended.certainty, dict)
+    assert got.recommended.certainty == got["recommended"]["certainty"]
     assert got.to_dict() == cli("plan", "megamoe", "--preset", "deepseek-v3", "--tokens",
                                 "4096", "--profile", "h200-nvlink", "--json")
     assert "deepseek-v3" in str(got) and "recommended" in str(got)

@@ -308,7 +308,9 @@ class Option(Result):
 class Recommendation(Result):
     """What a kernel should follow at a token count: the chosen option, the
     fastest, the runner-up (the fastest of another schedule) and the
-    options within the tolerance."""
+    options within the tolerance; certainty: how sure the planner is (the
+    runner-up's margin, and whether the choice holds on a finer grid of
+    knobs), where the planner says it."""
     tokens: Optional[int] = None
     lo: Optional[int] = None
     block_m: Optional[int] = None
@@ -318,6 +320,7 @@ class Recommendation(Result):
     best: Optional[Option] = None
     runner_up: Optional[Option] = None
     near: List[Option] = field(default_factory=list)
+    certainty: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def __str__(self):
