@@ -2,7 +2,7 @@
  * common.c: exit codes, error messages and output files for the xstage
  * command's subcommands.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX.1-2008 with realpath */
 #include "common.h"
 
 #include <errno.h>
@@ -124,6 +124,58 @@ const char *cli_text_cut(const char *s, size_t max, char *buf, size_t size) {
 
 const char *cli_text(const char *s, char *buf, size_t size) {
   return cli_text_cut(s, (size_t)-1, buf, size);
+}
+
+int cli_parse_count(const char *cmd, const char *flag, const char *text, double lo,
+                    double hi, double *out) {
+  double v;
+  xs_error err;
+  if (xs_parse_count(text, &v, &err) || !(v >= lo && v <= hi))
+    return cli_usage_error(cmd, "%s: expected a whole number from %.0f to %.0f, with an "
+                                "optional k, M, G (10^3, 10^6, 10^9) or Ki, Mi, Gi "
+                                "(2^10, 2^20, 2^30), got \"%s\"",
+                           flag, lo, hi, text);
+  *out = v;
+  return 0;
+}
+
+const char *cli_data_file(const char *name, char *buf, size_t size) {
+  char exe[4096], dirs[3][4200];
+  size_t nd = 0;
+  const char *env = getenv("XSTAGE_DATA_DIR");
+  if (env && *env)
+    snprintf(dirs[nd++], sizeof dirs[0], "%s", env);
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(dirs[nd++], sizeof dirs[0], "%s/%s", exe, XSTAGE_DATA_REL);
+    }
+  }
+  /* the source tree keeps published/ under data/, examples/ at the top */
+  snprintf(dirs[nd++], sizeof dirs[0], "%s%s", XSTAGE_SOURCE_DIR,
+           strncmp(name, "published/", 10) ? "" : "/data");
+  for (size_t i = 0; i < nd; i++) {
+    size_t len = strlen(dirs[i]) + strlen(name) + 2;
+    char *path = malloc(len), *real = NULL;
+    if (path) {
+      snprintf(path, len, "%s/%s", dirs[i], name);
+      if (access(path, R_OK) == 0)
+        real = realpath(path, NULL);
+      free(path);
+    }
+    if (real) {
+      snprintf(buf, size, "%s", real);
+      free(real);
+      return buf;
+    }
+  }
+  size_t at = (size_t)snprintf(buf, size, "no %s in", name);
+  for (size_t i = 0; i < nd && at < size; i++)
+    at += (size_t)snprintf(buf + at, size - at, "%s %s", i ? "," : "", dirs[i]);
+  return NULL;
 }
 
 int cli_stdout_errno;

@@ -50,6 +50,17 @@ const char *cli_text_cut(const char *s, size_t max, char *buf, size_t size);
  * static buffer (one of each per printf) */
 const char *cli_profile_text(const xs_profile *profile);
 const char *cli_name_text(const char *name);
+/* A count flag ("--tokens 4k", "--sms 132", "1Mi": xs_parse_count) from
+ * lo to hi into *out: 0, or the exit code after naming the flag, what it
+ * takes and what it got. */
+int cli_parse_count(const char *cmd, const char *flag, const char *text, double lo,
+                    double hi, double *out);
+/* A file of xstage's data (share/xstage when installed): "published/
+ * megamoe.csv", "examples/hol.json". Looked for in XSTAGE_DATA_DIR, then
+ * beside this executable (BINDIR/../share/xstage), then in the source
+ * tree it was built from. The path into buf, or NULL after writing where
+ * it looked into buf. */
+const char *cli_data_file(const char *name, char *buf, size_t size);
 /* Write text to path atomically, or to stdout when path is "-". */
 int cli_write_output(const char *cmd, const char *path, const char *text);
 /* Standard output is checked once, by main() when the command returns
@@ -65,12 +76,14 @@ void cli_flush_stdout(void);
 const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
                           size_t n);
 
-/* cli/plan_table.c: --tokens-grid ("64,128", "64:4096:64", both mixed;
- * ascending, at most XS_MOE_TABLE_MAX), --tolerance ("0.01", "1%"),
- * --schedules ("fused-wave,fused-lag"): 0 or the exit code after saying
- * what was wrong. */
+/* cli/plan_table.c: --tokens-grid ("64,128", "64:4096:64", "16:8Ki:x2",
+ * mixed; counts take k, M, Ki, Mi...; ascending, at most
+ * XS_MOE_TABLE_MAX), --tokens-range ("64:4096", "64:4Ki"), --tolerance
+ * ("0.01", "1%"), --schedules ("fused-wave,fused-lag"): 0 or the exit
+ * code after saying what was wrong. */
 int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
                           double **out, size_t *n);
+int cli_parse_tokens_range(const char *cmd, const char *text, double range[2]);
 int cli_parse_tolerance(const char *cmd, const char *text, double *out);
 int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
 /* --header-prefix: it needs --emit-header, is a C identifier of at most

@@ -44,23 +44,23 @@ int cmd_demo(int argc, char **argv) {
   const char *profile = "h200-nvlink", *emit = NULL;
   long sms = 132, waves = 8;
   double tile = 57344, compute = 15e-6;
-  int json = 0, c;
+  int json = 0, c, prc;
+  double v;
   xs_error err;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":p:n:w:b:c:je:h", opts, NULL)) != -1) {
-    char *end;
     switch (c) {
     case 'p': profile = optarg; break;
     case 'n':
-      sms = strtol(optarg, &end, 10);
-      if (*end || sms < 1 || sms > 100000)
-        return cli_usage_error("demo", "--sms: expected a count 1..100000, got \"%s\"", optarg);
+      if ((prc = cli_parse_count("demo", "--sms", optarg, 1, 100000, &v)))
+        return prc;
+      sms = (long)v;
       break;
     case 'w':
-      waves = strtol(optarg, &end, 10);
-      if (*end || waves < 1 || waves > 100000)
-        return cli_usage_error("demo", "--waves: expected a count 1..100000, got \"%s\"", optarg);
+      if ((prc = cli_parse_count("demo", "--waves", optarg, 1, 100000, &v)))
+        return prc;
+      waves = (long)v;
       break;
     case 'b':
       if (xs_parse_size(optarg, &tile, &err))

@@ -34,7 +34,8 @@ static void plan_help(FILE *f) {
           "  --preset NAME      deepseek-v3, deepseek-v4-flash, deepseek-v4-pro,\n"
           "                     qwen3.5, glm, qwen3-235b, mixtral-8x7b\n"
           "  --config FILE      a JSON config (docs/plan-megamoe.md)\n"
-          "  --tokens N         tokens per rank (default 4096)\n"
+          "  --tokens N         tokens per rank (default 4096); counts take k, M (10^3,\n"
+          "                     10^6) and Ki, Mi (2^10, 2^20): 4Ki = 4096, 4k = 4000\n"
           "  --ep P             expert-parallel ranks (default 8)\n"
           "  --profile P        a profile with a compute section\n"
           "  --compute P2       take the compute section from P2 instead (a measured\n"
@@ -54,8 +55,9 @@ static void plan_help(FILE *f) {
           "  --sensitivity      how the recommended option's time and the choice move\n"
           "                     when each number of the profile moves x0.5 to x1.5\n"
           "  --tokens-grid LIST a knob table: the stable choice per token count; LIST\n"
-          "                     is values and ranges FIRST:LAST[:STEP], ascending, at\n"
-          "                     most 4096 points (64,128 or 64:4096:64)\n"
+          "                     is values and ranges FIRST:LAST[:STEP] or FIRST:LAST:xF\n"
+          "                     (times F each step), ascending, at most 4096 points\n"
+          "                     (64,128 or 64:4096:64 or 16:8Ki:x2)\n"
           "  --tokens-range A:B a run-time table from A to B tokens: 32 points per\n"
           "                     octave, more where a lookup between two would lose\n"
           "                     more than the tolerance\n"
@@ -105,17 +107,11 @@ static int load_config(const char *cmd, const char *preset, const char *file,
     if (st)
       return cli_error(cmd, &err);
   }
-  char *end;
-  if (tokens) {
-    c->tokens = strtod(tokens, &end);
-    if (*end || !(c->tokens >= 1) || c->tokens != floor(c->tokens))
-      return cli_usage_error(cmd, "--tokens: expected a whole number >= 1, got \"%s\"", tokens);
-  }
-  if (ep) {
-    c->ep = strtod(ep, &end);
-    if (*end || !(c->ep >= 1) || c->ep != floor(c->ep))
-      return cli_usage_error(cmd, "--ep: expected a whole number >= 1, got \"%s\"", ep);
-  }
+  int prc;
+  if (tokens && (prc = cli_parse_count(cmd, "--tokens", tokens, 1, 1e7, &c->tokens)))
+    return prc;
+  if (ep && (prc = cli_parse_count(cmd, "--ep", ep, 1, 1e5, &c->ep)))
+    return prc;
   if (xs_moe_config_check(c, &err))
     return cli_usage_error(cmd, "%s", err.message);
   return 0;
@@ -213,17 +209,8 @@ int cmd_plan(int argc, char **argv) {
   if (grid_text && (prc = cli_parse_tokens_grid("plan", "--tokens-grid", grid_text,
                                                 &grid, &ngrid)))
     return prc;
-  if (range_text) {
-    char *end;
-    range[0] = strtod(range_text, &end);
-    if (*end == ':')
-      range[1] = strtod(end + 1, &end);
-    if (*end || !(range[0] >= 1 && range[1] >= range[0] && range[1] <= 1e9) ||
-        range[0] != floor(range[0]) || range[1] != floor(range[1]))
-      return cli_usage_error("plan", "--tokens-range: expected MIN:MAX, whole numbers "
-                                     "with 1 <= MIN <= MAX <= 1e9, got \"%s\"",
-                             range_text);
-  }
+  if (range_text && (prc = cli_parse_tokens_range("plan", range_text, range)))
+    return prc;
   xs_moe_config cfg;
   int rc = load_config("plan", preset, file, tokens, ep, &cfg);
   if (rc) {

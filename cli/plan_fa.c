@@ -25,7 +25,7 @@ static void plan_help(FILE *f) {
           "\n"
           "  --preset NAME      llama3-8b, llama3-70b, mha\n"
           "  --config FILE      a JSON config (docs/plan-flashattn.md)\n"
-          "  --seq N            tokens per rank (default 16384)\n"
+          "  --seq N            tokens per rank (default 16384; 16Ki = 16384, 16k = 16000)\n"
           "  --cp P             context-parallel ranks (default 8)\n"
           "  --causal, --full   the mask (default causal)\n"
           "  --profile P        a profile with a compute section\n"
@@ -41,7 +41,7 @@ static void plan_help(FILE *f) {
           "  --layout L         contiguous, zigzag (default), stripe: the local arm's\n"
           "                     and, with --full, the ring's\n"
           "  --backward         forward and backward\n"
-          "  --seq-grid LIST    a table: per tokens per rank (64,128 or 4096:65536:4096),\n"
+          "  --seq-grid LIST    a table: per tokens per rank (64,128 or 4Ki:64Ki:x2),\n"
           "                     the ring the model predicts fastest, kept while within\n"
           "                     --tolerance F of the fastest (0.01 or 1%%, default)\n"
           "  --emit-header F    the table as a C header with a lookup (- = stdout)\n"
@@ -176,11 +176,11 @@ static int load(const char *preset, const char *file, const char *seq, const cha
     if (st)
       return cli_error("plan", &err);
   }
-  char *end;
-  if (seq && (c->seq = strtod(seq, &end), *end || !(c->seq >= 1)))
-    return cli_usage_error("plan", "--seq: expected a whole number >= 1, got \"%s\"", seq);
-  if (cp && (c->cp = strtod(cp, &end), *end || !(c->cp >= 1)))
-    return cli_usage_error("plan", "--cp: expected a whole number >= 1, got \"%s\"", cp);
+  int prc;
+  if (seq && (prc = cli_parse_count("plan", "--seq", seq, 1, 1e9, &c->seq)))
+    return prc;
+  if (cp && (prc = cli_parse_count("plan", "--cp", cp, 1, 1e5, &c->cp)))
+    return prc;
   if (causal >= 0)
     c->causal = causal;
   if (xs_fa_config_check(c, &err))

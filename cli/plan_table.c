@@ -28,6 +28,33 @@ int cli_parse_tokens_grid(const char *cmd, const char *flag, const char *text,
   return 0;
 }
 
+int cli_parse_tokens_range(const char *cmd, const char *text, double range[2]) {
+  /* MIN:MAX, each a count as a grid takes it (xs_parse_token_grid) */
+  const char *colon = strchr(text, ':');
+  if (!colon || strchr(colon + 1, ':'))
+    return cli_usage_error(cmd, "--tokens-range: expected MIN:MAX (64:4096, 64:4Ki), "
+                                "got \"%s\"", text);
+  for (int k = 0; k < 2; k++) {
+    char part[64];
+    snprintf(part, sizeof part, "%.*s", k ? (int)strlen(colon + 1) : (int)(colon - text),
+             k ? colon + 1 : text);
+    xs_error err;
+    double *g = NULL;
+    size_t n = 0;
+    if (strchr(part, ',') || xs_parse_token_grid(part, 1, &g, &n, &err)) {
+      free(g);
+      return cli_usage_error(cmd, "--tokens-range: the %s of \"%s\": expected a whole "
+                                  "number from 1 to 1e9, with an optional k, M, G or Ki, "
+                                  "Mi, Gi", k ? "MAX" : "MIN", text);
+    }
+    range[k] = g[0];
+    free(g);
+  }
+  if (range[1] < range[0])
+    return cli_usage_error(cmd, "--tokens-range: %g:%g runs backwards", range[0], range[1]);
+  return 0;
+}
+
 int cli_parse_tolerance(const char *cmd, const char *text, double *out) {
   xs_error err;
   if (xs_parse_fraction(text, out, &err))

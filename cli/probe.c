@@ -56,7 +56,6 @@ static int progress_bar(void *ctx, double done) {
 static int probe_option(const char *cmd, const char *name, const char *val,
                         xs_probe_options *o) {
   xs_error e;
-  char *end;
   if (!strcmp(name, "capacity")) {
     if (xs_parse_size(val, &o->capacity_B, &e))
       return cli_usage_error(cmd, "--capacity: %s", e.message);
@@ -78,9 +77,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
     if (xs_parse_size(val, &o->min_bytes, &e))
       return cli_usage_error(cmd, "--min-bytes: %s", e.message);
   } else if (!strcmp(name, "sizes") || !strcmp(name, "repeats")) {
-    long v = strtol(val, &end, 10);
-    if (*end || v < 1 || v > 1000)
-      return cli_usage_error(cmd, "--%s: expected a count 1..1000, got \"%s\"", name, val);
+    double v;
+    int prc = cli_parse_count(cmd, name[0] == 's' ? "--sizes" : "--repeats", val, 1, 1000, &v);
+    if (prc)
+      return prc;
     if (name[0] == 's')
       o->sizes = (unsigned)v;
     else
@@ -95,9 +95,10 @@ static int probe_option(const char *cmd, const char *name, const char *val,
     o->cuda_widths = widths;
   } else if (!strcmp(name, "threads")) {
     /* a count here; the library checks the rest (xs_replay_check) */
-    long v = strtol(val, &end, 10);
-    if (*end || end == val || v < 1 || v > 65536)
-      return cli_usage_error(cmd, "threads: expected a count of threads per CTA, got \"%s\"", val);
+    double v;
+    int prc = cli_parse_count(cmd, "threads", val, 1, 65536, &v);
+    if (prc)
+      return prc;
     o->cuda_threads = (unsigned)v;
   } else if (!strcmp(name, "timeout")) {
     if (xs_parse_time(val, &o->timeout_s, &e))

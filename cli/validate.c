@@ -15,9 +15,9 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate megamoe --data FILE [--model M] [--by-source] [--json]\n"
+          "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source] [--json]\n"
           "                       [--svg FILE] [--fail-above FRACTION]\n"
-          "       xstage validate flashattn --data FILE [--json] [--svg FILE]\n"
+          "       xstage validate flashattn [--data FILE] [--json] [--svg FILE]\n"
           "                       [--fail-above FRACTION]\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
@@ -39,8 +39,9 @@ static void help(FILE *f) {
           "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
           "pairs are a ring beside the local arm (or another layout) of one shape.\n"
           "\n"
-          "  --data FILE          the CSV (data/published/megamoe.csv or\n"
-          "                       data/published/ring-attention.csv in the source tree)\n"
+          "  --data FILE          the CSV; by default the published one installed with\n"
+          "                       xstage (share/xstage/published/megamoe.csv or\n"
+          "                       ring-attention.csv; data/published/ in the source tree)\n"
           "  --model M            megamoe: the model the rows and summaries use:\n"
           "                       burstgap (default), blocking, serial, ideal, or all\n"
           "                       (every model's prediction per row)\n"
@@ -277,8 +278,11 @@ int cmd_validate(int argc, char **argv) {
   }
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
-  if (!data)
-    return cli_usage_error("validate", "--data FILE is required");
+  char found[8192];
+  if (!data && !(data = cli_data_file(fa ? "published/ring-attention.csv"
+                                         : "published/megamoe.csv", found, sizeof found)))
+    return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
+                                       "folder of published/, or give --data)", found);
   if (fa && (model != XS_MODEL_BURSTGAP || by_source))
     return cli_usage_error("validate", "%s is for megamoe only",
                            by_source ? "--by-source" : "--model");

@@ -12,6 +12,14 @@ set_target_properties(xstage_measure_shared PROPERTIES EXPORT_NAME measure INSTA
 set_target_properties(xstage_measure_static PROPERTIES EXPORT_NAME measure_static)
 
 install(TARGETS xstage xstage-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# the data the command and the Python package read, under
+# DATADIR/xstage (share/xstage): the published timings that validate
+# predicts (published/), the example programs (examples/) and the built-in
+# profiles as JSON to start from (profiles/). The command finds them
+# beside itself (cli_data_file), wherever the prefix is.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/published DESTINATION ${XSTAGE_DATA_INSTALL_DIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples ${PROJECT_SOURCE_DIR}/profiles
+        DESTINATION ${XSTAGE_DATA_INSTALL_DIR})
 install(TARGETS xstage_shared xstage_static xstage_measure_shared xstage_measure_static
   EXPORT xstageTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -53,9 +61,20 @@ else()
   string(REGEX REPLACE "/$" "" XSTAGE_PC_UP "${XSTAGE_PC_UP}")
   set(XSTAGE_PC_PREFIX "\${pcfiledir}/${XSTAGE_PC_UP}")
 endif()
-configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage.pc.in ${PROJECT_BINARY_DIR}/xstage.pc @ONLY)
-configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage-measure.pc.in ${PROJECT_BINARY_DIR}/xstage-measure.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/xstage.pc ${PROJECT_BINARY_DIR}/xstage-measure.pc
+# whether Libs needs an rpath is known only at install time, where the
+# prefix is final (cmake/install_pc.cmake): the rpath stays a placeholder
+set(XSTAGE_PC_RPATH "@XSTAGE_PC_RPATH@")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage.pc.in ${PROJECT_BINARY_DIR}/pc-staged/xstage.pc @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/xstage-measure.pc.in
+               ${PROJECT_BINARY_DIR}/pc-staged/xstage-measure.pc @ONLY)
+install(CODE "
+  set(PC_STAGED \"${PROJECT_BINARY_DIR}/pc-staged/xstage.pc;${PROJECT_BINARY_DIR}/pc-staged/xstage-measure.pc\")
+  set(PC_OUT \"${PROJECT_BINARY_DIR}/pc-installed\")
+  set(PC_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(PC_ARCH \"${CMAKE_LIBRARY_ARCHITECTURE}\")
+  include(\"${PROJECT_SOURCE_DIR}/cmake/install_pc.cmake\")")
+install(FILES ${PROJECT_BINARY_DIR}/pc-installed/xstage.pc
+              ${PROJECT_BINARY_DIR}/pc-installed/xstage-measure.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # the Python binding (python/xstage, ctypes over libxstage), where Debian's

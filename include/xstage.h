@@ -92,6 +92,10 @@ typedef struct xs_error {
 /* "64KiB", "1.5MB", "4096" (bytes). Decimal (kB, MB, GB, TB) and binary
  * (KiB, MiB, GiB, TiB) prefixes; "B" optional. Result >= 0 and finite. */
 XS_API xs_status xs_parse_size(const char *text, double *bytes, xs_error *err);
+/* "4096", "4Ki" (4096), "32k" (32000), "1Mi": a whole number >= 0 with an
+ * optional decimal (k, M, G, T) or binary (Ki, Mi, Gi, Ti) multiplier, for
+ * token counts, SMs and other counts. At most 2^53. */
+XS_API xs_status xs_parse_count(const char *text, double *count, xs_error *err);
 /* "2us", "1.5ms", "3e-6" (seconds); s, ms, us, ns, ps. >= 0 and finite. */
 XS_API xs_status xs_parse_time(const char *text, double *seconds, xs_error *err);
 /* "300MB/s", "1.6Gbit/s", "2e9" (bytes/s); byte or bit units with decimal or

@@ -10,8 +10,9 @@
  *     then fitted
  *   3 a MegaMoE config (JSON), checked
  *   4 a ring attention config (JSON), checked
- *   5, 7 a size, a time and a rate (xs_parse_size/time/rate), and what
- *     the formatters make of them: a number and a unit
+ *   5, 7 a size, a time, a rate and a count (xs_parse_size/time/rate/
+ *     count), and what the formatters make of them: a number and a unit;
+ *     a count is whole
  *   6 bytes that drive the program builder (workers, computes, sends with
  *     channels and ids, waits, fences): what it builds is written, read
  *     back and written again, the same text both times
@@ -199,6 +200,8 @@ static void fuzz_units(const char *text, size_t n) {
     check_format(xs_format_time(v, out, sizeof out));
   if (xs_parse_rate(buf, &v, &err) == XS_OK)
     check_format(xs_format_rate(v, out, sizeof out));
+  if (xs_parse_count(buf, &v, &err) == XS_OK && (v != (double)(uint64_t)v || v > 0x1p53))
+    __builtin_trap();
 }
 
 /* the bytes as calls to the builder; the names come from small tables so

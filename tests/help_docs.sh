@@ -44,7 +44,9 @@ validate_megamoe validate
 validate_flashattn validate"
 # pages that also show flags of commands documented elsewhere, and flags
 # of other programs they show (mpirun's; pkg-config's, cmake's and the
-# linker's where docs/api.md shows how to build against the library)
+# linker's where docs/api.md shows how to build against the library; pip's
+# and venv's where the README installs the Python package, and
+# python/examples/autotune.py's)
 extra="mpi probe fit sweep_megamoe sweep_flashattn
 cuda probe calibrate fit replay
 simulate demo predict
@@ -58,7 +60,11 @@ foreign="--hostfile
 --static
 --install
 --prefix
---no-undefined"
+--no-undefined
+--no-build-isolation
+--system-site-packages
+--min
+--max"
 
 # every command `xstage --help` lists has a page
 "$X" --help | awk '/^commands:/ { f = 1; next } f && /^$/ { exit } f { print $1 }' \

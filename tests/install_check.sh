@@ -34,8 +34,9 @@ want=$(awk '/^#define XSTAGE_VERSION_(MAJOR|MINOR|PATCH) / { v = v sep $3; sep =
     { say "pkg-config --modversion xstage disagrees with xstage.h ($want)"; exit 1; }
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror "$src/tests/consumer/use.c" -o "$tmp/use_pc" \
-    $(pkg-config --cflags --libs xstage) -Wl,-rpath,"$libdir"
-"$tmp/use_pc"
+    $(pkg-config --cflags --libs xstage)
+# runs with nothing more: pkg-config --libs gave what the loader needs
+env -u LD_LIBRARY_PATH "$tmp/use_pc"
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror "$src/tests/consumer/use.c" -o "$tmp/use_pc_static" \
     $(pkg-config --cflags xstage) "$libdir/libxstage.a" \
@@ -46,9 +47,29 @@ fi
 "$tmp/use_pc_static"
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Werror "$src/tests/consumer/measure.c" -o "$tmp/measure_pc" \
-    $(pkg-config --cflags --libs xstage-measure) -Wl,-rpath,"$libdir"
-"$tmp/measure_pc"
-say "pkg-config: shared, static and measure consumers built and ran"
+    $(pkg-config --cflags --libs xstage-measure)
+env -u LD_LIBRARY_PATH "$tmp/measure_pc"
+say "pkg-config: shared, static and measure consumers built and ran (no rpath given by hand)"
+
+# the data: installed under share/xstage, found by the installed command
+# away from the source tree, and again once the prefix has moved
+for f in published/megamoe.csv published/ring-attention.csv examples/hol.json \
+         profiles/h200-nvlink.json; do
+    [ -e "$tmp/prefix/share/xstage/$f" ] || { say "not installed: share/xstage/$f"; exit 1; }
+done
+got=$(cd "$tmp" && env -u XSTAGE_DATA_DIR "$tmp/prefix/bin/xstage" validate flashattn | head -1)
+case "$got" in
+    *" of $tmp/prefix/share/xstage/published/ring-attention.csv,"*) ;;
+    *) say "the installed xstage did not read its installed data: $got"; exit 1 ;;
+esac
+cp -R "$tmp/prefix" "$tmp/moved"
+got=$(cd "$tmp" && env -u XSTAGE_DATA_DIR "$tmp/moved/bin/xstage" validate megamoe | head -1)
+case "$got" in
+    *" of $tmp/moved/share/xstage/published/megamoe.csv,"*) ;;
+    *) say "a moved install did not read its own data: $got"; exit 1 ;;
+esac
+rm -rf "$tmp/moved"
+say "data: validate read share/xstage/published from the installed command, and after a move"
 
 # the Python package, installed beside the library, finds it there
 py=/usr/bin/python3
@@ -61,6 +82,10 @@ if [ -x "$py" ]; then
         *" $tmp/prefix/"*) say "python: import xstage from ${pkg#"$tmp/prefix/"}: $got" ;;
         *) say "the installed Python package loaded another library: $got"; exit 1 ;;
     esac
+    got=$(cd "$tmp" && env -u XSTAGE_LIBRARY -u XSTAGE_DATA_DIR PYTHONPATH="$(dirname "$pkg")" \
+        "$py" -c 'import xstage; print(xstage.data_file("published/megamoe.csv"))')
+    [ "$got" = "$tmp/prefix/share/xstage/published/megamoe.csv" ] ||
+        { say "the installed Python package found its data elsewhere: $got"; exit 1; }
     # a run-time install: the versioned library only, no libxstage.so
     rt="$tmp/runtime"
     mkdir -p "$rt/lib" "$rt/${pkg#"$tmp/prefix/"}"

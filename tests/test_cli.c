@@ -24,7 +24,7 @@
 #include "testio.h"
 #include "xstage_measure.h"
 
-static char out_buf[1 << 22], err_buf[1 << 16];
+static char out_buf[1 << 22], err_buf[1 << 16], saved[1 << 22];
 
 /* Run "xstage ARGS" through the shell; stdout (its first 4 MiB) and stderr
  * captured. */
@@ -38,6 +38,94 @@ static void expect_rc(const char *args, int rc, const char *in_stderr) {
     fprintf(stderr, "xstage %s: exit %d (want %d)\nstderr: %s\nwant: %s\n",
             args, got, rc, err_buf, in_stderr ? in_stderr : "");
     fail();
+  }
+}
+
+/* Counts with suffixes, geometric grids, whole numbers as JSON integers,
+ * a negative imbalance refused, residues printed as the 0 they are: each
+ * against a second way to write the same thing. */
+static void same_output(const char *a, const char *b) {
+  expect_rc(a, 0, NULL);
+  snprintf(saved, sizeof saved, "%s", out_buf);
+  expect_rc(b, 0, NULL);
+  if (strcmp(saved, out_buf)) {
+    fprintf(stderr, "xstage %s\nand xstage %s\ndiffer\n", a, b);
+    fail();
+  }
+}
+
+static void test_counts_and_grids(void **s) {
+  (void)s;
+  const char *p = "plan megamoe --preset glm --profile h800-nvlink ";
+  char a[512], b[512];
+  snprintf(a, sizeof a, "%s--tokens 4Ki --json", p);
+  snprintf(b, sizeof b, "%s--tokens 4096 --json", p);
+  same_output(a, b);
+  assert_non_null(strstr(out_buf, "\"tokens\": 4096,"));
+  assert_non_null(strstr(out_buf, "\"ep\": 8,"));
+  snprintf(a, sizeof a, "%s--tokens 2k --ep 8", p);
+  snprintf(b, sizeof b, "%s--tokens 2000 --ep 8", p);
+  same_output(a, b);
+  snprintf(a, sizeof a, "%s--tokens-grid 16:8Ki:x2 --json", p);
+  snprintf(b, sizeof b, "%s--tokens-grid 16,32,64,128,256,512,1024,2048,4096,8192 --json", p);
+  same_output(a, b);
+  /* rounded to whole tokens, a repeat kept once */
+  snprintf(a, sizeof a, "%s--tokens-grid 16:100:x1.5,1000:1200:x1.01 --json", p);
+  snprintf(b, sizeof b, "%s--tokens-grid 16,24,36,54,81,1000,1010,1020,1030,1041,1051,"
+                        "1062,1072,1083,1094,1105,1116,1127,1138,1149,1161,1173,1184,1196 "
+                        "--json", p);
+  same_output(a, b);
+  snprintf(a, sizeof a, "%s--tokens-range 64:1Ki --json", p);
+  snprintf(b, sizeof b, "%s--tokens-range 64:1024 --json", p);
+  same_output(a, b);
+  same_output("plan flashattn --preset llama3-8b --profile h100-nvlink --seq 8Ki --cp 8",
+              "plan flashattn --preset llama3-8b --profile h100-nvlink --seq 8192 --cp 8");
+  same_output("demo --sms 1Ki --waves 2", "demo --sms 1024 --waves 2");
+  /* refusals: the flag, what it takes, where the text went wrong */
+  static const char *const refused[][2] = {
+      {"--tokens 1.5", "--tokens: expected a whole number from 1 to 10000000, with an "
+                       "optional k"},
+      {"--tokens 4kB", "got \"4kB\""},
+      {"--tokens -4k", "--tokens:"},
+      {"--tokens-grid 16:8192:x1", "at character 10 of \"16:8192:x1\": expected a factor"},
+      {"--tokens-grid 16:8192:x", "expected a factor"},
+      {"--tokens-grid 16:2.5:x2", "at character 4 of"},
+      {"--tokens-grid 1:512Mi:x1.0001", "more than 4096 grid points"},
+      {"--tokens-range 4Ki:64", "runs backwards"}};
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    snprintf(a, sizeof a, "%s%s", p, refused[i][0]);
+    expect_rc(a, 2, refused[i][1]);
+  }
+  expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --seq 8192.5", 2,
+            "--seq: expected a whole number");
+  expect_rc("demo --sms 0", 2, "--sms: expected a whole number from 1 to 100000");
+  expect_rc("probe pipe --sizes 2.5", 2, "--sizes: expected a whole number from 1 to 1000");
+  /* a negative imbalance is refused where the config names it */
+  char cfg[64];
+  snprintf(cfg, sizeof cfg, "/tmp/xstage-imbalance-%d.json", (int)getpid());
+  FILE *f = fopen(cfg, "w");
+  assert_non_null(f);
+  fputs("{\"preset\": \"glm\",\n \"imbalance\": -1}\n", f);
+  fclose(f);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "plan megamoe --config %s --profile h800-nvlink", cfg);
+  snprintf(a, sizeof a, "%s:2:15: imbalance:", cfg);
+  expect_rc(cmd, 2, a);
+  unlink(cfg);
+  /* residues of subtractions print as 0, never as "1.22e-08 ns" */
+  const char *reports[] = {
+      "plan flashattn --preset llama3-8b --profile h100-nvlink",
+      "plan flashattn --preset llama3-8b --profile h100-nvlink --full",
+      "plan flashattn --preset mha --profile h200-nvlink --seq 4096",
+      "predict --program examples/hol.json --profile h200-nvlink"};
+  for (size_t i = 0; i < sizeof reports / sizeof *reports; i++) {
+    expect_rc(reports[i], 0, NULL);
+    const char *e = strstr(out_buf, "e-");
+    for (; e; e = strstr(e + 1, "e-"))
+      if (e > out_buf && e[-1] >= '0' && e[-1] <= '9') {
+        fprintf(stderr, "xstage %s prints a residue: ...%.40s\n", reports[i], e - 8);
+        fail();
+      }
   }
 }
 
@@ -529,7 +617,14 @@ static void test_validate(void **s) {
   expect_rc("validate megamoe --data data/published/megamoe.csv --model sim", 2, "--model");
   expect_rc("validate flashattn --data data/published/ring-attention.csv --by-source", 2,
             "megamoe only");
-  expect_rc("validate megamoe", 2, "--data FILE is required");
+  /* without --data, the published file, and the same rows as naming it */
+  expect_rc("validate megamoe --data data/published/megamoe.csv --json", 0, NULL);
+  snprintf(saved, sizeof saved, "%s", out_buf);
+  expect_rc("validate megamoe --json", 0, NULL);
+  assert_string_equal(saved, out_buf);
+  expect_rc("validate flashattn", 0, "");
+  assert_non_null(strstr(out_buf, "/data/published/ring-attention.csv, predicted"));
+  expect_rc("validate megamoe --data", 2, "--data is unknown or needs a value");
   expect_rc("validate megamoe --data /no/such.csv", 2, "/no/such.csv: cannot open");
   expect_rc("validate megamoe --data tests/data/bad-validate.csv", 2,
             "tests/data/bad-validate.csv:3:3: gpu: \"h300\"");
@@ -891,6 +986,6 @@ int main(void) {
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
       cmocka_unit_test(test_timeouts_and_signals),
       cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors),
-      cmocka_unit_test(test_output_paths)};
+      cmocka_unit_test(test_output_paths), cmocka_unit_test(test_counts_and_grids)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

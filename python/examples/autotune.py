@@ -4,8 +4,10 @@ expert-parallel MoE layer at each token count of a range and print the
 option the planner recommends (schedule, knob rule and values), its
 predicted time and the unfused sequential schedule's beside it.
 
-    PYTHONPATH=python python3 python/examples/autotune.py \\
-        --preset deepseek-v3 --profile h200-nvlink --min 64 --max 8192
+    python3 python/examples/autotune.py --preset deepseek-v3 \\
+        --profile h200-nvlink --min 64 --max 8192
+
+(with the package installed; from a source tree, PYTHONPATH=python)
 """
 import argparse
 import sys
@@ -13,19 +15,14 @@ import sys
 import xstage
 
 
-def knob_words(schedule, knobs):
-    """The knobs that matter for a schedule, in words."""
-    k = knobs
+def knob_words(schedule, k):
+    """The knobs that matter for a schedule (an xstage.Knobs), in words."""
     if schedule in ("fused-wave", "fused-split"):
-        return "experts/wave %d" % k["experts_per_wave"] if k["experts_per_wave"] else "all experts"
+        return "experts/wave %d" % k.experts_per_wave if k.experts_per_wave else "all experts"
     if schedule == "fused-lag":
-        return "lag %d, group %d" % (k["lag"], k["group"])
+        return "lag %d, group %d" % (k.lag, k.group)
     if schedule == "fused-interleaved":
-        return "warm-up %d" % k["warmup"]
-    if schedule == "searched":
-        if k["l2_sms"]:
-            return "split %d SMs" % k["l2_sms"]
-        return "%d:%d waves" % (k["l1_waves"], k["l2_waves"])
+        return "warm-up %d" % k.warmup
     return "-"
 
 
@@ -71,17 +68,17 @@ def main(argv=None):
     for t in token_counts(args.min, args.max, args.per_octave):
         plan = xstage.plan_megamoe(args.preset, prof, tokens=t, ep=args.ep,
                                    tolerance=args.tolerance)
-        chosen = plan["recommended"]["chosen"]
-        sched = plan["schedules"][chosen["schedule"]]
-        seq_s = plan["schedules"]["sequential"]["burstgap_s"]
-        choice = (chosen["schedule"], chosen["rule"])
+        chosen = plan.recommended.chosen
+        sched = plan.schedules[chosen.schedule]
+        seq_s = plan.schedules["sequential"].burstgap_s
+        choice = (chosen.schedule, chosen.rule)
         mark = "*" if last is not None and choice != last else " "
         last = choice
         print("%s%7d  %-18s %-10s %-18s %12.1f %12.1f %8.2fx %8s"
-              % (mark, t, chosen["schedule"], chosen["rule"],
-                 knob_words(chosen["schedule"], chosen["knobs"]),
-                 chosen["time_s"] * 1e6, seq_s * 1e6, seq_s / chosen["time_s"],
-                 sched["breakdown"]["bound"]))
+              % (mark, t, chosen.schedule, chosen.rule,
+                 knob_words(chosen.schedule, chosen.knobs),
+                 chosen.time_s * 1e6, seq_s * 1e6, seq_s / chosen.time_s,
+                 sched.breakdown["bound"]))
     print("\n(time: the recommended option's predicted time per layer and rank under "
           "burstgap;\n seq.: the unfused sequential schedule; speedup = seq. / time; "
           "*: the choice changes)")

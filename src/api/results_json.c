@@ -30,7 +30,43 @@ size_t xs_struct_size(const char *name) {
   return 0;
 }
 
+/* The keys that hold counts (tokens, ranks, SMs, tiles, shapes): whole
+ * numbers, written as JSON integers (4096, not 4096.0) so that a reader
+ * (Python's json, jq) gets an integer. Times, bytes, rates and ratios stay
+ * reals, whatever their value, so that a key's type never changes from
+ * one document to the next. */
+static const char *const count_keys[] = {
+    "tokens", "ep", "hidden", "intermediate", "experts", "topk", "shared_experts",
+    "block_m", "block_n", "sms", "stagger", "pairs", "blocks", "l1_tiles", "l2_tiles",
+    "waves", "lo", "seq", "cp", "heads_q", "heads_kv", "head_dim", "batch", "q_tiles",
+    "kv_tiles", "iterations"};
+
+static void counts_as_integers(json_t *j) {
+  const char *key;
+  json_t *v;
+  size_t i;
+  if (json_is_array(j)) {
+    json_array_foreach(j, i, v)
+      counts_as_integers(v);
+    return;
+  }
+  json_object_foreach(j, key, v) {
+    if (json_is_real(v)) {
+      double x = json_real_value(v);
+      for (i = 0; i < sizeof count_keys / sizeof *count_keys; i++)
+        if (!strcmp(key, count_keys[i]) && x == floor(x) && fabs(x) <= 9007199254740992.0) {
+          json_object_set_new(j, key, json_integer((json_int_t)x));
+          break;
+        }
+    } else {
+      counts_as_integers(v);
+    }
+  }
+}
+
 xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err) {
+  if (doc)
+    counts_as_integers(doc);
   *out = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(precision)) : NULL;
   json_decref(doc);
   if (!*out)
