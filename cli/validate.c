@@ -16,7 +16,7 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: xstage validate (megamoe | flashattn) --data FILE [--json]\n"
-          "                       [--svg FILE] [--fail-above FRACTION]\n"
+          "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
           "source, gpu, ep, hidden, intermediate, experts, topk, shared_experts,\n"
@@ -35,6 +35,9 @@ static void help(FILE *f) {
           "\n"
           "  --data FILE          the CSV (data/published/megamoe.csv or\n"
           "                       data/published/ring-attention.csv in the source tree)\n"
+          "  --profile P          megamoe: a profile of the caller's (a file from xstage\n"
+          "                       fit megamoe): rows whose gpu is its name use it,\n"
+          "                       the others their built-in profile (docs/tune.md)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
@@ -58,15 +61,17 @@ int cmd_validate(int argc, char **argv) {
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
+      {"profile", required_argument, 0, 'p'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
-  const char *data = NULL, *svg = NULL;
+  const char *data = NULL, *svg = NULL, *profile = NULL;
   double fail_above = INFINITY;
   int json = 0, c;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":d:jS:f:p:h", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
+    case 'p': profile = optarg; break;
     case 'j': json = 1; break;
     case 'S': svg = optarg; break;
     case 'f': {
@@ -85,23 +90,40 @@ int cmd_validate(int argc, char **argv) {
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
   if (!data)
     return cli_usage_error("validate", "--data FILE is required");
+  if (fa && profile)
+    return cli_usage_error("validate", "--profile is for megamoe only");
   if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
     return EXIT_INPUT;
+  xs_validate_set set;
+  xs_error err;
+  xs_profile *given = NULL;
+  if (profile && xs_profile_load(profile, &given, &err))
+    return cli_error("validate", &err);
   char *text;
   size_t len;
   int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
-  if (rrc)
+  if (rrc) {
+    xs_profile_free(given);
     return rrc;
-  xs_validate_set set;
-  xs_error err;
+  }
   int tty = isatty(2);
-  xs_status st = (fa ? xs_validate_flashattn : xs_validate_megamoe)(
-      text, len, data, &set, tty ? progress : NULL, NULL, &err);
+  const xs_profile *const gp[1] = {given};
+  xs_status st = fa ? xs_validate_flashattn(text, len, data, &set, tty ? progress : NULL,
+                                            NULL, &err)
+                    : xs_validate_megamoe_with(text, len, data, gp, given ? 1 : 0, &set,
+                                               tty ? progress : NULL, NULL, &err);
   free(text);
+  char given_name[160] = "";
+  if (given)
+    cli_text(xs_profile_name(given), given_name, sizeof given_name);
+  xs_profile_free(given);
   if (tty)
     fprintf(stderr, "\r%40s\r", "");
   if (st)
     return cli_error("validate", &err);
+  if (given_name[0] && !json)
+    printf("(rows of gpu %s predicted on %s, not the built-in profile)\n", given_name,
+           profile);
   /* arms and sources in order of first appearance */
   size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
   size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);

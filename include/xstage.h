@@ -978,6 +978,16 @@ XS_API xs_status xs_validate_megamoe(const char *text, size_t length,
                               void (*progress)(size_t done, void *ctx),
                               void *ctx, xs_error *err);
 XS_API void xs_validate_free(xs_validate_set *set);
+/* The same, with profiles of the caller's (a fitted one: xs_moe_fit):
+ * a row whose gpu is the name of one of profiles[0..nprofiles) is
+ * predicted on it, the others on the built-in profiles. */
+XS_API xs_status xs_validate_megamoe_with(const char *text, size_t length,
+                                          const char *filename,
+                                          const xs_profile *const *profiles,
+                                          size_t nprofiles,
+                                          xs_validate_set *out,
+                                          void (*progress)(size_t, void *),
+                                          void *ctx, xs_error *err);
 /* Ring attention (docs/validate.md): a CSV with the columns source, gpu,
  * cp, seq_per_rank, heads, kv_heads, head_dim, causal, layout, kernel,
  * pass, arm, time_us; each row predicted by xs_fa_predict on the built-in
@@ -1036,6 +1046,104 @@ XS_API double xs_validate_bias(const xs_validate_set *set, const char *arm,
 /* Predicted against measured on log axes, one colour per arm, y = x and a
  * +-20% band; free() the result. */
 XS_API char *xs_validate_svg(const xs_validate_set *set, const char *title);
+
+/* ---- Tuning the MegaMoE kernel model to a machine (docs/tune.md) ----
+ * The kernel model's terms that timings can inform, each one number (or
+ * a set moved together) of a profile, scaled by a factor: xs_moe_fit
+ * fits them to a user's kernel timings once, xs_tuner learns them from
+ * the kernel's own launches as it runs. */
+typedef enum {
+  XS_MOE_TERM_GEMM = 0,     /* "gemm": the SM's MMA rate: every dtype's
+                               compute.flops_per_s and compute.mma_clock_hz
+                               together (achieved GEMM throughput)       */
+  XS_MOE_TERM_TILE = 1,     /* "tile": compute.tile_overhead_s           */
+  XS_MOE_TERM_L2 = 2,       /* "l2": compute.l2_Bps                      */
+  XS_MOE_TERM_HBM = 3,      /* "hbm": channels.hbm.drain_Bps             */
+  XS_MOE_TERM_LINK = 4,     /* "link": the default channel's drain_Bps   */
+  XS_MOE_TERM_LINK_ISSUE = 5, /* "link-issue": its inject_Bps and
+                               worker_inject_Bps together                */
+  XS_MOE_TERM_CAPACITY = 6, /* "capacity": its capacity_B                */
+  XS_MOE_TERM_LATENCY = 7,  /* "latency": its latency_s                  */
+  XS_MOE_TERM_LAUNCH = 8,   /* "launch": compute.launch_s                */
+  XS_MOE_TERM_BARRIER = 9,  /* "barrier": compute.barrier_s              */
+  XS_MOE_TERM_SETUP = 10,   /* "setup": compute.setup_s                  */
+  XS_MOE_TERM_HOST_SYNC = 11, /* "host-sync": compute.host_sync_s        */
+  XS_MOE_TERM_A2A = 12,     /* "a2a": compute.a2a_fixed_s                */
+  XS_MOE_TERMS = 13
+} xs_moe_term;
+/* "gemm", "tile", ...; NULL past the last */
+XS_API const char *xs_moe_term_name(xs_moe_term term);
+/* the term of a name, or -1 */
+XS_API int xs_moe_term_from_name(const char *name);
+/* The profile's key paths the term moves ("compute.mma_clock_hz",
+ * "channels.nvlink.drain_Bps"; several separated by ", "), into buf. */
+XS_API const char *xs_moe_term_keys(const xs_profile *profile, xs_moe_term term,
+                                    char *buf, size_t size);
+/* The term's number in the profile (the first of its keys): 0 when the
+ * profile does not give it, INFINITY for an unbounded capacity. */
+XS_API double xs_moe_term_value(const xs_profile *profile, xs_moe_term term);
+/* Multiply the term's numbers in profile by factor (> 0, finite);
+ * XS_INVALID when a number would leave its valid range or the profile
+ * has no such number (an "hbm" channel, a default channel). */
+XS_API xs_status xs_moe_term_scale(xs_profile *profile, xs_moe_term term,
+                                   double factor, xs_error *err);
+
+/* `xstage fit megamoe`: fit terms to kernel timings in the validate CSV
+ * format (docs/validate.md), by least squares on log error. */
+typedef struct xs_moe_fit_options {
+  unsigned terms;        /* bit 1u << xs_moe_term of the terms to fit, each
+                            of which the rows must determine (XS_INVALID
+                            naming the others and why); 0: every term
+                            the rows determine                          */
+  const char *source;    /* only rows of this source (NULL: every row)   */
+  unsigned max_iterations; /* of the least squares (0: 30)               */
+  unsigned bootstrap;    /* resamples of the rows (0: 200)               */
+  uint64_t seed;         /* of the resampling (0: a fixed one)           */
+} xs_moe_fit_options;
+
+typedef struct xs_moe_fit_term {
+  xs_moe_term term;
+  int fitted;            /* 1: fitted; 0: left as the base gives it      */
+  double base, value;    /* the number before and after                  */
+  double scale;          /* value / base                                 */
+  double lo, hi;         /* scale's 68% bootstrap interval (16th and
+                            84th percentiles)                           */
+  double sensitivity;    /* the largest |d log time / d log term| over
+                            the rows, at the base                        */
+  char why[192];         /* not fitted: why                              */
+} xs_moe_fit_term;
+
+typedef struct xs_moe_fit_row {
+  size_t line;           /* in the CSV                                   */
+  double measured_us, before_us, after_us;
+} xs_moe_fit_row;
+
+typedef struct xs_moe_fit_result {
+  size_t nrows;          /* rows fitted: the profile's gpu, kernel time  */
+  size_t skipped;        /* rows of another gpu, source or metric        */
+  xs_moe_fit_row *rows;  /* nrows of them; xs_moe_fit_free              */
+  double median_before, median_after; /* |error| over the rows fitted    */
+  double max_before, max_after;
+  unsigned iterations, evaluations; /* of the least squares; programs  */
+  size_t nfitted;        /* terms fitted                                */
+  xs_moe_fit_term terms[XS_MOE_TERMS];
+} xs_moe_fit_result;
+
+/* Fit to the rows of text (a CSV in the validate format, named filename
+ * in messages) whose gpu is base's name: each row predicted as `xstage
+ * validate megamoe` predicts it, the terms moved to minimise the sum of
+ * squared log errors (Levenberg-Marquardt, each term within x1/4 to x4 of
+ * the base, at most max_iterations), uncertainty from bootstrap
+ * resamples of the rows. *tuned (may be NULL) receives base with the
+ * fitted numbers, each one's "sources" entry starting "fitted:" and
+ * naming the file and rows; free it with xs_profile_free. Deterministic
+ * for a seed. */
+XS_API xs_status xs_moe_fit(const char *text, size_t length,
+                            const char *filename, const xs_profile *base,
+                            const xs_moe_fit_options *options,
+                            xs_moe_fit_result *out, xs_profile **tuned,
+                            xs_error *err);
+XS_API void xs_moe_fit_free(xs_moe_fit_result *result);
 
 /* ---- Calibration samples and the fit (docs/probe.md); the probes that
  * take samples are libxstage-measure's (xstage_measure.h) ---- */
