@@ -1145,6 +1145,94 @@ XS_API xs_status xs_moe_fit(const char *text, size_t length,
                             xs_error *err);
 XS_API void xs_moe_fit_free(xs_moe_fit_result *result);
 
+/* The online tuner (docs/tune.md "The tuner"): for a kernel's host code,
+ * between launches. It holds, for each grid point (a token count) and
+ * each option there (xs_moe_options), the model's log time and its
+ * gradient in the log of each term it learns, built once by the planner;
+ * then, per grid point, a belief about the terms and each option's own
+ * error (jointly Gaussian: a mean and a covariance), updated from each
+ * launch's measured time by a Kalman step. Memory is fixed at creation
+ * (xs_tuner_state_size: per grid point of m options and K terms, about
+ * 8 (K + m)^2 bytes); what a launch taught is forgotten with a half life
+ * (the covariance relaxes toward the prior), and a time the belief finds
+ * impossible (more than 4 standard deviations off) resets the point's
+ * covariance at once. */
+typedef struct xs_tuner xs_tuner;
+#define XS_TUNER_MAX_POINTS 64
+typedef struct xs_tuner_options {
+  const double *tokens;  /* grid of token counts, ascending (at most
+                            XS_TUNER_MAX_POINTS); NULL: table's, else the
+                            config's tokens alone                        */
+  size_t ntokens;
+  const xs_moe_table *table; /* a knob table whose grid points to use when
+                            tokens is NULL (may be NULL)                 */
+  unsigned schedules;    /* as xs_moe_options' mask; 0: all              */
+  unsigned terms;        /* bit 1u << xs_moe_term of the terms it learns;
+                            0: gemm, hbm, link, link-issue, capacity,
+                            launch and barrier (those the options' times
+                            depend on are kept)                          */
+  double noise;          /* relative spread of one measured time (0: 0.02) */
+  double prior;          /* relative uncertainty of each term at the start
+                            (0: 0.25)                                    */
+  double option_prior;   /* relative uncertainty of each option's own
+                            error at the start (0: 0.1)                  */
+  double half_life;      /* launches after which a launch's information
+                            is half forgotten (0: 200)                   */
+  double threshold;      /* explore another option only where it could
+                            be faster than the predicted best by more
+                            than this, at two standard deviations
+                            (0: the noise)                               */
+  double margin;         /* never choose an option predicted slower than
+                            the best by more than this (0: 0.2)          */
+} xs_tuner_options;
+
+typedef struct xs_tuner_choice {
+  xs_moe_schedule schedule;
+  unsigned rule;         /* the schedule's knob rule (xs_moe_rule_name)  */
+  xs_moe_pattern knobs;  /* what to launch                               */
+  double tokens;         /* the grid point the choice was made at        */
+  double predicted_s;    /* the tuner's time for it now                  */
+  double sd;             /* its relative uncertainty (log sd)            */
+  double best_s;         /* the predicted best's time                    */
+  int explore;           /* 1: not the predicted best; its uncertainty
+                            says it could win by more than threshold     */
+} xs_tuner_choice;
+
+/* Plans every grid point on profile and builds the tuner: a few plans per
+ * point and term (about 0.1-1 s; the tuner's own calls are cheap). Free
+ * with xs_tuner_free. */
+XS_API xs_status xs_tuner_create(const xs_moe_config *config,
+                                 const xs_profile *profile,
+                                 const xs_tuner_options *options,
+                                 xs_tuner **out, xs_error *err);
+XS_API void xs_tuner_free(xs_tuner *tuner);
+/* The option to launch for tokens (the nearest grid point in log
+ * tokens): the predicted best, or another the uncertainty says could win
+ * by more than the threshold, never one predicted to lose more than the
+ * margin. No allocation, no lock; any number of threads may call it,
+ * also while one thread observes (it retries a read that an observation
+ * overlapped). Deterministic: the same state gives the same choice.
+ * XS_INVALID for tokens not positive. */
+XS_API xs_status xs_tuner_choose(const xs_tuner *tuner, double tokens,
+                                 xs_tuner_choice *out);
+/* A launch of schedule with knobs at tokens took measured_s: the terms
+ * and the option's own error are updated. One thread at a time (with
+ * any number choosing). XS_NOTFOUND when no option at that grid point
+ * has this schedule and these knobs. */
+XS_API xs_status xs_tuner_observe(xs_tuner *tuner, double tokens,
+                                  xs_moe_schedule schedule,
+                                  const xs_moe_pattern *knobs,
+                                  double measured_s, xs_error *err);
+/* Bytes the tuner holds (fixed at creation). */
+XS_API size_t xs_tuner_state_size(const xs_tuner *tuner);
+/* The tuner's factor for a term at the grid point of tokens (1: the
+ * profile's) and its relative uncertainty (log sd); XS_NOTFOUND for a
+ * term it does not learn. */
+XS_API xs_status xs_tuner_term(const xs_tuner *tuner, double tokens,
+                               xs_moe_term term, double *scale, double *sd);
+/* Observations so far. */
+XS_API uint64_t xs_tuner_observations(const xs_tuner *tuner);
+
 /* ---- Calibration samples and the fit (docs/probe.md); the probes that
  * take samples are libxstage-measure's (xstage_measure.h) ---- */
 

@@ -391,6 +391,12 @@ int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
 xs_status xs__validate_moe_predict(xs_validate_row *row,
                                    const xs_profile *prof, xs_error *err);
 
+/* tests: the tuner's grid point of tokens: its m options' log times a
+ * and gradients g (m x K) as built, and the belief's mean log time and
+ * variance of each (arrays of XS_MOE_MAX_OPTIONS, x XS_MOE_TERMS for g) */
+void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
+                     double *a, double *g, double *mu, double *var);
+
 /* The burstgap time of one schedule with the given knob values. */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
