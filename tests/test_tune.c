@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "testio.h"
+#include "testutil.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,12 +19,8 @@
 #include <string.h>
 
 static xs_profile *load(const char *name) {
-  xs_profile *p;
-  xs_error e;
-  if (xs_profile_load(name, &p, &e)) {
-    fprintf(stderr, "%s\n", e.message);
-    fail();
-  }
+  xs_profile *p = xs_test_profile(name);
+  assert_non_null(p);
   return p;
 }
 

@@ -24,12 +24,8 @@
 #define SEED 2029
 
 static xs_profile *load(const char *name) {
-  xs_profile *p;
-  xs_error e;
-  if (xs_profile_load(name, &p, &e)) {
-    fprintf(stderr, "%s\n", e.message);
-    fail();
-  }
+  xs_profile *p = xs_test_profile(name);
+  assert_non_null(p);
   return p;
 }
 
@@ -175,10 +171,7 @@ static void *reader(void *arg) {
       r->bad++;
       continue;
     }
-    int found = 0;
-    for (size_t i = 0; i < r->n && !found; i++)
-      found = r->opts[i].schedule == ch.schedule &&
-              !memcmp(&r->opts[i].knobs, &ch.knobs, sizeof ch.knobs);
+    int found = xs_test_option(r->opts, r->n, ch.schedule, &ch.knobs) < r->n;
     r->bad += !found || !(ch.predicted_s > 0) || !isfinite(ch.sd);
     r->calls++;
   }
@@ -332,10 +325,7 @@ static void test_replay(void **st) {
   size_t b0 = best_of(truth[0], n), b1 = best_of(truth[1], n);
   xs_tuner_choice first;
   assert_int_equal(xs_tuner_choose(t, c.tokens, &first), XS_OK);
-  size_t start = n;
-  for (size_t i = 0; i < n; i++)
-    if (o[i].schedule == first.schedule && !memcmp(&o[i].knobs, &first.knobs, sizeof first.knobs))
-      start = i;
+  size_t start = xs_test_option(o, n, first.schedule, &first.knobs);
   assert_true(start < n);
   printf("  the tuner starts on %s %s (%.1f us in the first world); the true best is %s %s "
          "(%.1f us), after the change %s %s (%.1f us)\n",
@@ -357,10 +347,7 @@ static void test_replay(void **st) {
     int w = L >= change;
     xs_tuner_choice ch;
     assert_int_equal(xs_tuner_choose(t, c.tokens, &ch), XS_OK);
-    size_t i = n;
-    for (size_t j = 0; j < n; j++)
-      if (o[j].schedule == ch.schedule && !memcmp(&o[j].knobs, &ch.knobs, sizeof ch.knobs))
-        i = j;
+    size_t i = xs_test_option(o, n, ch.schedule, &ch.knobs);
     assert_true(i < n);
     double best = truth[w][best_of(truth[w], n)];
     double measured = truth[w][i] * exp(noise * gauss(&rg));

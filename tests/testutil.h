@@ -5,6 +5,8 @@
 #include "xstage.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 typedef struct {
   uint64_t s;
@@ -23,5 +25,27 @@ static inline double rng_range(rng *r, double lo, double hi) {
   return lo + (hi - lo) * rng_unit(r);
 }
 static inline int rng_int(rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
+
+/* A profile by built-in name or path; NULL (after printing why) when it
+ * cannot be loaded. */
+static inline xs_profile *xs_test_profile(const char *name) {
+  xs_profile *p;
+  xs_error e;
+  if (xs_profile_load(name, &p, &e)) {
+    fprintf(stderr, "%s\n", e.message);
+    return NULL;
+  }
+  return p;
+}
+
+/* The index of the option with this schedule and these knobs in o[0..n),
+ * or n. */
+static inline size_t xs_test_option(const xs_moe_option *o, size_t n, xs_moe_schedule s,
+                                    const xs_moe_pattern *k) {
+  for (size_t i = 0; i < n; i++)
+    if (o[i].schedule == s && !memcmp(&o[i].knobs, k, sizeof *k))
+      return i;
+  return n;
+}
 
 #endif

@@ -310,6 +310,18 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
   return XS_OK;
 }
 
+/* out = P h for h = [g; e_i]: option i's covariance with every number
+ * of the belief */
+static void times_h(const _Atomic double *P, size_t d, size_t K, const double *g,
+                    size_t i, double *out) {
+  for (size_t a = 0; a < d; a++) {
+    double s = ld(&P[a * d + K + i]);
+    for (size_t k = 0; k < K; k++)
+      s += ld(&P[a * d + k]) * g[k];
+    out[a] = s;
+  }
+}
+
 xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out) {
   if (!(tokens > 0) || !isfinite(tokens))
     return XS_INVALID;
@@ -344,12 +356,7 @@ xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out
     const double *gb = &t->g[(f + best) * K];
     /* P h_best, so that each option's covariance with the best is O(K) */
     double Phb[MAXK + XS_MOE_MAX_OPTIONS];
-    for (size_t a = 0; a < d; a++) {
-      double s = ld(&P[a * d + K + best]);
-      for (size_t k = 0; k < K; k++)
-        s += ld(&P[a * d + k]) * gb[k];
-      Phb[a] = s;
-    }
+    times_h(P, d, K, gb, best, Phb);
     double vb = ld(&t->var[f + best]), vr = 0, cr = 0;
     for (size_t i = 0; i < m; i++) {
       if (i == best || mu[i] - mu[best] > t->log_margin)
@@ -440,14 +447,8 @@ xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
       st(&t->var[f + i], prior_var(t, &t->g[(f + i) * K]));
     S = ld(&t->var[f + o]) + t->r;
   }
-  /* Ph for h = [g; e_o] */
   double Ph[MAXK + XS_MOE_MAX_OPTIONS];
-  for (size_t a = 0; a < d; a++) {
-    double s = ld(&P[a * d + K + o]);
-    for (size_t k = 0; k < K; k++)
-      s += ld(&P[a * d + k]) * g[k];
-    Ph[a] = s;
-  }
+  times_h(P, d, K, g, o, Ph);
   for (size_t a = 0; a < d; a++) {
     st(&x[a], ld(&x[a]) + Ph[a] / S * e);
     for (size_t b = 0; b < d; b++)
