@@ -335,11 +335,14 @@ xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out
     if (s1 & 1)
       continue; /* an observation is being written: read again */
     best = 0;
+    double th[MAXK];
+    for (size_t k = 0; k < K; k++)
+      th[k] = ld(&x[k]);
     for (size_t i = 0; i < m; i++) {
       const double *g = &t->g[(f + i) * K];
       double s = t->opt[f + i].a + ld(&x[K + i]);
       for (size_t k = 0; k < K; k++)
-        s += g[k] * ld(&x[k]);
+        s += g[k] * th[k];
       mu[i] = s;
       if (s < mu[best])
         best = i;
