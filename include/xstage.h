@@ -1331,8 +1331,9 @@ XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
 XS_API void xs_free(void *pointer);
 /* sizeof the named public struct ("xs_moe_config", "xs_fa_config",
  * "xs_error", "xs_moe_table_options", "xs_sim_options", "xs_fa_ring",
- * "xs_fa_table_row"), 0 for another name: bindings that mirror a struct
- * check their copy against it when they load. */
+ * "xs_fa_table_row", "xs_tuner_options", "xs_tuner_choice"), 0 for
+ * another name: bindings that mirror a struct check their copy against
+ * it when they load. */
 XS_API size_t xs_struct_size(const char *name);
 
 /* `plan megamoe --json`: xs_moe_plan of the config, the recommended option

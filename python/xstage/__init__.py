@@ -719,3 +719,4 @@ def validate_megamoe(data_path):
 def validate_flashattn(data_path):
     """`xstage validate flashattn --data FILE --json` (ring attention)."""
     return _validate(data_path, _xs_validate_flashattn)
+from .tuner import Tuner  # noqa: E402  (docs/tune.md)

@@ -24,6 +24,8 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_sim_options)
   XS__SIZE(xs_fa_ring)
   XS__SIZE(xs_fa_table_row)
+  XS__SIZE(xs_tuner_options)
+  XS__SIZE(xs_tuner_choice)
 #undef XS__SIZE
   return 0;
 }
