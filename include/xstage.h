@@ -807,15 +807,26 @@ XS_API int xs_c_identifier(const char *name);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue
- * overhead and per-worker rate when set), the GEMM throughput, HBM
- * bandwidth, roofline p and the kernel's fixed costs. Each is moved by
- * the factors below and the plan redone: how the chosen option's time
- * changes, and whether the choice does. */
-#define XS_MOE_SENS_FACTORS 4 /* x0.5, x0.9, x1.1, x1.5 */
+ * overhead and per-worker rate when set), the GEMM throughput and the
+ * kernel model's terms (docs/tune.md "Sensitivity"). Each is moved over
+ * the range its kind of source gives it (lo to hi: a measurement its
+ * stated spread, else 10%; a derived figure 20%; a datasheet bandwidth or
+ * throughput its typical achieved fraction, x0.7 to x1; a lead its whole
+ * plausible range, a capacity from 64 KiB to 64 KiB per SM, another a
+ * factor of 3 either way; a fitted number its 68% interval; a number
+ * without a source x0.5 to x1.5), at four factors from lo to hi, and
+ * the plan redone on a typed copy of the profile: how the chosen
+ * option's time changes, and whether the choice does. */
+#define XS_MOE_SENS_FACTORS 4
 typedef struct xs_moe_sensitivity {
   char param[96];        /* a profile key path: "channels.nvlink.drain_Bps",
                             "compute.gemm_flops_per_s.fp8", ...           */
   double value;          /* the profile's                                 */
+  char kind[16];         /* its source's kind: "measurement", "derived",
+                            "datasheet", "lead", "fitted"; "" for none   */
+  double lo, hi;         /* the range, factors of value                   */
+  char settle[128];      /* what would measure it ("xstage probe
+                            cuda-p2p", "xstage fit megamoe", ...)         */
   double factor[XS_MOE_SENS_FACTORS];
   double time_change[XS_MOE_SENS_FACTORS];  /* the chosen option's time,
                                                relative to its base time */
@@ -824,7 +835,7 @@ typedef struct xs_moe_sensitivity {
   xs_moe_option choice[XS_MOE_SENS_FACTORS];/* the new choice            */
   int changed[XS_MOE_SENS_FACTORS];         /* 1: another choice         */
   /* time_change and replan_change are NAN at a factor that moves the
-   * number out of its valid range (roofline p below 1) */
+   * number out of its valid range */
   double score;          /* the largest |time_change|: the sort key       */
 } xs_moe_sensitivity;
 #define XS_MOE_SENS_MAX 64
