@@ -4,12 +4,14 @@
  * known terms, against the validation's own predictions, and on the
  * published timings with rows held out (docs/tune.md).
  */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include "internal.h"
+#include <jansson.h>
 #include "testio.h"
 #include "testutil.h"
 
@@ -376,9 +378,98 @@ static void test_holdout(void **st) {
   free(c.text);
 }
 
+/* the command: xstage fit megamoe writes a profile that validate
+ * --profile uses for its GPU's rows; bad input exits 2 saying what */
+static void test_command(void **st) {
+  (void)st;
+  csv_lines c;
+  csv_read(&c);
+  char *whole = malloc(1 << 20), *w = whole;
+  for (size_t i = 0; i < c.n; i++)
+    w += sprintf(w, "%s\n", c.lines[i]);
+  xs_validate_set all;
+  xs_error e;
+  assert_int_equal(xs_validate_megamoe(whole, strlen(whole), "megamoe.csv", &all, NULL,
+                                       NULL, &e), XS_OK);
+  free(whole);
+  size_t lines[64], n = source_lines(&all, "DeepGEMM PR 440", lines);
+  char *csv = csv_of(&c, lines, n);
+  char dir[] = "/tmp/xstage-fit-XXXXXX", path[128], out[160], cmd[512], err[4096];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/pr440.csv", dir);
+  snprintf(out, sizeof out, "%s/tuned.json", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(csv, f);
+  fclose(f);
+  char *o;
+  snprintf(cmd, sizeof cmd, "fit megamoe --data %s --profile h100-nvlink -o %s", path, out);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 0);
+  assert_non_null(strstr(o, "14 rows of gpu h100-nvlink"));
+  assert_non_null(strstr(o, "not fitted: no row is sensitive to it"));
+  free(o);
+  xs_profile *tuned = load(out);
+  assert_string_equal(xs_profile_name(tuned), "h100-nvlink");
+  assert_true(!strncmp(xs_profile_source(tuned), "Fitted by xstage fit megamoe", 28));
+  /* validate with it: the rows' median as the fit reported after */
+  xs_moe_fit_result r;
+  xs_profile *base = load("h100-nvlink");
+  assert_int_equal(xs_moe_fit(csv, strlen(csv), path, base, NULL, &r, NULL, &e), XS_OK);
+  snprintf(cmd, sizeof cmd, "validate megamoe --data %s --profile %s --json", path, out);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 0);
+  json_error_t je;
+  json_t *doc = json_loads(o, 0, &je);
+  assert_non_null(doc);
+  double med = json_real_value(json_object_get(json_object_get(doc, "summary"),
+                                               "median_abs_error"));
+  assert_true(fabs(med - r.median_after) < 1e-9);
+  json_decref(doc);
+  free(o);
+  /* a term the rows do not determine, an unknown term, no data: exit 2 */
+  snprintf(cmd, sizeof cmd, "fit megamoe --data %s --profile h100-nvlink --terms gemm,a2a",
+           path);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 2);
+  assert_non_null(strstr(err, "a2a: no row is sensitive to it"));
+  free(o);
+  snprintf(cmd, sizeof cmd, "fit megamoe --data %s --profile h100-nvlink --terms nope", path);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 2);
+  assert_non_null(strstr(err, "--terms: unknown term \"nope\""));
+  free(o);
+  assert_int_equal(xs_test_cli("fit megamoe --profile h100-nvlink", &o, err, sizeof err), 2);
+  assert_non_null(strstr(err, "--data CSV and --profile BASE are required"));
+  free(o);
+  snprintf(cmd, sizeof cmd, "fit megamoe --data %s --profile h200-nvlink -o %s/x.json", path,
+           dir);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 2);
+  assert_non_null(strstr(err, "no row of kernel time for gpu \"h200-nvlink\""));
+  free(o);
+  /* nothing written on a refusal, and the output may not be the input */
+  snprintf(path + strlen(dir), sizeof path - strlen(dir), "/x.json");
+  f = fopen(path, "r");
+  assert_null(f);
+  snprintf(cmd, sizeof cmd, "fit megamoe --data %s/pr440.csv --profile h100-nvlink -o "
+           "%s/pr440.csv", dir, dir);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 2);
+  free(o);
+  snprintf(cmd, sizeof cmd, "validate flashattn --data %s/pr440.csv --profile %s", dir, out);
+  assert_int_equal(xs_test_cli(cmd, &o, err, sizeof err), 2);
+  assert_non_null(strstr(err, "--profile is for megamoe only"));
+  free(o);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+  xs_moe_fit_free(&r);
+  xs_profile_free(base);
+  xs_profile_free(tuned);
+  xs_validate_free(&all);
+  free(csv);
+  free(c.lines);
+  free(c.text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_terms), cmocka_unit_test(test_builtins_not_fitted),
-      cmocka_unit_test(test_fit_recovers_known_terms), cmocka_unit_test(test_holdout)};
+      cmocka_unit_test(test_fit_recovers_known_terms), cmocka_unit_test(test_command),
+      cmocka_unit_test(test_holdout)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
