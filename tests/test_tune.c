@@ -32,26 +32,36 @@ typedef struct {
   char *text;
   char **lines;
   size_t n, header;
+  xs_validate_set all; /* every row, validated */
 } csv_lines;
 
 static void csv_read(csv_lines *c) {
   size_t len;
+  xs_error e;
   c->text = xs_test_read_file(XSTAGE_SRC "/data/published/megamoe.csv", &len);
   assert_non_null(c->text);
+  assert_int_equal(xs_validate_megamoe(c->text, len, "megamoe.csv", &c->all, NULL, NULL, &e),
+                   XS_OK);
   c->lines = calloc(len + 2, sizeof *c->lines);
   c->n = 0;
   c->header = (size_t)-1;
   for (char *p = c->text; *p;) {
     c->lines[c->n++] = p;
-    char *e = strchr(p, '\n');
-    if (!e)
+    char *nl = strchr(p, '\n');
+    if (!nl)
       break;
-    *e = '\0';
-    p = e + 1;
+    *nl = '\0';
+    p = nl + 1;
   }
   for (size_t i = 0; i < c->n && c->header == (size_t)-1; i++)
     if (c->lines[i][0] != '#' && c->lines[i][0])
       c->header = i;
+}
+
+static void csv_free(csv_lines *c) {
+  xs_validate_free(&c->all);
+  free(c->lines);
+  free(c->text);
 }
 
 /* a CSV of the header and the given file lines (1-based); malloc'd */
@@ -110,16 +120,10 @@ static void test_fit_recovers_known_terms(void **st) {
   (void)st;
   csv_lines c;
   csv_read(&c);
-  xs_validate_set all;
+  const xs_validate_set all = c.all;
   xs_error e;
   /* every PR 440 and PR 88 row of kernel time (h100-nvlink) */
   size_t lines[64], n = 0;
-  char *whole = malloc(1 << 20), *w = whole;
-  for (size_t i = 0; i < c.n; i++)
-    w += sprintf(w, "%s\n", c.lines[i]);
-  assert_int_equal(xs_validate_megamoe(whole, strlen(whole), "megamoe.csv", &all, NULL,
-                                       NULL, &e), XS_OK);
-  free(whole);
   n = source_lines(&all, "DeepGEMM PR 440", lines);
   n += source_lines(&all, "sgl-project/DeepGEMM PR 88", lines + n);
   assert_true(n >= 20);
@@ -228,11 +232,9 @@ static void test_fit_recovers_known_terms(void **st) {
   xs_profile_free(base);
   xs_profile_free(truth);
   xs_validate_free(&made);
-  xs_validate_free(&all);
   free(csv);
   free(synth);
-  free(c.lines);
-  free(c.text);
+  csv_free(&c);
 }
 
 /* No built-in profile's number is of the kind "fitted": a fit is the
@@ -297,14 +299,8 @@ static void test_holdout(void **st) {
   (void)st;
   csv_lines c;
   csv_read(&c);
-  char *whole = malloc(1 << 20), *w = whole;
-  for (size_t i = 0; i < c.n; i++)
-    w += sprintf(w, "%s\n", c.lines[i]);
-  xs_validate_set all;
+  const xs_validate_set all = c.all;
   xs_error e;
-  assert_int_equal(xs_validate_megamoe(whole, strlen(whole), "megamoe.csv", &all, NULL,
-                                       NULL, &e), XS_OK);
-  free(whole);
   const char *sources[16];
   size_t ns = xs_validate_distinct(&all, 1, sources, 16);
   double before[256], after[256], smed_b[16], smed_a[16];
@@ -373,9 +369,7 @@ static void test_holdout(void **st) {
   assert_true(ma <= 0.15);
   assert_true(ma <= 0.09); /* 8.8% here; 9.5% before */
   assert_true(sa < sb);
-  xs_validate_free(&all);
-  free(c.lines);
-  free(c.text);
+  csv_free(&c);
 }
 
 /* the command: xstage fit megamoe writes a profile that validate
@@ -384,14 +378,8 @@ static void test_command(void **st) {
   (void)st;
   csv_lines c;
   csv_read(&c);
-  char *whole = malloc(1 << 20), *w = whole;
-  for (size_t i = 0; i < c.n; i++)
-    w += sprintf(w, "%s\n", c.lines[i]);
-  xs_validate_set all;
+  const xs_validate_set all = c.all;
   xs_error e;
-  assert_int_equal(xs_validate_megamoe(whole, strlen(whole), "megamoe.csv", &all, NULL,
-                                       NULL, &e), XS_OK);
-  free(whole);
   size_t lines[64], n = source_lines(&all, "DeepGEMM PR 440", lines);
   char *csv = csv_of(&c, lines, n);
   char dir[] = "/tmp/xstage-fit-XXXXXX", path[128], out[160], cmd[512], err[4096];
@@ -460,10 +448,8 @@ static void test_command(void **st) {
   xs_moe_fit_free(&r);
   xs_profile_free(base);
   xs_profile_free(tuned);
-  xs_validate_free(&all);
   free(csv);
-  free(c.lines);
-  free(c.text);
+  csv_free(&c);
 }
 
 int main(void) {
