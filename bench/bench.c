@@ -30,6 +30,14 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* this thread's CPU time: what a call costs when the shared machine
+ * also runs others (wall time counts their turns too) */
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -487,8 +495,99 @@ static int bench_validate(int quick) {
   return 0;
 }
 
+/* The online tuner (docs/tune.md): creating it for DeepSeek-V3 on
+ * h200-nvlink over five batch sizes, then a choice and a timing taken in,
+ * each the median of 5 runs of many calls; and a fit to published
+ * timings (DeepGEMM PR 440's 14 rows on H100). */
+static int bench_tune(int quick) {
+  xs_profile *prof;
+  xs_error e;
+  if (xs_profile_load("h200-nvlink", &prof, &e))
+    die("profile", &e);
+  xs_moe_config c;
+  xs_moe_preset("deepseek-v3", &c);
+  double grid[] = {64, 128, 256, 512, 1024};
+  xs_tuner_options o;
+  memset(&o, 0, sizeof o);
+  o.tokens = grid;
+  o.ntokens = quick ? 2 : 5;
+  xs_tuner *t;
+  double t0 = now_s();
+  if (xs_tuner_create(&c, prof, &o, &t, &e))
+    die("tuner", &e);
+  printf("tuner_create %.3g s\n", now_s() - t0);
+  printf("tuner_points %zu points\n", o.ntokens);
+  printf("tuner_state %zu bytes\n", xs_tuner_state_size(t));
+  enum { CHOOSE = 200000, OBSERVE = 20000 };
+  double ct[5], ot[5], cc[5], oc[5], sink = 0;
+  unsigned long long x = 42;
+  for (int r = 0; r < 5; r++) {
+    double s0 = now_s(), c0 = cpu_s();
+    for (int i = 0; i < CHOOSE; i++) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      xs_tuner_choice ch;
+      xs_tuner_choose(t, 64 + (double)((x >> 33) % 961), &ch);
+      sink += ch.predicted_s;
+    }
+    ct[r] = (now_s() - s0) / CHOOSE;
+    cc[r] = (cpu_s() - c0) / CHOOSE;
+    xs_tuner_choice ch[64];
+    double tk[64];
+    for (int i = 0; i < 64; i++) { /* the choices, made beforehand */
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      tk[i] = 64 + (double)((x >> 33) % 961);
+      xs_tuner_choose(t, tk[i], &ch[i]);
+    }
+    s0 = now_s();
+    c0 = cpu_s();
+    for (int i = 0; i < OBSERVE; i++) {
+      const xs_tuner_choice *h = &ch[i & 63];
+      if (xs_tuner_observe(t, tk[i & 63], h->schedule, &h->knobs,
+                           h->predicted_s * (1 + 0.01 * (i % 5)), &e))
+        die("observe", &e);
+    }
+    ot[r] = (now_s() - s0) / OBSERVE;
+    oc[r] = (cpu_s() - c0) / OBSERVE;
+  }
+  printf("tuner_choose_ns %.3g ns\n", median(ct, 5) * 1e9);
+  printf("tuner_choose_cpu_ns %.3g ns\n", median(cc, 5) * 1e9);
+  printf("tuner_observe_ns %.3g ns\n", median(ot, 5) * 1e9);
+  printf("tuner_observe_cpu_ns %.3g ns\n", median(oc, 5) * 1e9);
+  if (sink < 0)
+    printf("#\n");
+  xs_tuner_free(t);
+  xs_profile_free(prof);
+  /* the fit: PR 440's rows of the published timings */
+  FILE *f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");
+  if (!f) {
+    fprintf(stderr, "xstage-bench: no data/published/megamoe.csv\n");
+    return 1;
+  }
+  char line[4096], *csv = malloc(1 << 20);
+  size_t n = 0;
+  int header = 0;
+  while (csv && fgets(line, sizeof line, f))
+    if (line[0] != '#' && (!header++ || strstr(line, "DeepGEMM PR 440,")))
+      n += (size_t)snprintf(csv + n, (1 << 20) - n, "%s", line);
+  fclose(f);
+  if (xs_profile_load("h100-nvlink", &prof, &e))
+    die("profile", &e);
+  xs_moe_fit_result r;
+  t0 = now_s();
+  if (!csv || xs_moe_fit(csv, n, "megamoe.csv", prof, NULL, &r, NULL, &e))
+    die("fit", &e);
+  printf("fit_megamoe_pr440 %.3g s\n", now_s() - t0);
+  printf("fit_megamoe_pr440_programs %u programs\n", r.evaluations);
+  printf("fit_megamoe_pr440_error_before %.1f %%\n", 100 * r.median_before);
+  printf("fit_megamoe_pr440_error_after %.1f %%\n", 100 * r.median_after);
+  xs_moe_fit_free(&r);
+  xs_profile_free(prof);
+  free(csv);
+  return 0;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: xstage-bench model|sim|plan|probe|validate [--quick]\n"
+  fprintf(f, "usage: xstage-bench model|sim|plan|probe|validate|tune [--quick]\n"
              "\n"
              "Prints figures, one a line: NAME VALUE UNIT (medians of repeated\n"
              "runs). It never fails on time. --quick runs smaller programs.\n");
@@ -519,7 +618,9 @@ int main(int argc, char **argv) {
     return bench_probe(quick);
   if (strcmp(argv[1], "validate") == 0)
     return bench_validate(quick);
+  if (strcmp(argv[1], "tune") == 0)
+    return bench_tune(quick);
   fprintf(stderr, "xstage-bench: unknown benchmark \"%s\" (model, sim, plan, probe, "
-                  "validate)\n", argv[1]);
+                  "validate, tune)\n", argv[1]);
   return 2;
 }

@@ -112,6 +112,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_plan_flashattn(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_fit_megamoe(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_sweep_flashattn(int argc, char **argv);

@@ -17,7 +17,7 @@ static const struct {
 } commands[] = {
     {"calibrate", cmd_calibrate, "probe a real channel, then fit a profile"},
     {"demo", cmd_demo, "the main job: a wave of combine bursts on h200-nvlink"},
-    {"fit", cmd_fit, "fit a channel's parameters to probe samples"},
+    {"fit", cmd_fit, "fit a channel to probe samples, or megamoe to kernel timings"},
     {"plan", cmd_plan, "plan a fused kernel's schedule: megamoe, flashattn"},
     {"predict", cmd_predict, "evaluate a program on a profile under each model"},
     {"probe", cmd_probe, "measure a real channel (pipe, tcp, mpi, cuda-*) burst by burst"},

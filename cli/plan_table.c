@@ -232,35 +232,20 @@ static const char *value_words(const char *key, double v, char *buf, size_t n) {
   return buf;
 }
 
-/* the first word of a number's source: measurement, derived, datasheet,
- * lead; "-" when the profile does not say; control characters escaped,
- * cut to fit buf between characters */
-static const char *source_kind(const xs_profile *prof, const char *key,
-                               char *buf, size_t n) {
-  const char *s = xs_profile_number_source(prof, key);
-  char *word = s ? strndup(s, strcspn(s, ": ")) : NULL;
-  if (!word)
-    return "-";
-  const char *t = cli_text_cut(word, n - 1, buf, n);
-  if (t != buf)
-    snprintf(buf, n, "%s", t);
-  free(word);
-  return buf;
-}
-
 void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
                                const xs_moe_sensitivity *s, size_t n) {
   char w[128], a[32];
   printf("\n  sensitivity of %s (%s) to each number of %s:\n"
-         "  its time when the number is moved (x0.5 x0.9 x1.1 x1.5), and the\n"
-         "  choice a new plan makes where it differs; the first row is what to\n"
-         "  measure first\n",
+         "  its time at four points of the number's range (from its kind of source:\n"
+         "  a measurement its spread, a datasheet peak what kernels reach of it, a\n"
+         "  lead its plausible range), and the choice a new plan makes where it\n"
+         "  differs; the first row is what to measure first\n",
          option_words(&base->chosen, w, sizeof w),
          xs_format_time(base->chosen.time_s, a, sizeof a), cli_profile_text(prof));
-  printf("  %-34s %13s %-11s %7s %7s %7s %7s  %s\n", "parameter", "value", "source",
-         "x0.5", "x0.9", "x1.1", "x1.5", "new choice");
+  printf("  %-34s %13s %-11s %-15s %31s  %s\n", "parameter", "value", "kind", "range",
+         "time at the four points", "new choice");
   for (size_t i = 0; i < n; i++) {
-    char v[32], k[32], pc[4][16], nc[160] = "";
+    char v[32], pc[4][16], nc[200] = "", rg[40];
     for (int f = 0; f < XS_MOE_SENS_FACTORS; f++) {
       if (isnan(s[i].time_change[f]))
         snprintf(pc[f], sizeof pc[f], "n/a");
@@ -269,15 +254,40 @@ void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
       if (s[i].changed[f]) {
         char ow[128];
         size_t used = strlen(nc);
-        snprintf(nc + used, sizeof nc - used, "%sx%g: %s, %+.1f%%", used ? "; " : "",
+        snprintf(nc + used, sizeof nc - used, "%sx%.3g: %s, %+.1f%%", used ? "; " : "",
                  s[i].factor[f], option_words(&s[i].choice[f], ow, sizeof ow),
                  s[i].replan_change[f] * 100);
       }
     }
-    char pn[96];
-    printf("  %-34s %13s %-11s %7s %7s %7s %7s  %s\n", cli_text(s[i].param, pn, sizeof pn),
+    snprintf(rg, sizeof rg, "x%.3g-x%.3g", s[i].lo, s[i].hi);
+    char pn[96], kn[64];
+    printf("  %-34s %13s %-11s %-15s %7s %7s %7s %7s  %s\n",
+           cli_text(s[i].param, pn, sizeof pn),
            value_words(s[i].param, s[i].value, v, sizeof v),
-           source_kind(prof, s[i].param, k, sizeof k), pc[0], pc[1], pc[2], pc[3],
-           *nc ? nc : "-");
+           s[i].kind[0] ? cli_text(s[i].kind, kn, sizeof kn) : "-", rg, pc[0], pc[1], pc[2], pc[3], *nc ? nc : "-");
+  }
+  /* the leads the answer hangs on, and what would settle each */
+  int header = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* a new choice that beats keeping the old by more than 1% */
+    int changed = 0;
+    for (int f = 0; f < XS_MOE_SENS_FACTORS; f++)
+      changed |= s[i].changed[f] && s[i].time_change[f] - s[i].replan_change[f] > 0.01;
+    if (strcmp(s[i].kind, "lead") || (s[i].score < 0.01 && !changed))
+      continue;
+    if (!header++)
+      printf("\n  leads (unmeasured numbers) the answer depends on:\n");
+    char pn[96], st[512];
+    printf("    %s: moves the time up to %.1f%%%s; to settle it: %s\n",
+           cli_text(s[i].param, pn, sizeof pn), 100 * s[i].score,
+           changed ? ", and another choice would win by over 1%" : "",
+           cli_text(s[i].settle, st, sizeof st));
+  }
+  if (!header)
+    printf("\n  no lead moves the answer by 1%% over its range\n");
+  if (n) {
+    char pn[96], st[512];
+    printf("  to measure first: %s (%s)\n", cli_text(s[0].param, pn, sizeof pn),
+           cli_text(s[0].settle, st, sizeof st));
   }
 }

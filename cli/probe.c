@@ -398,6 +398,8 @@ static char *fit_svg(const xs_samples *s, const xs_fit *f) {
 }
 
 int cmd_fit(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "megamoe"))
+    return cmd_fit_megamoe(argc - 1, argv + 1);
   static const struct option opts[] = {{"output", required_argument, 0, 'o'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -407,10 +409,12 @@ int cmd_fit(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
     if (c == 'h') {
-      printf("usage: xstage fit SAMPLES.csv [-o PROFILE.json]\n\n"
+      printf("usage: xstage fit SAMPLES.csv [-o PROFILE.json]\n"
+             "       xstage fit megamoe ... (see xstage fit megamoe --help)\n\n"
              "Estimates injection rate, drain rate, in-flight capacity, latency and the\n"
              "per-send overhead from samples (backend,bytes,gap_s,issue_s,deliver_s,repeat),\n"
-             "with bootstrap uncertainties and residuals (docs/probe.md).\n\n"
+             "with bootstrap uncertainties and residuals (docs/probe.md). fit megamoe fits\n"
+             "the MegaMoE kernel model to kernel timings instead (docs/tune.md).\n\n"
              "  -o, --output FILE write the fitted profile (JSON) to FILE\n");
       return EXIT_OK;
     }

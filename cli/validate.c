@@ -16,7 +16,7 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source] [--json]\n"
-          "                       [--svg FILE] [--fail-above FRACTION]\n"
+          "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
           "       xstage validate flashattn [--data FILE] [--json] [--svg FILE]\n"
           "                       [--fail-above FRACTION]\n"
           "\n"
@@ -47,6 +47,9 @@ static void help(FILE *f) {
           "                       (every model's prediction per row)\n"
           "  --by-source          megamoe: the rows' table per source, and each\n"
           "                       source predicted without it (leave one out)\n"
+          "  --profile P          megamoe: a profile of the caller's (a file from xstage\n"
+          "                       fit megamoe): rows whose gpu is its name use it,\n"
+          "                       the others their built-in profile (docs/tune.md)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
@@ -114,7 +117,7 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
  * bound, leave one out */
 static int moe_sections(const xs_validate_set *set, const xs_validate_group *arms,
                         size_t narms, const xs_validate_group *sources,
-                        size_t nsources, int model, int by_source) {
+                        size_t nsources, int model, int by_source, const char *fitted) {
   printf("\n  median |error| per arm and model (kernel time rows):\n    %-20s", "arm");
   for (int m = 0; m < XS_MODEL_COUNT; m++)
     printf(" %9s", model_names[m]);
@@ -202,17 +205,27 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
            "%.1f us (%+.1f%%)\n", r->line, r->tokens, r->knobs.lag, r->predicted_us,
            100 * r->error, r->alt_knobs.lag, r->alt_us, 100 * (r->alt_us / r->measured_us - 1));
   }
-  printf("\n  constants fitted to these kernels' timings: none (the GEMM tile terms\n"
-         "  are fitted to GEMM microbenchmarks: `xstage profiles show`), so each\n"
-         "  source and each kernel predicted without its own rows gives the same\n"
-         "  predictions:\n");
+  if (fitted)
+    printf("\n  constants fitted to kernel timings: those of %s (xstage fit megamoe),\n"
+           "  fitted to its own rows, which may be these; without them, the built-in\n"
+           "  profiles fit none. Per source and kernel:\n", fitted);
+  else
+    printf("\n  constants fitted to these kernels' timings: none (the GEMM tile terms\n"
+           "  are fitted to GEMM microbenchmarks: `xstage profiles show`), so each\n"
+           "  source and each kernel predicted without its own rows gives the same\n"
+           "  predictions:\n");
   for (size_t k = 0; k < nsources + narms; k++) {
     int is_src = k < nsources;
     const xs_validate_group *g = is_src ? &sources[k] : &arms[k - nsources];
     char nm[40];
-    printf("    %-6s %-30s %3zu rows: median |error| %5.1f%%, left out %5.1f%%\n",
-           is_src ? "source" : "kernel", cli_text(g->name, nm, sizeof nm), g->rows,
-           100 * g->median_abs_error, 100 * g->median_abs_error);
+    if (fitted) /* leaving rows out would mean fitting again without them */
+      printf("    %-6s %-30s %3zu rows: median |error| %5.1f%%\n",
+             is_src ? "source" : "kernel", cli_text(g->name, nm, sizeof nm), g->rows,
+             100 * g->median_abs_error);
+    else
+      printf("    %-6s %-30s %3zu rows: median |error| %5.1f%%, left out %5.1f%%\n",
+             is_src ? "source" : "kernel", cli_text(g->name, nm, sizeof nm), g->rows,
+             100 * g->median_abs_error, 100 * g->median_abs_error);
   }
   if (by_source)
     for (size_t k = 0; k < nsources; k++) {
@@ -241,15 +254,17 @@ int cmd_validate(int argc, char **argv) {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
       {"model", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
+      {"profile", required_argument, 0, 'p'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
-  const char *data = NULL, *svg = NULL;
+  const char *data = NULL, *svg = NULL, *profile = NULL;
   double fail_above = INFINITY;
   int json = 0, c, model = XS_MODEL_BURSTGAP, by_source = 0;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bp:h", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
+    case 'p': profile = optarg; break;
     case 'b': by_source = 1; break;
     case 'm': {
       xs_model mm;
@@ -283,26 +298,41 @@ int cmd_validate(int argc, char **argv) {
                                          : "published/megamoe.csv", found, sizeof found)))
     return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
                                        "folder of published/, or give --data)", found);
-  if (fa && (model != XS_MODEL_BURSTGAP || by_source))
+  if (fa && (model != XS_MODEL_BURSTGAP || by_source || profile))
     return cli_usage_error("validate", "%s is for megamoe only",
-                           by_source ? "--by-source" : "--model");
+                           by_source ? "--by-source" : profile ? "--profile" : "--model");
   if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
     return EXIT_INPUT;
+  xs_validate_set set;
+  xs_error err;
+  xs_profile *given = NULL;
+  if (profile && xs_profile_load(profile, &given, &err))
+    return cli_error("validate", &err);
   char *text;
   size_t len;
   int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
-  if (rrc)
+  if (rrc) {
+    xs_profile_free(given);
     return rrc;
-  xs_validate_set set;
-  xs_error err;
+  }
   int tty = isatty(2);
-  xs_status st = (fa ? xs_validate_flashattn : xs_validate_megamoe)(
-      text, len, data, &set, tty ? progress : NULL, NULL, &err);
+  const xs_profile *const gp[1] = {given};
+  xs_status st = fa ? xs_validate_flashattn(text, len, data, &set, tty ? progress : NULL,
+                                            NULL, &err)
+                    : xs_validate_megamoe_with(text, len, data, gp, given ? 1 : 0, &set,
+                                               tty ? progress : NULL, NULL, &err);
   free(text);
+  char given_name[160] = "";
+  if (given)
+    cli_text(xs_profile_name(given), given_name, sizeof given_name);
+  xs_profile_free(given);
   if (tty)
     fprintf(stderr, "\r%40s\r", "");
   if (st)
     return cli_error("validate", &err);
+  if (given_name[0] && !json)
+    printf("(rows of gpu %s predicted on %s, not the built-in profile: its fitted numbers\n"
+           "come from kernel timings, perhaps these rows')\n", given_name, cli_name_text(profile));
   /* another single model: its predictions are the rows' */
   if (!fa && model > XS_MODEL_BURSTGAP)
     for (size_t i = 0; i < set.nrows; i++) {
@@ -376,7 +406,8 @@ int cmd_validate(int argc, char **argv) {
              "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
              100 * pr.max_ratio_error);
     }
-    if (!fa && (rc = moe_sections(&set, arms, narms, sources, nsources, model, by_source))) {
+    if (!fa && (rc = moe_sections(&set, arms, narms, sources, nsources, model, by_source,
+                                     given_name[0] ? given_name : NULL))) {
       xs_validate_free(&set);
       free(arms);
       free(sources);

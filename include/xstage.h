@@ -843,15 +843,26 @@ XS_API xs_status xs_c_header_prefix(const char *prefix, xs_error *err);
 
 /* Sensitivity of a plan to each number of the profile it uses: each
  * channel's injection and drain rates, capacity, latency (and issue
- * overhead and per-worker rate when set), the GEMM throughput, HBM
- * bandwidth, roofline p and the kernel's fixed costs. Each is moved by
- * the factors below and the plan redone: how the chosen option's time
- * changes, and whether the choice does. */
-#define XS_MOE_SENS_FACTORS 4 /* x0.5, x0.9, x1.1, x1.5 */
+ * overhead and per-worker rate when set), the GEMM throughput and the
+ * kernel model's terms (docs/tune.md "Sensitivity"). Each is moved over
+ * the range its kind of source gives it (lo to hi: a measurement its
+ * stated spread, else 10%; a derived figure 20%; a datasheet bandwidth or
+ * throughput its typical achieved fraction, x0.7 to x1; a lead its whole
+ * plausible range, a capacity from 64 KiB to 64 KiB per SM, another a
+ * factor of 3 either way; a fitted number its 68% interval; a number
+ * without a source x0.5 to x1.5), at four factors from lo to hi, and
+ * the plan redone on a typed copy of the profile: how the chosen
+ * option's time changes, and whether the choice does. */
+#define XS_MOE_SENS_FACTORS 4
 typedef struct xs_moe_sensitivity {
   char param[96];        /* a profile key path: "channels.nvlink.drain_Bps",
                             "compute.gemm_flops_per_s.fp8", ...           */
   double value;          /* the profile's                                 */
+  char kind[16];         /* its source's kind: "measurement", "derived",
+                            "datasheet", "lead", "fitted"; "" for none   */
+  double lo, hi;         /* the range, factors of value                   */
+  char settle[128];      /* what would measure it ("xstage probe
+                            cuda-p2p", "xstage fit megamoe", ...)         */
   double factor[XS_MOE_SENS_FACTORS];
   double time_change[XS_MOE_SENS_FACTORS];  /* the chosen option's time,
                                                relative to its base time */
@@ -860,7 +871,7 @@ typedef struct xs_moe_sensitivity {
   xs_moe_option choice[XS_MOE_SENS_FACTORS];/* the new choice            */
   int changed[XS_MOE_SENS_FACTORS];         /* 1: another choice         */
   /* time_change and replan_change are NAN at a factor that moves the
-   * number out of its valid range (roofline p below 1) */
+   * number out of its valid range */
   double score;          /* the largest |time_change|: the sort key       */
 } xs_moe_sensitivity;
 #define XS_MOE_SENS_MAX 64
@@ -1038,6 +1049,16 @@ XS_API xs_status xs_validate_megamoe(const char *text, size_t length,
                               void (*progress)(size_t done, void *ctx),
                               void *ctx, xs_error *err);
 XS_API void xs_validate_free(xs_validate_set *set);
+/* The same, with profiles of the caller's (a fitted one: xs_moe_fit):
+ * a row whose gpu is the name of one of profiles[0..nprofiles) is
+ * predicted on it, the others on the built-in profiles. */
+XS_API xs_status xs_validate_megamoe_with(const char *text, size_t length,
+                                          const char *filename,
+                                          const xs_profile *const *profiles,
+                                          size_t nprofiles,
+                                          xs_validate_set *out,
+                                          void (*progress)(size_t, void *),
+                                          void *ctx, xs_error *err);
 /* Ring attention (docs/validate.md): a CSV with the columns source, gpu,
  * cp, seq_per_rank, heads, kv_heads, head_dim, causal, layout, kernel,
  * pass, arm, time_us; each row predicted by xs_fa_predict on the built-in
@@ -1126,6 +1147,192 @@ XS_API double xs_validate_bias(const xs_validate_set *set, const char *arm,
 /* Predicted against measured on log axes, one colour per arm, y = x and a
  * +-20% band; free() the result. */
 XS_API char *xs_validate_svg(const xs_validate_set *set, const char *title);
+
+/* ---- Tuning the MegaMoE kernel model to a machine (docs/tune.md) ----
+ * The kernel model's terms that timings can inform, each one number (or
+ * a set moved together) of a profile, scaled by a factor: xs_moe_fit
+ * fits them to a user's kernel timings once, xs_tuner learns them from
+ * the kernel's own launches as it runs. */
+typedef enum {
+  XS_MOE_TERM_GEMM = 0,     /* "gemm": the SM's MMA rate: every dtype's
+                               compute.flops_per_s and compute.mma_clock_hz
+                               together (achieved GEMM throughput)       */
+  XS_MOE_TERM_TILE = 1,     /* "tile": compute.tile_overhead_s           */
+  XS_MOE_TERM_L2 = 2,       /* "l2": compute.l2_Bps                      */
+  XS_MOE_TERM_HBM = 3,      /* "hbm": channels.hbm.drain_Bps             */
+  XS_MOE_TERM_LINK = 4,     /* "link": the default channel's drain_Bps   */
+  XS_MOE_TERM_LINK_ISSUE = 5, /* "link-issue": its inject_Bps and
+                               worker_inject_Bps together                */
+  XS_MOE_TERM_CAPACITY = 6, /* "capacity": its capacity_B                */
+  XS_MOE_TERM_LATENCY = 7,  /* "latency": its latency_s                  */
+  XS_MOE_TERM_LAUNCH = 8,   /* "launch": compute.launch_s                */
+  XS_MOE_TERM_BARRIER = 9,  /* "barrier": compute.barrier_s              */
+  XS_MOE_TERM_SETUP = 10,   /* "setup": compute.setup_s                  */
+  XS_MOE_TERM_HOST_SYNC = 11, /* "host-sync": compute.host_sync_s        */
+  XS_MOE_TERM_A2A = 12,     /* "a2a": compute.a2a_fixed_s                */
+  XS_MOE_TERMS = 13
+} xs_moe_term;
+/* "gemm", "tile", ...; NULL past the last */
+XS_API const char *xs_moe_term_name(xs_moe_term term);
+/* the term of a name, or -1 */
+XS_API int xs_moe_term_from_name(const char *name);
+/* The profile's key paths the term moves ("compute.mma_clock_hz",
+ * "channels.nvlink.drain_Bps"; several separated by ", "), into buf. */
+XS_API const char *xs_moe_term_keys(const xs_profile *profile, xs_moe_term term,
+                                    char *buf, size_t size);
+/* The term's number in the profile (the first of its keys): 0 when the
+ * profile does not give it, INFINITY for an unbounded capacity. */
+XS_API double xs_moe_term_value(const xs_profile *profile, xs_moe_term term);
+/* Multiply the term's numbers in profile by factor (> 0, finite);
+ * XS_INVALID when a number would leave its valid range or the profile
+ * has no such number (an "hbm" channel, a default channel). */
+XS_API xs_status xs_moe_term_scale(xs_profile *profile, xs_moe_term term,
+                                   double factor, xs_error *err);
+
+/* `xstage fit megamoe`: fit terms to kernel timings in the validate CSV
+ * format (docs/validate.md), by least squares on log error. */
+typedef struct xs_moe_fit_options {
+  unsigned terms;        /* bit 1u << xs_moe_term of the terms to fit, each
+                            of which the rows must determine (XS_INVALID
+                            naming the others and why); 0: every term
+                            the rows determine                          */
+  const char *source;    /* only rows of this source (NULL: every row)   */
+  unsigned max_iterations; /* of the least squares (0: 30)               */
+  unsigned bootstrap;    /* resamples of the rows (0: 200)               */
+  uint64_t seed;         /* of the resampling (0: a fixed one)           */
+} xs_moe_fit_options;
+
+typedef struct xs_moe_fit_term {
+  xs_moe_term term;
+  int fitted;            /* 1: fitted; 0: left as the base gives it      */
+  double base, value;    /* the number before and after                  */
+  double scale;          /* value / base                                 */
+  double lo, hi;         /* scale's 68% bootstrap interval (16th and
+                            84th percentiles)                           */
+  double sensitivity;    /* the largest |d log time / d log term| over
+                            the rows, at the base                        */
+  char why[192];         /* not fitted: why                              */
+} xs_moe_fit_term;
+
+typedef struct xs_moe_fit_row {
+  size_t line;           /* in the CSV                                   */
+  double measured_us, before_us, after_us;
+} xs_moe_fit_row;
+
+typedef struct xs_moe_fit_result {
+  size_t nrows;          /* rows fitted: the profile's gpu, kernel time  */
+  size_t skipped;        /* rows of another gpu, source or metric        */
+  xs_moe_fit_row *rows;  /* nrows of them; xs_moe_fit_free              */
+  double median_before, median_after; /* |error| over the rows fitted    */
+  double max_before, max_after;
+  unsigned iterations, evaluations; /* of the least squares; programs  */
+  size_t nfitted;        /* terms fitted                                */
+  xs_moe_fit_term terms[XS_MOE_TERMS];
+} xs_moe_fit_result;
+
+/* Fit to the rows of text (a CSV in the validate format, named filename
+ * in messages) whose gpu is base's name: each row predicted as `xstage
+ * validate megamoe` predicts it, the terms moved to minimise the sum of
+ * squared log errors (Levenberg-Marquardt, each term within x1/4 to x4 of
+ * the base, at most max_iterations), uncertainty from bootstrap
+ * resamples of the rows. *tuned (may be NULL) receives base with the
+ * fitted numbers, each one's "sources" entry starting "fitted:" and
+ * naming the file and rows; free it with xs_profile_free. Deterministic
+ * for a seed. */
+XS_API xs_status xs_moe_fit(const char *text, size_t length,
+                            const char *filename, const xs_profile *base,
+                            const xs_moe_fit_options *options,
+                            xs_moe_fit_result *out, xs_profile **tuned,
+                            xs_error *err);
+XS_API void xs_moe_fit_free(xs_moe_fit_result *result);
+
+/* The online tuner (docs/tune.md "The tuner"): for a kernel's host code,
+ * between launches. It holds, for each grid point (a token count) and
+ * each option there (xs_moe_options), the model's log time and its
+ * gradient in the log of each term it learns, built once by the planner;
+ * then, per grid point, a belief about the terms and each option's own
+ * error (jointly Gaussian: a mean and a covariance), updated from each
+ * launch's measured time by a Kalman step. Memory is fixed at creation
+ * (xs_tuner_state_size: per grid point of m options and K terms, about
+ * 8 (K + m)^2 bytes); what a launch taught is forgotten with a half life
+ * (the covariance relaxes toward the prior), and a time the belief finds
+ * impossible (more than 4 standard deviations off) resets the point's
+ * covariance at once. */
+typedef struct xs_tuner xs_tuner;
+#define XS_TUNER_MAX_POINTS 64
+typedef struct xs_tuner_options {
+  const double *tokens;  /* grid of token counts, ascending (at most
+                            XS_TUNER_MAX_POINTS); NULL: table's, else the
+                            config's tokens alone                        */
+  size_t ntokens;
+  const xs_moe_table *table; /* a knob table whose grid points to use when
+                            tokens is NULL (may be NULL)                 */
+  unsigned schedules;    /* as xs_moe_options' mask; 0: all              */
+  unsigned terms;        /* bit 1u << xs_moe_term of the terms it learns;
+                            0: gemm, hbm, link, link-issue, capacity,
+                            launch and barrier (those the options' times
+                            depend on are kept)                          */
+  double noise;          /* relative spread of one measured time (0: 0.02) */
+  double prior;          /* relative uncertainty of each term at the start
+                            (0: 0.25)                                    */
+  double option_prior;   /* relative uncertainty of each option's own
+                            error at the start (0: 0.1)                  */
+  double half_life;      /* launches after which a launch's information
+                            is half forgotten (0: 200)                   */
+  double threshold;      /* explore another option only where it could
+                            be faster than the predicted best by more
+                            than this, at two standard deviations
+                            (0: the noise)                               */
+  double margin;         /* never choose an option predicted slower than
+                            the best by more than this (0: 0.2)          */
+} xs_tuner_options;
+
+typedef struct xs_tuner_choice {
+  xs_moe_schedule schedule;
+  unsigned rule;         /* the schedule's knob rule (xs_moe_rule_name)  */
+  xs_moe_pattern knobs;  /* what to launch                               */
+  double tokens;         /* the grid point the choice was made at        */
+  double predicted_s;    /* the tuner's time for it now                  */
+  double sd;             /* its relative uncertainty (log sd)            */
+  double best_s;         /* the predicted best's time                    */
+  int explore;           /* 1: not the predicted best; its uncertainty
+                            says it could win by more than threshold     */
+} xs_tuner_choice;
+
+/* Plans every grid point on profile and builds the tuner: a few plans per
+ * point and term (about 0.1-1 s; the tuner's own calls are cheap). Free
+ * with xs_tuner_free. */
+XS_API xs_status xs_tuner_create(const xs_moe_config *config,
+                                 const xs_profile *profile,
+                                 const xs_tuner_options *options,
+                                 xs_tuner **out, xs_error *err);
+XS_API void xs_tuner_free(xs_tuner *tuner);
+/* The option to launch for tokens (the nearest grid point in log
+ * tokens): the predicted best, or another the uncertainty says could win
+ * by more than the threshold, never one predicted to lose more than the
+ * margin. No allocation, no lock; any number of threads may call it,
+ * also while one thread observes (it retries a read that an observation
+ * overlapped). Deterministic: the same state gives the same choice.
+ * XS_INVALID for tokens not positive. */
+XS_API xs_status xs_tuner_choose(const xs_tuner *tuner, double tokens,
+                                 xs_tuner_choice *out);
+/* A launch of schedule with knobs at tokens took measured_s: the terms
+ * and the option's own error are updated. One thread at a time (with
+ * any number choosing). XS_NOTFOUND when no option at that grid point
+ * has this schedule and these knobs. */
+XS_API xs_status xs_tuner_observe(xs_tuner *tuner, double tokens,
+                                  xs_moe_schedule schedule,
+                                  const xs_moe_pattern *knobs,
+                                  double measured_s, xs_error *err);
+/* Bytes the tuner holds (fixed at creation). */
+XS_API size_t xs_tuner_state_size(const xs_tuner *tuner);
+/* The tuner's factor for a term at the grid point of tokens (1: the
+ * profile's) and its relative uncertainty (log sd); XS_NOTFOUND for a
+ * term it does not learn. */
+XS_API xs_status xs_tuner_term(const xs_tuner *tuner, double tokens,
+                               xs_moe_term term, double *scale, double *sd);
+/* Observations so far. */
+XS_API uint64_t xs_tuner_observations(const xs_tuner *tuner);
 
 /* ---- Calibration samples and the fit (docs/probe.md); the probes that
  * take samples are libxstage-measure's (xstage_measure.h) ---- */
@@ -1236,8 +1443,9 @@ XS_API void xs_remove_temp_files(void);
 XS_API void xs_free(void *pointer);
 /* sizeof the named public struct ("xs_moe_config", "xs_fa_config",
  * "xs_error", "xs_moe_table_options", "xs_sim_options", "xs_fa_ring",
- * "xs_fa_table_row"), 0 for another name: bindings that mirror a struct
- * check their copy against it when they load. */
+ * "xs_fa_table_row", "xs_tuner_options", "xs_tuner_choice"), 0 for
+ * another name: bindings that mirror a struct check their copy against
+ * it when they load. */
 XS_API size_t xs_struct_size(const char *name);
 
 /* `plan megamoe --json`: xs_moe_plan of the config, the recommended option

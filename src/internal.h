@@ -340,6 +340,20 @@ int xs__name_index(const char *const *names, size_t n, const char *name);
 /* A profile's channel to change in place (the planners' sensitivity
  * works on a copy). */
 xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i);
+/* A deep copy of a profile, typed (no JSON round trip): the fit, the
+ * tuner and the sensitivity runs move numbers of copies. */
+xs_status xs__profile_copy(const xs_profile *p, xs_profile **out,
+                           xs_error *err);
+/* Every dtype's flops_per_s times factor (the SM's MMA clock moved). */
+void xs__profile_scale_flops(xs_profile *p, double factor);
+size_t xs__profile_flops_count(const xs_profile *p);
+const char *xs__profile_flops_dtype(const xs_profile *p, size_t i);
+/* Set (or replace) the "sources" text of one key path. */
+xs_status xs__profile_put_source(xs_profile *p, const char *key,
+                                 const char *text, xs_error *err);
+/* Replace the name and/or the source text (NULL: keep). */
+xs_status xs__profile_set_text(xs_profile *p, const char *name,
+                               const char *source, xs_error *err);
 
 /* ---- MegaMoE planner internals, for its tests ---- */
 /* What a MegaMoE program is made of, recorded as the kernel model emits
@@ -401,6 +415,12 @@ int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
                            xs_moe_pattern *k, char *bad, size_t badn);
 xs_status xs__validate_moe_predict(xs_validate_row *row,
                                    const xs_profile *prof, xs_error *err);
+
+/* tests: the tuner's grid point of tokens: its m options' log times a
+ * and gradients g (m x K) as built, and the belief's mean log time and
+ * variance of each (arrays of XS_MOE_MAX_OPTIONS, x XS_MOE_TERMS for g) */
+void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
+                     double *a, double *g, double *mu, double *var);
 
 /* The burstgap time of one schedule with the given knob values. */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,

@@ -305,30 +305,65 @@ static void test_sensitivity(void **st) {
       if (!xs_profile_number_source(prof, s[i].param))
         fail_msg("%s: %s has no source", gpus[g], s[i].param);
     }
-    print_message("# %s: %s first (%+.1f%% at x0.5), then %s\n", gpus[g],
-                  s[0].param, s[0].time_change[0] * 100, s[1].param);
-    /* a second way: HBM bandwidth halved by hand */
+    print_message("# %s: %s first (%+.1f%% at x%.3g), then %s\n", gpus[g],
+                  s[0].param, s[0].time_change[0] * 100, s[0].factor[0], s[1].param);
     for (size_t i = 0; i < n; i++) {
-      if (strcmp(s[i].param, "compute.hbm_Bps") != 0)
+      /* the range follows the source's kind (docs/tune.md "Sensitivity") */
+      const char *src = xs_profile_number_source(prof, s[i].param);
+      assert_true(!strncmp(src, s[i].kind, strlen(s[i].kind)) && s[i].kind[0]);
+      if (!strcmp(s[i].kind, "lead") && strstr(s[i].param, "capacity_B")) {
+        assert_true(fabs(s[i].lo * s[i].value - 65536) < 1e-6);
+        assert_true(fabs(s[i].hi * s[i].value - 65536.0 * xs_profile_sms(prof)) < 1e-3);
+      } else if (!strcmp(s[i].kind, "lead")) {
+        assert_true(fabs(s[i].lo * 3 - 1) < 1e-12 && fabs(s[i].hi - 3) < 1e-12);
+      } else if (!strcmp(s[i].kind, "measurement")) {
+        assert_true(s[i].lo < 1 && s[i].hi > 1 && fabs(s[i].lo + s[i].hi - 2) < 1e-12);
+      } else if (!strcmp(s[i].kind, "datasheet") && strstr(s[i].param, "_Bps")) {
+        assert_true(s[i].lo == 0.7 && s[i].hi == 1);
+        for (int f = 0; f < XS_MOE_SENS_FACTORS; f++)
+          assert_true(s[i].factor[f] < 1); /* the peak itself is no point */
+      }
+      assert_true(fabs(s[i].factor[0] / s[i].lo - 1) < 1e-12);
+      assert_true(s[i].settle[0]);
+    }
+    /* a second way: the link's drain moved by hand, through JSON, to the
+     * row's lowest factor */
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+      size_t link = xs_profile_default_channel(prof);
+      char key[128];
+      snprintf(key, sizeof key, "channels.%s.drain_Bps", xs_profile_channel_name(prof, link));
+      if (strcmp(s[i].param, key) != 0)
         continue;
       char *text = xs_profile_to_json(prof);
       xs_profile *q;
       assert_int_equal(xs_profile_parse(text, strlen(text), NULL, &q, &e), XS_OK);
       free(text);
-      assert_int_equal(xs_profile_set_compute(q, xs_profile_sms(q),
-                                              xs_profile_efficiency(q),
-                                              xs_profile_hbm_Bps(prof) / 2, &e),
+      xs_channel ch = *xs_profile_channel(q, link);
+      ch.drain_Bps *= s[i].factor[0];
+      /* built from its parts: the channels (the link moved), then the
+       * compute section, which brings the "hbm" channel along */
+      xs_profile *r = xs_profile_new("moved", "");
+      for (size_t k = 0; k < xs_profile_channel_count(q); k++)
+        if (strcmp(xs_profile_channel_name(q, k), "hbm"))
+          assert_int_equal(xs_profile_add_channel(r, xs_profile_channel_name(q, k),
+                                                  k == link ? &ch : xs_profile_channel(q, k),
+                                                  &e), XS_OK);
+      assert_int_equal(xs_profile_copy_compute(r, q, &e), XS_OK);
+      assert_int_equal(xs_profile_set_default_channel(r, xs_profile_channel_name(q, link), &e),
                        XS_OK);
       double tm;
-      assert_int_equal(xs__moe_time(&c, q, base.chosen.schedule,
+      assert_int_equal(xs__moe_time(&c, r, base.chosen.schedule,
                                     &base.chosen.knobs, &tm, &e), XS_OK);
       double want = tm / base.chosen.time_s - 1;
       if (fabs(want - s[i].time_change[0]) > 1e-9)
-        fail_msg("%s: HBM x0.5: sensitivity says %+.9f, by hand %+.9f", gpus[g],
-                 s[i].time_change[0], want);
-      assert_true(want > 0);
+        fail_msg("%s: link drain x%g: sensitivity says %+.9f, by hand %+.9f", gpus[g],
+                 s[i].factor[0], s[i].time_change[0], want);
+      checked = 1;
       xs_profile_free(q);
+      xs_profile_free(r);
     }
+    assert_true(checked);
     xs_profile_free(prof);
   }
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A built-in profile or a profile file, or the test stops saying why. */
 static inline xs_profile *xs_test_profile(const char *name) {
@@ -36,5 +37,15 @@ static inline double rng_range(rng *r, double lo, double hi) {
   return lo + (hi - lo) * rng_unit(r);
 }
 static inline int rng_int(rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
+
+/* The index of the option with this schedule and these knobs in o[0..n),
+ * or n. */
+static inline size_t xs_test_option(const xs_moe_option *o, size_t n, xs_moe_schedule s,
+                                    const xs_moe_pattern *k) {
+  for (size_t i = 0; i < n; i++)
+    if (o[i].schedule == s && !memcmp(&o[i].knobs, k, sizeof *k))
+      return i;
+  return n;
+}
 
 #endif

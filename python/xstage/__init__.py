@@ -39,7 +39,7 @@ __all__ = [
     "predict", "simulate", "plan_megamoe", "plan_megamoe_table", "plan_flashattn",
     "plan_flashattn_table", "sweep_megamoe", "sweep_flashattn", "validate_megamoe",
     "validate_flashattn", "moe_presets", "fa_presets", "data_dir", "data_file",
-    "MOE_SCHEDULES", "MODELS",
+    "MOE_SCHEDULES", "MODELS", "Tuner",
     "Result", "Tabular", "Prediction", "WorkerTime", "SendTime", "ChannelUse", "MoEConfig",
     "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
     "FATable", "Sweep", "ValidationRow", "Validation", "format_time", "__version__",
@@ -600,3 +600,6 @@ def validate_flashattn(data_path: Optional[PathLike] = None) -> Validation:
     """`xstage validate flashattn --json` (ring attention), a
     :class:`Validation`; data_path None: the published ring-attention.csv."""
     return _validate(data_path, _lib.xs_validate_flashattn, "published/ring-attention.csv")
+
+
+from .tuner import Tuner  # noqa: E402  (docs/tune.md)

@@ -26,6 +26,8 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_fa_ring)
   XS__SIZE(xs_fa_table_row)
   XS__SIZE(xs_validate_group)
+  XS__SIZE(xs_tuner_options)
+  XS__SIZE(xs_tuner_choice)
 #undef XS__SIZE
   return 0;
 }
@@ -140,9 +142,14 @@ static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_sensitivity
                                                 : json_null());
     }
     const char *src = xs_profile_number_source(prof, s[i].param);
-    json_array_append_new(a, json_pack("{s:s,s:f,s:s?,s:o,s:o,s:o,s:o}", "param",
+    json_t *row = json_pack("{s:s,s:f,s:s?,s:o,s:o,s:o,s:o}", "param",
         s[i].param, "value", s[i].value, "source", src, "factor", f,
-        "time_change", tc, "replan_change", rc, "new_choice", ch));
+        "time_change", tc, "replan_change", rc, "new_choice", ch);
+    /* the range from the source's kind, and what would measure it */
+    json_object_set_new(row, "kind", s[i].kind[0] ? json_string(s[i].kind) : json_null());
+    json_object_set_new(row, "range", json_pack("[f,f]", s[i].lo, s[i].hi));
+    json_object_set_new(row, "settle", json_string(s[i].settle));
+    json_array_append_new(a, row);
   }
   return a;
 }

@@ -763,3 +763,86 @@ char *xs_profile_to_json(const xs_profile *p) {
 xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i) {
   return i < p->nchannels ? &p->channels[i].ch : NULL;
 }
+
+/* ---- typed copies, for the fit, the tuner and the sensitivity runs,
+ * which move one number at a time without a JSON round trip ---- */
+
+static xs_status copy_rates(rate_table *to, const rate_table *from,
+                            const char *key, xs_error *err) {
+  xs_status st = XS_OK;
+  for (size_t i = 0; !st && i < from->n; i++)
+    st = set_rate(to, key, from->e[i].dtype, from->e[i].flops_per_s, err);
+  return st;
+}
+
+xs_status xs__profile_copy(const xs_profile *p, xs_profile **out,
+                           xs_error *err) {
+  *out = NULL;
+  xs_profile *q = xs_profile_new(p->name, p->source);
+  if (!q)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = XS_OK;
+  for (size_t i = 0; !st && i < p->nchannels; i++)
+    st = put_channel(q, q->nchannels, p->channels[i].name, &p->channels[i].ch, err);
+  if (!st && p->default_channel)
+    st = xs_profile_set_default_channel(q, p->default_channel, err);
+  q->sms = p->sms;
+  q->efficiency = p->efficiency;
+  q->hbm_Bps = p->hbm_Bps;
+  q->costs = p->costs;
+  if (!st)
+    st = copy_rates(&q->flops, &p->flops, "flops_per_s", err);
+  for (int t = 0; !st && t < XS_ATTN_TABLES; t++)
+    st = copy_rates(&q->attn[t], &p->attn[t], attn_names[t], err);
+  for (size_t i = 0; !st && i < p->nsources; i++)
+    st = set_source(q, p->sources[i].key, p->sources[i].text, err);
+  if (st) {
+    xs_profile_free(q);
+    return st;
+  }
+  *out = q;
+  return XS_OK;
+}
+
+void xs__profile_scale_flops(xs_profile *p, double factor) {
+  for (size_t i = 0; i < p->flops.n; i++)
+    p->flops.e[i].flops_per_s *= factor;
+}
+
+size_t xs__profile_flops_count(const xs_profile *p) { return p->flops.n; }
+const char *xs__profile_flops_dtype(const xs_profile *p, size_t i) {
+  return i < p->flops.n ? p->flops.e[i].dtype : NULL;
+}
+
+xs_status xs__profile_put_source(xs_profile *p, const char *key,
+                                 const char *text, xs_error *err) {
+  for (size_t i = 0; i < p->nsources; i++)
+    if (strcmp(p->sources[i].key, key) == 0) {
+      char *v = xs__strdup(text);
+      if (!v)
+        return xs__fail(err, XS_NOMEM, "out of memory");
+      free(p->sources[i].text);
+      p->sources[i].text = v;
+      return XS_OK;
+    }
+  return set_source(p, key, text, err);
+}
+
+xs_status xs__profile_set_text(xs_profile *p, const char *name,
+                               const char *source, xs_error *err) {
+  char *n = name ? xs__strdup(name) : NULL, *s = source ? xs__strdup(source) : NULL;
+  if ((name && !n) || (source && !s)) {
+    free(n);
+    free(s);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  if (n) {
+    free(p->name);
+    p->name = n;
+  }
+  if (s) {
+    free(p->source);
+    p->source = s;
+  }
+  return XS_OK;
+}

@@ -797,17 +797,14 @@ static size_t params_of(const xs_profile *prof, const char *dtype,
   return n;
 }
 
-/* a copy of prof with one number moved by factor f */
+/* a copy of prof with one number moved by factor f: a typed copy, the
+ * number set in place */
 static xs_status moved(const xs_profile *prof, const char *dtype,
                        const param *p, double f, xs_profile **out,
                        xs_error *err) {
   *out = NULL;
-  char *text = xs_profile_to_json(prof);
-  if (!text)
-    return xs__fail(err, XS_NOMEM, "out of memory");
   xs_profile *q = NULL;
-  xs_status st = xs_profile_parse(text, strlen(text), NULL, &q, err);
-  free(text);
+  xs_status st = xs__profile_copy(prof, &q, err);
   if (st)
     return st;
   switch (p->kind) {
@@ -838,6 +835,96 @@ static xs_status moved(const xs_profile *prof, const char *dtype,
   return st;
 }
 
+/* a measurement's stated spread: the first "+-N%" or "\u00b1N%" of its
+ * source, as a fraction; 0 when it states none */
+static double stated_spread(const char *src) {
+  for (const char *p = src; *p; p++) {
+    const char *q = NULL;
+    if (p[0] == '+' && p[1] == '-')
+      q = p + 2;
+    else if ((unsigned char)p[0] == 0xc2 && (unsigned char)p[1] == 0xb1)
+      q = p + 2;
+    if (!q)
+      continue;
+    char *end;
+    double v = strtod(q, &end);
+    if (end != q && *end == '%' && v > 0 && v < 100)
+      return v / 100;
+  }
+  return 0;
+}
+
+/* The range a number is moved over, from its source's kind
+ * (xs_moe_sensitivity), and what would measure it. */
+static void range_of(const xs_profile *prof, const param *p, xs_moe_sensitivity *s) {
+  const char *src = xs_profile_number_source(prof, p->key);
+  size_t kl = src ? strcspn(src, ": (") : 0;
+  snprintf(s->kind, sizeof s->kind, "%.*s", (int)(kl < sizeof s->kind ? kl : 0), src ? src : "");
+  size_t n = strlen(p->key);
+  int rate = (n > 4 && !strcmp(p->key + n - 4, "_Bps")) || strstr(p->key, "flops_per_s");
+  int capacity = n > 10 && !strcmp(p->key + n - 10, "capacity_B");
+  double lo = 0.5, hi = 1.5;
+  if (!strcmp(s->kind, "measurement")) {
+    double sp = stated_spread(src);
+    lo = 1 - (sp > 0 ? sp : 0.1);
+    hi = 1 + (sp > 0 ? sp : 0.1);
+  } else if (!strcmp(s->kind, "derived")) {
+    lo = 0.8;
+    hi = 1.2;
+  } else if (!strcmp(s->kind, "datasheet")) {
+    /* a peak: what kernels reach is below it */
+    lo = rate ? 0.7 : 0.9;
+    hi = rate ? 1 : 1.1;
+  } else if (!strcmp(s->kind, "lead")) {
+    if (capacity) {
+      /* no fabric documents its buffers: from one CTA's outstanding
+       * stores (64 KiB, reported for a GB300 host link, sglang issue
+       * 40278) to that for every SM */
+      double sms = xs_profile_sms(prof) > 0 ? xs_profile_sms(prof) : 132;
+      lo = 65536 / p->value;
+      hi = fmax(sms * 65536 / p->value, lo * 2);
+    } else {
+      lo = 1.0 / 3;
+      hi = 3;
+    }
+  } else if (!strcmp(s->kind, "fitted")) {
+    /* the fit's 68% interval of its factor, about the number now */
+    const char *q = strstr(src, "fitted: x");
+    double scale = q ? strtod(q + 9, NULL) : 0, l = 0, h = 0;
+    const char *iv = strstr(src, "interval x");
+    if (iv) {
+      char *end;
+      l = strtod(iv + 10, &end);
+      const char *to = strstr(end, " to x");
+      h = to ? strtod(to + 5, NULL) : 0;
+    }
+    if (scale > 0 && l > 0 && h > l) {
+      lo = l / scale;
+      hi = h / scale;
+    }
+  }
+  s->lo = lo;
+  s->hi = hi;
+  /* four factors from lo to hi, geometric; where one end is 1 (a peak),
+   * none of them is */
+  double a = log(lo), b = log(hi);
+  for (int f = 0; f < XS_MOE_SENS_FACTORS; f++) {
+    double t = hi == 1 ? (double)f / XS_MOE_SENS_FACTORS
+                       : lo == 1 ? (double)(f + 1) / XS_MOE_SENS_FACTORS
+                                 : (double)f / (XS_MOE_SENS_FACTORS - 1);
+    s->factor[f] = exp(a + (b - a) * t);
+  }
+  if (p->kind == P_CHANNEL && !strstr(p->key, ".hbm."))
+    snprintf(s->settle, sizeof s->settle,
+             "xstage probe cuda-p2p (or xstage calibrate cuda-p2p) between two of the GPUs");
+  else if (p->kind == P_CHANNEL)
+    snprintf(s->settle, sizeof s->settle,
+             "a device-memory bandwidth benchmark (no xstage probe measures HBM)");
+  else
+    snprintf(s->settle, sizeof s->settle,
+             "the kernel's own timings: xstage fit megamoe (docs/tune.md)");
+}
+
 static int by_score(const void *x, const void *y) {
   const xs_moe_sensitivity *a = x, *b = y;
   if (a->score != b->score)
@@ -858,7 +945,6 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
                                      double tol, unsigned schedules, double limit,
                                      xs_moe_pick *base, xs_moe_sensitivity *out,
                                      size_t *n, xs_error *err) {
-  static const double factors[XS_MOE_SENS_FACTORS] = {0.5, 0.9, 1.1, 1.5};
   *n = 0;
   param ps[XS_MOE_SENS_MAX];
   size_t np = params_of(prof, c->dtype, ps, XS_MOE_SENS_MAX);
@@ -882,16 +968,15 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
     memset(s, 0, sizeof *s);
     memcpy(s->param, ps[i].key, sizeof s->param);
     s->value = ps[i].value;
+    range_of(prof, &ps[i], s);
     for (int f = 0; f < XS_MOE_SENS_FACTORS && !st; f++) {
       xs_profile *q = NULL;
       xs_moe_option o[XS_MOE_MAX_OPTIONS];
       size_t no = 0;
       xs_error skip;
-      s->factor[f] = factors[f];
       s->time_change[f] = s->replan_change[f] = NAN;
-      /* a number moved out of its valid range (roofline p below 1) is
-       * left out at that factor */
-      if (moved(prof, c->dtype, &ps[i], factors[f], &q, &skip) == XS_INVALID)
+      /* a number moved out of its valid range is left out at that factor */
+      if (moved(prof, c->dtype, &ps[i], s->factor[f], &q, &skip) == XS_INVALID)
         continue;
       if (!q) {
         st = xs__fail(err, XS_NOMEM, "out of memory");
@@ -904,7 +989,6 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
       xs_profile_free(q);
       xs_moe_pick p;
       xs_moe_pick_options(o, no, tol, NULL, &p);
-      s->factor[f] = factors[f];
       s->time_change[f] = NAN;
       for (size_t j = 0; j < no; j++)
         if (o[j].schedule == base->chosen.schedule &&

@@ -140,11 +140,20 @@ typedef struct {
   size_t nprofs;
   void (*progress)(size_t, void *);
   void *ctx;
+  /* profiles given by the caller (a fitted one): rows whose gpu is one's
+   * name use it instead of the built-in */
+  const xs_profile *const *given;
+  size_t ngiven;
 } csv_job;
 
 /* the built-in profile a row's gpu names (loaded once) */
 static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
-                             xs_profile **out, xs_error *err) {
+                             const xs_profile **out, xs_error *err) {
+  for (size_t i = 0; i < j->ngiven; i++)
+    if (!strcmp(xs_profile_name(j->given[i]), f->s)) {
+      *out = j->given[i];
+      return XS_OK;
+    }
   for (size_t i = 0; i < j->nprofs; i++)
     if (!strcmp(j->profs[i].name, f->s)) {
       *out = j->profs[i].prof;
@@ -152,15 +161,18 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
     }
   int builtin = 0;
   xs_error e2;
+  xs_profile *loaded = NULL;
   for (size_t i = 0; i < xs_builtin_profile_count(); i++)
     builtin |= !strcmp(xs_builtin_profile_name(i), f->s);
   if (!builtin || j->nprofs == sizeof j->profs / sizeof j->profs[0] ||
-      xs_profile_load(f->s, out, &e2))
+      xs_profile_load(f->s, &loaded, &e2))
     return row_fail(err, j->file, lineno, f->col,
                     "gpu: \"%s\" is not a built-in profile (xstage profiles "
-                    "list)", f->s);
+                    "list)%s%s%s", f->s, j->ngiven ? " nor the given profile \"" : "",
+                    j->ngiven ? xs_profile_name(j->given[0]) : "", j->ngiven ? "\"" : "");
   snprintf(j->profs[j->nprofs].name, sizeof j->profs[j->nprofs].name, "%s", f->s);
-  j->profs[j->nprofs++].prof = *out;
+  j->profs[j->nprofs++].prof = loaded;
+  *out = loaded;
   return XS_OK;
 }
 
@@ -472,7 +484,7 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   if (F[C_KNOBS] &&
       xs__validate_moe_knobs(F[C_KNOBS]->s, c, &row->knobs, bad, sizeof bad))
     return row_fail(err, file, lineno, F[C_KNOBS]->col, "knobs: %s", bad);
-  xs_profile *prof = NULL;
+  const xs_profile *prof = NULL;
   if ((st = row_profile(j, F[C_GPU], lineno, &prof, err)))
     return st;
   if (xs__validate_moe_predict(row, prof, &e2))
@@ -484,10 +496,20 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
                               const char *filename, xs_validate_set *out,
                               void (*progress)(size_t, void *), void *ctx,
                               xs_error *err) {
+  return xs_validate_megamoe_with(text, length, filename, NULL, 0, out,
+                                  progress, ctx, err);
+}
+
+xs_status xs_validate_megamoe_with(const char *text, size_t length,
+                                   const char *filename,
+                                   const xs_profile *const *profiles,
+                                   size_t nprofiles, xs_validate_set *out,
+                                   void (*progress)(size_t, void *),
+                                   void *ctx, xs_error *err) {
   csv_job j = {filename ? filename : "<data>", need, maybe,
                "source, gpu, ep, hidden, intermediate, experts, topk, "
                "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, profiles, nprofiles};
   return csv_rows(&j, text, length, moe_row, err);
 }
 
@@ -546,7 +568,7 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   xs_error e2;
   if (xs_fa_config_check(c, &e2))
     return row_fail(err, file, lineno, 1, "%s", e2.message);
-  xs_profile *prof = NULL;
+  const xs_profile *prof = NULL;
   xs_status st = row_profile(j, F[F_GPU], lineno, &prof, err);
   if (st)
     return st;
@@ -564,7 +586,7 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
   csv_job j = {filename ? filename : "<data>", fa_need, NULL,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0};
   return csv_rows(&j, text, length, fa_row, err);
 }
 

@@ -1,0 +1,254 @@
+"""xstage.Tuner: libxstage's online tuner for a kernel's host code
+(docs/tune.md "The tuner"), from Python.
+
+Between launches, ``choose(tokens)`` says which MegaMoE schedule and knobs
+to launch for a batch of that many tokens per rank (about a microsecond,
+no allocation in the library), and ``observe(tokens, choice, seconds)``
+takes in how long the launch took, updating the terms of the kernel model
+that the timing informs. Example::
+
+    import xstage
+    t = xstage.Tuner("deepseek-v3", "h200-nvlink", tokens=[64, 256, 1024])
+    c = t.choose(200)
+    seconds = launch(c["schedule"], **c["knobs"])   # the kernel's own launch
+    t.observe(200, c, seconds)
+
+The binding holds the library's tuner through ctypes; it needs nothing
+but the libxstage the package loaded.
+"""
+import ctypes
+import json
+
+from . import library_path
+from ._errors import Error, InvalidInputError, NotFoundError, from_status
+
+__all__ = ["Tuner"]
+
+_STATUS = ["OK", "INVALID", "PARSE", "NOMEM", "IO", "CYCLE", "NOTFOUND",
+           "NOTBUILT", "NODEV", "TIMEOUT", "INTERNAL"]
+_SCHEDULES = ["sequential", "baseline", "searched", "fused-split", "fused-wave",
+              "fused-interleaved", "fused-lag"]
+_TERMS = ["gemm", "tile", "l2", "hbm", "link", "link-issue", "capacity", "latency",
+          "launch", "barrier", "setup", "host-sync", "a2a"]
+_KNOBS = ["experts_per_wave", "warmup", "lag", "group", "block_m", "block_n"]
+
+_U = ctypes.c_uint
+_D = ctypes.c_double
+
+
+class _Pattern(ctypes.Structure):
+    _fields_ = [(k, _U) for k in _KNOBS]
+
+
+class _Options(ctypes.Structure):  # xs_tuner_options
+    _fields_ = [("tokens", ctypes.POINTER(_D)), ("ntokens", ctypes.c_size_t),
+                ("table", ctypes.c_void_p), ("schedules", _U), ("terms", _U),
+                ("noise", _D), ("prior", _D), ("option_prior", _D), ("half_life", _D),
+                ("threshold", _D), ("margin", _D)]
+
+
+class _Choice(ctypes.Structure):  # xs_tuner_choice
+    _fields_ = [("schedule", ctypes.c_int), ("rule", _U), ("knobs", _Pattern),
+                ("tokens", _D), ("predicted_s", _D), ("sd", _D), ("best_s", _D),
+                ("explore", ctypes.c_int)]
+
+
+class _XsError(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+
+
+_lib = None
+
+
+def _library():
+    """The functions this module calls, bound once, on the libxstage the
+    package loaded; its struct sizes checked against these mirrors."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    lib = ctypes.CDLL(library_path())
+    P, S, E = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_XsError)
+    sigs = {
+        "xs_struct_size": (ctypes.c_size_t, [S]),
+        "xs_moe_config_parse": (ctypes.c_int, [S, ctypes.c_size_t, S, P, E]),
+        "xs_profile_load": (ctypes.c_int, [S, ctypes.POINTER(P), E]),
+        "xs_profile_parse": (ctypes.c_int, [S, ctypes.c_size_t, S, ctypes.POINTER(P), E]),
+        "xs_profile_free": (None, [P]),
+        "xs_tuner_create": (ctypes.c_int, [P, P, ctypes.POINTER(_Options),
+                                           ctypes.POINTER(P), E]),
+        "xs_tuner_free": (None, [P]),
+        "xs_tuner_choose": (ctypes.c_int, [P, _D, ctypes.POINTER(_Choice)]),
+        "xs_tuner_observe": (ctypes.c_int, [P, _D, ctypes.c_int, ctypes.POINTER(_Pattern),
+                                            _D, E]),
+        "xs_tuner_state_size": (ctypes.c_size_t, [P]),
+        "xs_tuner_term": (ctypes.c_int, [P, _D, ctypes.c_int, ctypes.POINTER(_D),
+                                         ctypes.POINTER(_D)]),
+        "xs_tuner_observations": (ctypes.c_uint64, [P]),
+        "xs_moe_rule_name": (ctypes.c_char_p, [ctypes.c_int, _U]),
+    }
+    for name, sig in sigs.items():
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            raise NotFoundError("libxstage at %s has no %s: too old for xstage.Tuner"
+                                % (library_path(), name), "NOTFOUND") from None
+        f.restype, f.argtypes = sig
+    for cname, mirror in (("xs_tuner_options", _Options), ("xs_tuner_choice", _Choice),
+                          ("xs_error", _XsError)):
+        size = lib.xs_struct_size(cname.encode())
+        if size != ctypes.sizeof(mirror):
+            raise InvalidInputError("libxstage's %s is %d bytes, xstage.Tuner's mirror %d: a library "
+                        "of another version" % (cname, size, ctypes.sizeof(mirror)),
+                        "INVALID")
+    _lib = lib
+    return lib
+
+
+def _raise(status, err):
+    if status:
+        raise from_status(status, err.message.decode("utf-8", "replace"))
+
+
+def _names(values, known, what):
+    """A list of names into a bit mask, or 0 for None."""
+    if values is None:
+        return 0
+    if isinstance(values, str):
+        values = [values]
+    mask = 0
+    for v in values:
+        if v not in known:
+            raise InvalidInputError("%s: unknown %r (%s)" % (what, v, ", ".join(known)), "INVALID")
+        mask |= 1 << known.index(v)
+    return mask
+
+
+class Tuner:
+    """The online tuner (docs/tune.md "The tuner").
+
+    ``config``: a preset name ("deepseek-v3") or a dict of the planner's
+    config keys (docs/plan-megamoe.md; "preset" among them). ``profile``:
+    a built-in profile's name, a path to one (a fitted profile from
+    ``xstage fit megamoe``) or a dict of its JSON. ``tokens``: the batch
+    sizes the kernel will see (at most 64; default: the config's tokens).
+    ``schedules``, ``terms``: lists of names (default: all schedules; the
+    tuner's default terms). The other arguments are xs_tuner_options'
+    fields (0: the library's default): ``noise`` (relative spread of one
+    timing), ``prior``, ``option_prior``, ``half_life`` (launches),
+    ``threshold``, ``margin``. Creating it plans every batch size once
+    (about a second).
+    """
+
+    def __init__(self, config="deepseek-v3", profile="h200-nvlink", tokens=None,
+                 schedules=None, terms=None, noise=0.0, prior=0.0, option_prior=0.0,
+                 half_life=0.0, threshold=0.0, margin=0.0):
+        lib = _library()
+        self._lib, self._t = lib, None
+        if isinstance(config, str):
+            config = {"preset": config}
+        if not isinstance(config, dict):
+            raise InvalidInputError("config: expected a preset name or a dict, got %s"
+                        % type(config).__name__, "INVALID")
+        config = dict(config)
+        grid = [float(x) for x in tokens] if tokens is not None else None
+        if grid is not None and "tokens" not in config and grid:
+            config["tokens"] = grid[0]
+        err = _XsError()
+        cfg = ctypes.create_string_buffer(lib.xs_struct_size(b"xs_moe_config"))
+        text = json.dumps(config).encode()
+        _raise(lib.xs_moe_config_parse(text, len(text), b"config", cfg, ctypes.byref(err)),
+               err)
+        prof = ctypes.c_void_p()
+        if isinstance(profile, dict):
+            text = json.dumps(profile).encode()
+            st = lib.xs_profile_parse(text, len(text), b"profile", ctypes.byref(prof),
+                                      ctypes.byref(err))
+        else:
+            st = lib.xs_profile_load(str(profile).encode(), ctypes.byref(prof),
+                                     ctypes.byref(err))
+        _raise(st, err)
+        try:
+            o = _Options()
+            if grid:
+                self._grid = (_D * len(grid))(*grid)
+                o.tokens, o.ntokens = self._grid, len(grid)
+            o.schedules = _names(schedules, _SCHEDULES, "schedules")
+            o.terms = _names(terms, _TERMS, "terms")
+            o.noise, o.prior, o.option_prior = noise, prior, option_prior
+            o.half_life, o.threshold, o.margin = half_life, threshold, margin
+            t = ctypes.c_void_p()
+            _raise(lib.xs_tuner_create(cfg, prof, ctypes.byref(o), ctypes.byref(t),
+                                       ctypes.byref(err)), err)
+            self._t = t
+        finally:
+            lib.xs_profile_free(prof)
+
+    def choose(self, tokens):
+        """The option to launch for a batch of ``tokens`` per rank: a dict
+        of "schedule", "rule", "knobs" (experts_per_wave, warmup, lag,
+        group, block_m, block_n), "tokens" (the grid point it was made
+        at), "predicted_s", "sd" (relative), "best_s" and "explore"."""
+        c = _Choice()
+        if self._lib.xs_tuner_choose(self._handle(), float(tokens), ctypes.byref(c)):
+            raise InvalidInputError("choose: tokens %r: expected a positive count" % (tokens,), "INVALID")
+        rule = self._lib.xs_moe_rule_name(c.schedule, c.rule)
+        return {"schedule": _SCHEDULES[c.schedule], "rule": rule.decode() if rule else None,
+                "knobs": {k: getattr(c.knobs, k) for k in _KNOBS}, "tokens": c.tokens,
+                "predicted_s": c.predicted_s, "sd": c.sd, "best_s": c.best_s,
+                "explore": bool(c.explore)}
+
+    def observe(self, tokens, choice, measured_s):
+        """A launch of ``choice`` (a dict from :meth:`choose`, or one with
+        "schedule" and "knobs") at ``tokens`` took ``measured_s`` seconds."""
+        if choice.get("schedule") not in _SCHEDULES:
+            raise InvalidInputError("observe: choice[\"schedule\"]: unknown %r" % (choice.get("schedule"),),
+                        "INVALID")
+        knobs = _Pattern(**{k: int(choice.get("knobs", {}).get(k, 0)) for k in _KNOBS})
+        err = _XsError()
+        _raise(self._lib.xs_tuner_observe(self._handle(), float(tokens),
+                                          _SCHEDULES.index(choice["schedule"]),
+                                          ctypes.byref(knobs), float(measured_s),
+                                          ctypes.byref(err)), err)
+
+    def term(self, name, tokens):
+        """The factor the tuner believes for a term ("link", "gemm", ...)
+        at the grid point of ``tokens`` and its relative uncertainty, or
+        None for a term it does not learn."""
+        scale, sd = _D(), _D()
+        st = self._lib.xs_tuner_term(self._handle(), float(tokens),
+                                     _names(name, _TERMS, "term").bit_length() - 1,
+                                     ctypes.byref(scale), ctypes.byref(sd))
+        return None if st else (scale.value, sd.value)
+
+    @property
+    def observations(self):
+        """Timings taken in so far."""
+        return self._lib.xs_tuner_observations(self._handle())
+
+    @property
+    def state_bytes(self):
+        """The tuner's memory, fixed when it was created."""
+        return self._lib.xs_tuner_state_size(self._handle())
+
+    def close(self):
+        """Free the library's tuner (also on garbage collection)."""
+        if self._t:
+            self._lib.xs_tuner_free(self._t)
+            self._t = None
+
+    def _handle(self):
+        if not self._t:
+            raise InvalidInputError("the tuner was closed", "INVALID")
+        return self._t
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass

@@ -1,0 +1,514 @@
+/*
+ * tuner.c: the online tuner a kernel's host code calls between launches
+ * (docs/tune.md "The tuner"). Built once from the planner: at each grid
+ * point (a token count) every option's log time a and its gradient g in
+ * the log of each term learned. Then, per grid point, a belief about the
+ * terms' log factors theta and each option's own log error b, jointly
+ * Gaussian (mean x = [theta; b], covariance P), predicts an option's log
+ * time as
+ *
+ *   mu = a + g . theta + b,
+ *
+ * and a measured time updates the belief by one Kalman step, the
+ * measurement's log spread being its noise. The joint covariance is what
+ * lets two options' difference become certain once both were timed, even
+ * while the terms alone are not. Choosing reads the belief without a lock
+ * under a sequence counter (a seqlock); observing writes it.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXK XS_MOE_TERMS
+/* central differences for the gradients: x1.25 and x0.8 */
+#define GRAD_STEP 0.22314355131420976
+/* "could win": at this many standard deviations */
+#define KAPPA 2.0
+/* a measured time this many standard deviations off the belief means the
+ * machine changed: the belief goes back to its prior */
+#define SURPRISE 4.0
+/* terms whose gradient is below this at every option are not learned */
+#define MIN_GRADIENT 1e-3
+
+typedef struct {
+  xs_moe_option opt;
+  double a; /* log seconds at the profile */
+} topt;
+
+struct xs_tuner {
+  size_t npoints, K, nopts;
+  int term[MAXK];
+  double tokens[XS_TUNER_MAX_POINTS];
+  double mid[XS_TUNER_MAX_POINTS]; /* log tokens halfway to the next point */
+  size_t first[XS_TUNER_MAX_POINTS + 1]; /* the options of point p:
+                                            first[p] .. first[p + 1] - 1 */
+  size_t xoff[XS_TUNER_MAX_POINTS], poff[XS_TUNER_MAX_POINTS]; /* point p's
+                                            belief in x and P */
+  topt *opt;      /* nopts */
+  double *g;      /* nopts x K */
+  double r;       /* a measurement's log variance */
+  double c0, v0;  /* prior variances of a term, of an option's error */
+  double forget;  /* what remains of a launch's information after the next */
+  double log_threshold, log_margin;
+  size_t bytes;
+  /* the belief, under the sequence counter (odd while being written) */
+  _Atomic unsigned seq;
+  _Atomic double n;   /* observations */
+  _Atomic double *x;  /* per point: K + options means                    */
+  _Atomic double *P;  /* per point: (K + options)^2 covariance, row-major */
+  _Atomic double *var; /* per option: h' P h, its log time's variance
+                          (kept by observe, so that choosing is O(m K)) */
+};
+
+static inline double ld(const _Atomic double *x) {
+  return atomic_load_explicit(x, memory_order_relaxed);
+}
+static inline void st(_Atomic double *x, double v) {
+  atomic_store_explicit(x, v, memory_order_relaxed);
+}
+
+static const unsigned default_terms =
+    (1u << XS_MOE_TERM_GEMM) | (1u << XS_MOE_TERM_HBM) | (1u << XS_MOE_TERM_LINK) |
+    (1u << XS_MOE_TERM_LINK_ISSUE) | (1u << XS_MOE_TERM_CAPACITY) |
+    (1u << XS_MOE_TERM_LAUNCH) | (1u << XS_MOE_TERM_BARRIER);
+
+void xs_tuner_free(xs_tuner *t) {
+  if (!t)
+    return;
+  free(t->opt);
+  free(t->g);
+  free((void *)t->x);
+  free((void *)t->P);
+  free((void *)t->var);
+  free(t);
+}
+
+size_t xs_tuner_state_size(const xs_tuner *t) { return t->bytes; }
+
+uint64_t xs_tuner_observations(const xs_tuner *t) {
+  return (uint64_t)atomic_load_explicit(&t->n, memory_order_relaxed);
+}
+
+/* the grid point nearest tokens in log tokens */
+static size_t point_of(const xs_tuner *t, double tokens) {
+  double l = log(tokens);
+  size_t lo = 0, hi = t->npoints - 1;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (l > t->mid[m])
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  return lo;
+}
+
+/* an option's log time's variance under the prior: c0 |g|^2 + v0 */
+static double prior_var(const xs_tuner *t, const double *g) {
+  double s = 0;
+  for (size_t k = 0; k < t->K; k++)
+    s += g[k] * g[k];
+  return t->c0 * s + t->v0;
+}
+
+static xs_status check_options(const xs_tuner_options *o, xs_error *err) {
+  const struct {
+    const char *name;
+    double v, hi;
+  } f[] = {{"noise", o->noise, 1},          {"prior", o->prior, 10},
+           {"option_prior", o->option_prior, 10}, {"half_life", o->half_life, 1e12},
+           {"threshold", o->threshold, 1},  {"margin", o->margin, 10}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (!(f[i].v >= 0 && f[i].v <= f[i].hi))
+      return xs__fail(err, XS_INVALID, "tuner %s: expected 0 (the default) to %g, got %g",
+                      f[i].name, f[i].hi, f[i].v);
+  if (o->terms >> XS_MOE_TERMS)
+    return xs__fail(err, XS_INVALID, "tuner terms: bit %d is no term", XS_MOE_TERMS);
+  if (o->tokens && !o->ntokens)
+    return xs__fail(err, XS_INVALID, "tuner tokens: an empty grid");
+  if (o->tokens && o->ntokens > XS_TUNER_MAX_POINTS)
+    return xs__fail(err, XS_INVALID, "tuner tokens: %zu grid points, more than %d",
+                    o->ntokens, XS_TUNER_MAX_POINTS);
+  for (size_t i = 0; o->tokens && i < o->ntokens; i++)
+    if (!(o->tokens[i] >= 1 && o->tokens[i] <= 1e7) ||
+        (i && !(o->tokens[i] > o->tokens[i - 1])))
+      return xs__fail(err, XS_INVALID,
+                      "tuner tokens[%zu]: %g; expected ascending token counts from 1 to "
+                      "1e7", i, o->tokens[i]);
+  return XS_OK;
+}
+
+/* log time of every option of point p (already in t->opt) on profile q */
+static xs_status times_on(const xs_tuner *t, const xs_moe_config *c, size_t p,
+                          const xs_profile *q, double *out, xs_error *err) {
+  for (size_t i = t->first[p]; i < t->first[p + 1]; i++) {
+    xs_moe_pattern kn = t->opt[i].opt.knobs;
+    double s;
+    xs_status st = xs__moe_time(c, q, t->opt[i].opt.schedule, &kn, &s, err);
+    if (st)
+      return st;
+    out[i - t->first[p]] = log(s);
+  }
+  return XS_OK;
+}
+
+xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
+                          const xs_tuner_options *options, xs_tuner **out,
+                          xs_error *err) {
+  static const xs_tuner_options dflt = {0};
+  const xs_tuner_options *o = options ? options : &dflt;
+  *out = NULL;
+  xs_status st = check_options(o, err);
+  if (st || (st = xs_moe_config_check(config, err)))
+    return st;
+  xs_tuner *t = calloc(1, sizeof *t);
+  if (!t)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  /* the grid */
+  if (o->tokens) {
+    t->npoints = o->ntokens;
+    memcpy(t->tokens, o->tokens, o->ntokens * sizeof *o->tokens);
+  } else if (o->table) {
+    size_t n = xs_moe_table_size(o->table);
+    for (size_t i = 0; i < n; i++) {
+      /* a range table has more points than the tuner keeps: every k-th */
+      size_t k = (n + XS_TUNER_MAX_POINTS - 1) / XS_TUNER_MAX_POINTS;
+      if (i % k == 0 || i == n - 1)
+        t->tokens[t->npoints++] = xs_moe_table_pick(o->table, i)->tokens;
+      if (t->npoints == XS_TUNER_MAX_POINTS)
+        break;
+    }
+  } else {
+    t->npoints = 1;
+    t->tokens[0] = config->tokens;
+  }
+  if (!t->npoints) {
+    xs_tuner_free(t);
+    return xs__fail(err, XS_INVALID, "tuner: the knob table has no rows");
+  }
+  for (size_t i = 0; i + 1 < t->npoints; i++)
+    t->mid[i] = 0.5 * (log(t->tokens[i]) + log(t->tokens[i + 1]));
+  t->mid[t->npoints - 1] = INFINITY;
+  t->r = pow(log1p(o->noise > 0 ? o->noise : 0.02), 2);
+  t->c0 = pow(log1p(o->prior > 0 ? o->prior : 0.25), 2);
+  t->v0 = pow(log1p(o->option_prior > 0 ? o->option_prior : 0.1), 2);
+  t->forget = exp(-log(2) / (o->half_life > 0 ? o->half_life : 200));
+  /* by default, differences under a timing's spread are not worth a
+   * launch to explore */
+  t->log_threshold = log1p(o->threshold > 0 ? o->threshold : o->noise > 0 ? o->noise : 0.02);
+  t->log_margin = log1p(o->margin > 0 ? o->margin : 0.2);
+  /* every option of every point, at the profile */
+  xs_moe_config c = *config;
+  size_t cap = t->npoints * XS_MOE_MAX_OPTIONS;
+  t->opt = calloc(cap, sizeof *t->opt);
+  if (!t->opt) {
+    xs_tuner_free(t);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  for (size_t p = 0; p < t->npoints && !st; p++) {
+    xs_moe_option os[XS_MOE_MAX_OPTIONS];
+    size_t n;
+    c.tokens = t->tokens[p];
+    t->first[p] = t->nopts;
+    if ((st = xs_moe_options(&c, prof, o->schedules, os, &n, NULL, err)))
+      break;
+    for (size_t i = 0; i < n; i++)
+      t->opt[t->nopts++] = (topt){os[i], log(os[i].time_s)};
+  }
+  t->first[t->npoints] = t->nopts;
+  /* the terms: each one's gradient at every option, by central
+   * differences of the planner on moved copies of the profile */
+  unsigned want = o->terms ? o->terms : default_terms;
+  double *gall = st ? NULL : malloc((t->nopts * MAXK + 1) * sizeof *gall);
+  double *up = st ? NULL : malloc(2 * (XS_MOE_MAX_OPTIONS + 1) * sizeof *up);
+  if (!st && (!gall || !up))
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+  for (int k = 0; k < XS_MOE_TERMS && !st; k++) {
+    if (!(want & (1u << k)))
+      continue;
+    double v = xs_moe_term_value(prof, (xs_moe_term)k);
+    if (!(v > 0 && isfinite(v))) {
+      if (o->terms)
+        st = xs__fail(err, XS_INVALID,
+                      "tuner term %s: profile \"%s\" gives %s, nothing to scale",
+                      xs_moe_term_name((xs_moe_term)k), xs_profile_name(prof),
+                      v > 0 ? "no bound" : "0 or no such number");
+      continue;
+    }
+    xs_profile *hi = NULL, *lo = NULL;
+    if ((st = xs__profile_copy(prof, &hi, err)) || (st = xs__profile_copy(prof, &lo, err)) ||
+        (st = xs_moe_term_scale(hi, (xs_moe_term)k, exp(GRAD_STEP), err)) ||
+        (st = xs_moe_term_scale(lo, (xs_moe_term)k, exp(-GRAD_STEP), err))) {
+      xs_profile_free(hi);
+      xs_profile_free(lo);
+      break;
+    }
+    double most = 0;
+    size_t K = t->K;
+    for (size_t p = 0; p < t->npoints && !st; p++) {
+      c.tokens = t->tokens[p];
+      double *dn = up + XS_MOE_MAX_OPTIONS + 1;
+      if ((st = times_on(t, &c, p, hi, up, err)) || (st = times_on(t, &c, p, lo, dn, err)))
+        break;
+      for (size_t i = t->first[p]; i < t->first[p + 1]; i++) {
+        double gi = (up[i - t->first[p]] - dn[i - t->first[p]]) / (2 * GRAD_STEP);
+        gall[i * MAXK + K] = gi;
+        most = fmax(most, fabs(gi));
+      }
+    }
+    xs_profile_free(hi);
+    xs_profile_free(lo);
+    if (!st && most >= MIN_GRADIENT)
+      t->term[t->K++] = k;
+  }
+  free(up);
+  if (!st && !t->K)
+    st = xs__fail(err, XS_INVALID,
+                  "tuner: no option's time depends on the terms asked for on profile \"%s\"",
+                  xs_profile_name(prof));
+  size_t K = t->K, N = t->nopts, nx = 0, nP = 0;
+  for (size_t p = 0; p < t->npoints; p++) {
+    size_t d = K + t->first[p + 1] - t->first[p];
+    t->xoff[p] = nx;
+    t->poff[p] = nP;
+    nx += d;
+    nP += d * d;
+  }
+  if (!st) {
+    t->g = malloc((N * K + 1) * sizeof *t->g);
+    t->x = calloc(nx + 1, sizeof *t->x);
+    t->P = calloc(nP + 1, sizeof *t->P);
+    t->var = calloc(N + 1, sizeof *t->var);
+    if (!t->g || !t->x || !t->P || !t->var)
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  if (!st) {
+    /* the gradients of the terms kept (a term dropped left its column to
+     * the next), packed K to an option */
+    for (size_t i = 0; i < N; i++)
+      for (size_t k = 0; k < K; k++)
+        t->g[i * K + k] = gall[i * MAXK + k];
+    for (size_t p = 0; p < t->npoints; p++) {
+      size_t d = K + t->first[p + 1] - t->first[p];
+      for (size_t a = 0; a < d; a++)
+        atomic_init(&t->P[t->poff[p] + a * d + a], a < K ? t->c0 : t->v0);
+    }
+    for (size_t i = 0; i < N; i++)
+      atomic_init(&t->var[i], prior_var(t, &t->g[i * K]));
+    t->bytes = sizeof *t + N * (sizeof *t->opt + (K + 1) * sizeof *t->g) +
+               (nx + nP) * sizeof(double);
+  }
+  free(gall);
+  if (st) {
+    xs_tuner_free(t);
+    return st;
+  }
+  *out = t;
+  return XS_OK;
+}
+
+/* out = P h for h = [g; e_i]: option i's covariance with every number
+ * of the belief */
+static void times_h(const _Atomic double *P, size_t d, size_t K, const double *g,
+                    size_t i, double *out) {
+  for (size_t a = 0; a < d; a++) {
+    double s = ld(&P[a * d + K + i]);
+    for (size_t k = 0; k < K; k++)
+      s += ld(&P[a * d + k]) * g[k];
+    out[a] = s;
+  }
+}
+
+xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out) {
+  if (!(tokens > 0) || !isfinite(tokens))
+    return XS_INVALID;
+  size_t p = point_of(t, tokens), K = t->K, f = t->first[p];
+  size_t m = t->first[p + 1] - f, d = K + m;
+  const _Atomic double *x = &t->x[t->xoff[p]], *P = &t->P[t->poff[p]];
+  size_t best, pick;
+  double mu[XS_MOE_MAX_OPTIONS], v;
+  for (;;) {
+    unsigned s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
+    if (s1 & 1)
+      continue; /* an observation is being written: read again */
+    best = 0;
+    double th[MAXK];
+    for (size_t k = 0; k < K; k++)
+      th[k] = ld(&x[k]);
+    for (size_t i = 0; i < m; i++) {
+      const double *g = &t->g[(f + i) * K];
+      double s = t->opt[f + i].a + ld(&x[K + i]);
+      for (size_t k = 0; k < K; k++)
+        s += g[k] * th[k];
+      mu[i] = s;
+      if (s < mu[best])
+        best = i;
+    }
+    /* Could another option be faster than the best by more than the
+     * threshold, at KAPPA standard deviations of the difference between
+     * the two (never one predicted slower by more than the margin)? Then
+     * the difference is what to learn about: time whichever of the two
+     * (that option, or the best) tells more about it, the reduction of
+     * its variance that one timing brings. */
+    pick = best;
+    double gain_best = t->log_threshold;
+    size_t rival = m;
+    const double *gb = &t->g[(f + best) * K];
+    /* P h_best, so that each option's covariance with the best is O(K) */
+    double Phb[MAXK + XS_MOE_MAX_OPTIONS];
+    times_h(P, d, K, gb, best, Phb);
+    double vb = ld(&t->var[f + best]), vr = 0, cr = 0;
+    for (size_t i = 0; i < m; i++) {
+      if (i == best || mu[i] - mu[best] > t->log_margin)
+        continue;
+      const double *g = &t->g[(f + i) * K];
+      double vi = ld(&t->var[f + i]), ci = Phb[K + i];
+      for (size_t k = 0; k < K; k++)
+        ci += g[k] * Phb[k];
+      double dv = vi + vb - 2 * ci;
+      double gain = mu[best] - mu[i] + KAPPA * sqrt(dv > 0 ? dv : 0);
+      if (gain > gain_best) {
+        gain_best = gain;
+        rival = i;
+        vr = vi;
+        cr = ci;
+      }
+    }
+    if (rival < m) {
+      double by_rival = (vr - cr) * (vr - cr) / (vr + t->r);
+      double by_best = (cr - vb) * (cr - vb) / (vb + t->r);
+      if (by_rival > by_best)
+        pick = rival;
+    }
+    v = ld(&t->var[f + pick]);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&t->seq, memory_order_relaxed) == s1)
+      break;
+  }
+  const topt *o = &t->opt[f + pick];
+  out->schedule = o->opt.schedule;
+  out->rule = o->opt.rule;
+  out->knobs = o->opt.knobs;
+  out->tokens = t->tokens[p];
+  out->predicted_s = exp(mu[pick]);
+  out->sd = sqrt(v > 0 ? v : 0);
+  out->best_s = exp(mu[best]);
+  out->explore = pick != best;
+  return XS_OK;
+}
+
+xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
+                           const xs_moe_pattern *knobs, double measured_s,
+                           xs_error *err) {
+  if (!(tokens > 0) || !isfinite(tokens))
+    return xs__fail(err, XS_INVALID, "tuner: tokens %g: expected a positive count", tokens);
+  if (!(measured_s > 0) || !isfinite(measured_s))
+    return xs__fail(err, XS_INVALID, "tuner: measured time %g s: expected a positive time",
+                    measured_s);
+  size_t p = point_of(t, tokens), K = t->K, f = t->first[p];
+  size_t m = t->first[p + 1] - f, d = K + m, o = m;
+  for (size_t i = 0; i < m && o == m; i++)
+    if (t->opt[f + i].opt.schedule == schedule &&
+        (!knobs || !memcmp(&t->opt[f + i].opt.knobs, knobs, sizeof *knobs)))
+      o = i;
+  if (o == m) {
+    const char *name = xs_moe_schedule_name(schedule);
+    return xs__fail(err, XS_NOTFOUND,
+                    "tuner: no option of %s with these knobs at the grid point of %g "
+                    "tokens (%g)", name ? name : "this schedule", tokens, t->tokens[p]);
+  }
+  _Atomic double *x = &t->x[t->xoff[p]], *P = &t->P[t->poff[p]];
+  const double *g = &t->g[(f + o) * K];
+  unsigned s0 = atomic_load_explicit(&t->seq, memory_order_relaxed);
+  atomic_store_explicit(&t->seq, s0 + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  /* what the belief forgets over one launch: it relaxes toward the prior
+   * (and so does each option's variance, linear in P) */
+  double rho = t->forget;
+  for (size_t a = 0; a < d; a++)
+    for (size_t b = 0; b < d; b++)
+      st(&P[a * d + b], rho * ld(&P[a * d + b]) +
+                            (a == b ? (1 - rho) * (a < K ? t->c0 : t->v0) : 0));
+  for (size_t i = 0; i < m; i++)
+    st(&t->var[f + i], rho * ld(&t->var[f + i]) +
+                           (1 - rho) * prior_var(t, &t->g[(f + i) * K]));
+  double mu = t->opt[f + o].a + ld(&x[K + o]);
+  for (size_t k = 0; k < K; k++)
+    mu += g[k] * ld(&x[k]);
+  double e = log(measured_s) - mu;
+  double S = ld(&t->var[f + o]) + t->r;
+  if (e * e > SURPRISE * SURPRISE * S) {
+    /* the machine changed: the covariance back to the prior (the means
+     * stay, as where to start from) */
+    for (size_t a = 0; a < d; a++)
+      for (size_t b = 0; b < d; b++)
+        st(&P[a * d + b], a != b ? 0 : a < K ? t->c0 : t->v0);
+    for (size_t i = 0; i < m; i++)
+      st(&t->var[f + i], prior_var(t, &t->g[(f + i) * K]));
+    S = ld(&t->var[f + o]) + t->r;
+  }
+  double Ph[MAXK + XS_MOE_MAX_OPTIONS];
+  times_h(P, d, K, g, o, Ph);
+  for (size_t a = 0; a < d; a++) {
+    st(&x[a], ld(&x[a]) + Ph[a] / S * e);
+    for (size_t b = 0; b < d; b++)
+      st(&P[a * d + b], ld(&P[a * d + b]) - Ph[a] * Ph[b] / S);
+  }
+  /* each option's variance less (h_i' P h)^2 / S */
+  for (size_t i = 0; i < m; i++) {
+    const double *gi = &t->g[(f + i) * K];
+    double c = Ph[K + i];
+    for (size_t k = 0; k < K; k++)
+      c += gi[k] * Ph[k];
+    st(&t->var[f + i], ld(&t->var[f + i]) - c * c / S);
+  }
+  st(&t->n, ld(&t->n) + 1);
+  atomic_store_explicit(&t->seq, s0 + 2, memory_order_release);
+  return XS_OK;
+}
+
+xs_status xs_tuner_term(const xs_tuner *t, double tokens, xs_moe_term term,
+                        double *scale, double *sd) {
+  if (!(tokens > 0) || !isfinite(tokens))
+    return XS_INVALID;
+  size_t p = point_of(t, tokens), K = t->K, d = K + t->first[p + 1] - t->first[p];
+  for (size_t k = 0; k < K; k++)
+    if (t->term[k] == (int)term) {
+      double th, v;
+      for (;;) {
+        unsigned s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
+        if (s1 & 1)
+          continue;
+        th = ld(&t->x[t->xoff[p] + k]);
+        v = ld(&t->P[t->poff[p] + k * d + k]);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&t->seq, memory_order_relaxed) == s1)
+          break;
+      }
+      if (scale)
+        *scale = exp(th);
+      if (sd)
+        *sd = sqrt(v > 0 ? v : 0);
+      return XS_OK;
+    }
+  return XS_NOTFOUND;
+}
+
+void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
+                     double *a, double *g, double *mu, double *var) {
+  size_t p = point_of(t, tokens), f = t->first[p];
+  *m = t->first[p + 1] - f;
+  *K = t->K;
+  const _Atomic double *x = &t->x[t->xoff[p]];
+  for (size_t i = 0; i < *m; i++) {
+    a[i] = t->opt[f + i].a;
+    memcpy(&g[i * t->K], &t->g[(f + i) * t->K], t->K * sizeof *g);
+    mu[i] = a[i] + ld(&x[t->K + i]);
+    for (size_t k = 0; k < t->K; k++)
+      mu[i] += g[i * t->K + k] * ld(&x[k]);
+    var[i] = ld(&t->var[f + i]);
+  }
+}
