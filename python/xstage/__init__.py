@@ -602,19 +602,22 @@ def _fa_config(config, seq=None, cp=None, causal=None, kernel=None, layout=None,
 
 def plan_flashattn(config, prof, seq=None, cp=None, causal=None, kernel=None,
                    layout=None, backward=None):
-    """Plan ring attention's KV forwarding (docs/plan-flashattn.md): the
-    dict of `xstage plan flashattn --json`. config: a preset name
-    (llama3-8b, llama3-70b, mha), a dict or a JSON file."""
+    """Plan ring attention (docs/plan-flashattn.md): every way of moving KV
+    under every causal layout, the dict of `xstage plan flashattn --json`.
+    config: a preset name (llama3-8b, llama3-70b, mha), a dict or a JSON
+    file."""
     c = _fa_config(config, seq, cp, causal, kernel, layout, backward)
     pf = profile(prof)
     return _call_json(_xs_fa_plan_json, ctypes.byref(c), pf._h, None)
 
 
 class _FaRing(ctypes.Structure):
+    """xs_fa_ring with its xs_fa_breakdown, field for field."""
     _fields_ = [("path", ctypes.c_int), ("layout", ctypes.c_int), ("time_s", _D),
-                ("compute_s", _D), ("merge_s", _D), ("fixed_s", _D), ("exposed_s", _D),
-                ("imbalance_s", _D), ("forward_sms", ctypes.c_uint),
-                ("spread", ctypes.c_uint), ("bound", _S)]
+                ("compute_s", _D), ("merge_s", _D), ("fixed_s", _D),
+                ("interference_s", _D), ("exposed_s", _D), ("imbalance_s", _D),
+                ("stall_s", _D), ("free_s", _D), ("forward_sms", ctypes.c_uint),
+                ("bound", _S)]
 
 
 class _FaTableRow(ctypes.Structure):

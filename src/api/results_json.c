@@ -186,99 +186,91 @@ xs_status xs_moe_table_json(const xs_moe_table *table, const xs_moe_config *conf
 
 /* ---- ring attention ---- */
 
-xs_status xs_fa_rings(const xs_fa_config *c, const xs_profile *prof, xs_fa_ring *out,
-                      size_t *n, xs_error *err) {
-  *n = 0;
-  char key[24];
-  snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
-  if (!(xs_profile_attn(prof, XS_ATTN_FLOPS, key) > 0))
-    return XS_OK;
-  for (int p = 0; p < XS_FA_PATHS; p++)
-    for (int l = 0; l < XS_FA_LAYOUTS; l++) {
-      if ((p == XS_FA_LOCAL || !c->causal) && l != c->layout)
-        continue;
-      xs_fa_config at = *c;
-      at.layout = l;
-      xs_fa_ring *r = &out[*n];
-      r->path = (xs_fa_path)p;
-      r->layout = p == XS_FA_LOCAL || !c->causal ? -1 : l;
-      xs_status st = xs_fa_predict(&at, prof, r->path, &r->time_s, &r->breakdown, err);
-      if (st) {
-        *n = 0;
-        return st;
-      }
-      (*n)++;
-    }
-  return XS_OK;
+static json_t *breakdown_json(const xs_fa_breakdown *b) {
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:s}", "compute_s", b->compute_s,
+                   "merge_s", b->merge_s, "fixed_s", b->fixed_s, "interference_s",
+                   b->interference_s, "exposed_s", b->exposed_s, "imbalance_s",
+                   b->imbalance_s, "stall_s", b->stall_s, "free_s", b->free_s,
+                   "forward_sms", (int)b->forward_sms, "bound", b->bound ? b->bound : "");
 }
 
 static json_t *ring_one(const xs_fa_ring *r) {
-  const xs_fa_breakdown *b = &r->breakdown;
-  return json_pack("{s:s,s:s,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:s}}", "path",
-                   xs_fa_path_name(r->path), "layout",
+  return json_pack("{s:s,s:s,s:f,s:o}", "path", xs_fa_path_name(r->path), "layout",
                    r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
-                   "time_s", r->time_s, "breakdown", "compute_s", b->compute_s,
-                   "merge_s", b->merge_s, "fixed_s", b->fixed_s, "exposed_s",
-                   b->exposed_s, "imbalance_s", b->imbalance_s, "forward_sms",
-                   (int)b->forward_sms, "spread", (int)b->spread, "bound",
-                   b->bound ? b->bound : "");
+                   "time_s", r->time_s, "breakdown", breakdown_json(&r->breakdown));
 }
 
 json_t *xs__api_rings(const xs_fa_ring *r, size_t n) {
-  if (!n)
-    return json_null();
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(a, ring_one(&r[i]));
   return a;
 }
 
+/* piggyback over sequential, over the faster dedicated way, and the
+ * same under blocking (the config's layout) */
+void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedicated,
+                         double *blocking) {
+  const double *seq = r->time_s[XS_FA_PATH_SEQUENTIAL], *pig = r->time_s[XS_FA_PATH_PIGGYBACK];
+  double ded = fmin(r->time_s[XS_FA_PATH_STREAM][XS_MODEL_BURSTGAP],
+                    r->time_s[XS_FA_PATH_SMS][XS_MODEL_BURSTGAP]);
+  *speedup = seq[XS_MODEL_BURSTGAP] / pig[XS_MODEL_BURSTGAP];
+  *vs_dedicated = ded / pig[XS_MODEL_BURSTGAP];
+  *blocking = seq[XS_MODEL_BLOCKING] / pig[XS_MODEL_BLOCKING];
+}
+
 xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
                           xs_fa_result *result, char **out, xs_error *err) {
   *out = NULL;
-  xs_fa_ring ring[XS_FA_RINGS];
-  size_t nring = 0;
-  xs_fa_result r;
-  xs_status st = xs_fa_rings(config, profile, ring, &nring, err);
-  if (!st)
-    st = xs_fa_plan(config, profile, &r, err);
-  if (st)
+  xs_fa_result *r = malloc(sizeof *r);
+  if (!r)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = xs_fa_plan(config, profile, r, err);
+  if (st) {
+    free(r);
     return st;
-  static const char *const names[] = {"sequential", "dedicated", "piggyback"};
-  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b}", "preset", config->name, "profile",
-                        xs_profile_name(profile), "seq", config->seq, "cp", config->cp,
-                        "causal", config->causal);
-  if (!o)
+  }
+  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b,s:s,s:s,s:b,s:f}", "preset", config->name,
+                        "profile", xs_profile_name(profile), "seq", config->seq, "cp",
+                        config->cp, "causal", config->causal, "layout",
+                        config->causal ? xs_fa_layout_name((xs_fa_layout)config->layout) : "-",
+                        "kernel", config->kernel, "backward", config->backward, "batch",
+                        config->batch);
+  if (!o) {
+    free(r);
     return xs__api_dump(NULL, 12, out, err);
-  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-      "step_flops", r.work.step_flops, "step_s", r.work.step_s, "kv_B", r.work.kv_B,
-      "q_tiles", r.work.q_tiles, "kv_tiles", r.work.kv_tiles, "iterations",
-      r.work.iterations, "waves", r.work.waves));
-  json_t *s = json_object();
-  for (int k = 0; k < XS_FA_SCHEDULES; k++)
-    json_object_set_new(s, names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
-        r.time_s[k][0], "blocking_s", r.time_s[k][1], "ideal_s", r.time_s[k][2]));
-  json_object_set_new(o, "schedules", s);
-  json_object_set_new(o, "choice", json_pack("{s:i,s:i,s:i,s:i}", "forward_sms",
-      (int)r.dedicated.forward_sms, "spread_waves", (int)r.piggyback.spread_waves,
-      "chunks", (int)r.piggyback.chunks, "searched", (int)r.searched));
-  json_object_set_new(o, "speedup", json_real(r.time_s[0][0] / r.time_s[2][0]));
-  json_object_set_new(o, "speedup_vs_dedicated", json_real(r.time_s[1][0] / r.time_s[2][0]));
-  json_object_set_new(o, "blocking_speedup", json_real(r.time_s[0][1] / r.time_s[2][1]));
-  json_object_set_new(o, "ring", xs__api_rings(ring, nring));
+  }
+  const xs_fa_workload *w = &r->work;
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b}",
+      "step_flops", w->step_flops, "step_s", w->step_s, "kv_B", w->kv_B,
+      "q_tiles", w->q_tiles, "kv_tiles", w->kv_tiles, "iterations", w->iterations,
+      "waves", w->waves, "sms", w->sms, "stage_B", w->stage_B, "stages", w->stages,
+      "measured", w->measured));
+  json_t *paths = json_object();
+  for (int p = 0; p < XS_FA_PATHS; p++) {
+    json_t *po = json_object();
+    for (int m = 0; m < XS_MODEL_COUNT; m++) {
+      char k[32];
+      snprintf(k, sizeof k, "%s_s", xs_model_name((xs_model)m));
+      json_object_set_new(po, k, json_real(r->time_s[p][m]));
+    }
+    json_object_set_new(po, "breakdown", breakdown_json(&r->breakdown[p]));
+    json_object_set_new(paths, xs_fa_path_name((xs_fa_path)p), po);
+  }
+  json_object_set_new(o, "paths", paths);
+  json_object_set_new(o, "best", json_string(xs_fa_path_name(r->best)));
+  double sp, sd, sb;
+  xs__api_fa_speedups(r, &sp, &sd, &sb);
+  json_object_set_new(o, "speedup", json_real(sp));
+  json_object_set_new(o, "speedup_vs_dedicated", json_real(sd));
+  json_object_set_new(o, "blocking_speedup", json_real(sb));
+  json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings));
+  json_object_set_new(o, "searched", json_integer((json_int_t)r->searched));
   st = xs__api_dump(o, 12, out, err);
   if (!st && result)
-    *result = r;
+    *result = *r;
+  free(r);
   return st;
-}
-
-/* the fastest ring (not the local arm), or NULL */
-const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *r, size_t n) {
-  const xs_fa_ring *b = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
-      b = &r[i];
-  return b;
 }
 
 xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
@@ -295,9 +287,7 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
       return st;
     const xs_fa_ring *b = xs_fa_ring_best(r, nr), *keep = NULL;
     if (!b)
-      return xs__fail(err, XS_INVALID, "%s has no attn_flops_per_s.%s%s for the ring "
-                      "model", xs_profile_name(profile), config->kernel,
-                      config->backward ? "_fwd_bwd" : "");
+      return xs__fail(err, XS_INVALID, "seq %g: no ring planned", seq[i]);
     rows[i].seq = seq[i];
     rows[i].fastest = *b;
     rows[i].near = 0;
@@ -337,7 +327,6 @@ char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
              "  const char *path;        /* sequential, dedicated-stream, dedicated-sms, piggyback */\n"
              "  const char *layout;      /* contiguous, zigzag, stripe; - for a full mask */\n"
              "  unsigned forward_sms;    /* dedicated-sms */\n"
-             "  unsigned spread;         /* piggyback: pieces a step's block goes in */\n"
              "  double predicted_us;\n} %s_row;\n\n"
              "static const %s_row %s_table[%s_ROWS] = {\n",
           XSTAGE_VERSION, name ? name : "", c->cp, c->causal ? "causal" : "full", c->kernel,
@@ -347,10 +336,10 @@ char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
     const xs_fa_ring *pick = &rows[i].chosen;
     double lo = i ? fmin(rows[i].seq, ceil(sqrt(rows[i - 1].seq * rows[i].seq)))
                   : rows[0].seq;
-    xs__sb_printf(&b, "  {%.0f, %.0f, \"%s\", \"%s\", %u, %u, %.17g},\n", lo, rows[i].seq,
+    xs__sb_printf(&b, "  {%.0f, %.0f, \"%s\", \"%s\", %u, %.17g},\n", lo, rows[i].seq,
             xs_fa_path_name(pick->path),
             pick->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)pick->layout),
-            pick->breakdown.forward_sms, pick->breakdown.spread, pick->time_s * 1e6);
+            pick->breakdown.forward_sms, pick->time_s * 1e6);
   }
   xs__c_lookup(&b, "row", P, up, "seq");
   free(name);
