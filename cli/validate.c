@@ -29,13 +29,20 @@ static void help(FILE *f) {
           "A prediction never reads time_us.\n"
           "\n"
           "flashattn: ring attention timings (columns source, gpu, cp, seq_per_rank,\n"
-          "heads, kv_heads, head_dim, causal, layout, kernel, pass, arm, time_us),\n"
-          "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
-          "pairs are a ring beside the local arm (or another layout) of one shape.\n"
+          "heads, kv_heads, head_dim, causal, layout, kernel, pass, arm, time_us;\n"
+          "optional batch), arms local, sequential, dedicated-stream, dedicated-sms,\n"
+          "piggyback; pairs are a ring beside the local arm (or another layout) of\n"
+          "one shape. Each row also with communication free, and where\n"
+          "communication shows (rings measured more than 10%% above P x their local\n"
+          "arm): their errors, the error on that overhead, and what they score with\n"
+          "communication free.\n"
           "\n"
           "  --data FILE          the CSV (data/published/megamoe.csv or\n"
           "                       data/published/ring-attention.csv in the source tree)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
+          "  --model M            flashattn: the model the rows and medians use:\n"
+          "                       burstgap (default), blocking, serial, ideal, or all\n"
+          "                       (every model's prediction per row)\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
           "                       (a fraction, e.g. 0.25), after printing\n");
@@ -58,15 +65,27 @@ int cmd_validate(int argc, char **argv) {
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
-      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+      {"model", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL;
   double fail_above = INFINITY;
-  int json = 0, c;
+  int json = 0, c, model = XS_MODEL_BURSTGAP;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":d:jS:f:m:h", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
+    case 'm': {
+      xs_model mm;
+      if (!strcmp(optarg, "all"))
+        model = -1;
+      else if (xs_model_from_name(optarg, &mm) || mm >= XS_MODEL_COUNT)
+        return cli_usage_error("validate", "--model: \"%s\" is not burstgap, blocking, "
+                                           "serial, ideal or all", optarg);
+      else
+        model = (int)mm;
+      break;
+    }
     case 'j': json = 1; break;
     case 'S': svg = optarg; break;
     case 'f': {
@@ -85,6 +104,8 @@ int cmd_validate(int argc, char **argv) {
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
   if (!data)
     return cli_usage_error("validate", "--data FILE is required");
+  if (!fa && model != XS_MODEL_BURSTGAP)
+    return cli_usage_error("validate", "--model is for flashattn");
   if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
     return EXIT_INPUT;
   char *text;
@@ -102,6 +123,13 @@ int cmd_validate(int argc, char **argv) {
     fprintf(stderr, "\r%40s\r", "");
   if (st)
     return cli_error("validate", &err);
+  /* another single model: its predictions are the rows' */
+  if (model > XS_MODEL_BURSTGAP)
+    for (size_t i = 0; i < set.nrows; i++) {
+      xs_validate_row *r = &set.rows[i];
+      r->predicted_us = r->model_us[model];
+      r->error = r->predicted_us / r->measured_us - 1;
+    }
   /* arms and sources in order of first appearance */
   size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
   size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);
@@ -124,20 +152,7 @@ int cmd_validate(int argc, char **argv) {
       rc = cli_write_document("validate", "-", s);
     }
   } else if (fa) {
-    printf("Ring attention validation: %zu rows of %s, predicted under burstgap on "
-           "each row's built-in profile\n\n", set.nrows, data);
-    printf("  %-22s %-12s %2s %6s %5s %-10s %-7s %-16s %11s %11s %8s  %s\n", "source",
-           "gpu", "cp", "seq", "heads", "layout", "pass", "arm", "measured",
-           "predicted", "error", "bound");
-    for (size_t i = 0; i < set.nrows; i++) {
-      const xs_validate_row *r = &set.rows[i];
-      char hd[32];
-      snprintf(hd, sizeof hd, "%g/%g", r->fa.heads_q, r->fa.heads_kv);
-      printf("  %-22.22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
-             "%+7.1f%%  %s\n", r->source, r->gpu, r->fa.cp, r->tokens, hd, r->layout,
-             r->pass, r->arm, r->measured_us, r->predicted_us, 100 * r->error,
-             r->fa_breakdown.bound ? r->fa_breakdown.bound : "");
-    }
+    cli_validate_fa_rows(&set, data, model);
   } else {
     printf("MegaMoE validation: %zu rows of %s, predicted under burstgap on each "
            "row's built-in profile\n\n", set.nrows, data);
@@ -182,9 +197,14 @@ int cmd_validate(int argc, char **argv) {
              "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
              100 * pr.max_ratio_error);
     }
+    if (fa && (rc = cli_validate_fa_sections(&set))) {
+      xs_validate_free(&set);
+      free(arms);
+      return rc;
+    }
     if (fa)
       printf("  (bound: what dominates the predicted time: compute, merge of partial\n"
-             "  outputs, fixed per-step costs or exposed communication)\n");
+             "  outputs, fixed per-step costs, interference or exposed communication)\n");
     else
       printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
              "link; knobs: the kernel's searched setting)\n");

@@ -437,6 +437,63 @@ static void test_kernel_calibration(void **st) {
   assert_true(groups >= 6);
 }
 
+static double median_of(double *v, size_t n) {
+  qsort(v, n, sizeof *v, by_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* validate flashattn's summary of where communication shows, against the
+ * rows counted here: each ring row's local arm found by its shape, its
+ * measured overhead over P x the local arm, and the medians */
+static void test_comm_summary(void **st) {
+  (void)st;
+  char path[512];
+  snprintf(path, sizeof path, "%s/data/published/ring-attention.csv", XSTAGE_SRC);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  xs_validate_set set;
+  xs_error e;
+  assert_int_equal(xs_validate_flashattn(text, n, path, &set, NULL, NULL, &e), XS_OK);
+  xs_validate_fa_stats s;
+  assert_int_equal(xs_validate_fa_summary(&set, 0.10, &s, &e), XS_OK);
+  double *err = calloc(set.nrows, sizeof *err), *fr = calloc(set.nrows, sizeof *fr);
+  double *ratio = calloc(set.nrows, sizeof *ratio);
+  size_t rings = 0, shows = 0;
+  for (size_t i = 0; i < set.nrows; i++) {
+    const xs_validate_row *r = &set.rows[i];
+    if (!strcmp(r->arm, "local"))
+      continue;
+    for (size_t j = 0; j < set.nrows; j++) {
+      const xs_validate_row *l = &set.rows[j];
+      if (strcmp(l->arm, "local") || strcmp(l->source, r->source) || strcmp(l->gpu, r->gpu) ||
+          l->fa.heads_q != r->fa.heads_q || l->fa.seq != r->fa.seq ||
+          strcmp(l->pass, r->pass) || l->fa.batch != r->fa.batch)
+        continue;
+      rings++;
+      double over = r->measured_us / (r->fa.cp * l->measured_us);
+      if (over > 1.1) {
+        err[shows] = fabs(r->error);
+        fr[shows] = fabs(r->fa_breakdown.free_s * 1e6 / r->measured_us - 1);
+        ratio[shows++] = fabs(r->predicted_us / (r->fa.cp * l->predicted_us) / over - 1);
+      }
+      break;
+    }
+  }
+  assert_int_equal(s.rings, rings);
+  assert_int_equal(s.shows, shows);
+  assert_true(shows > 0);
+  assert_true(near(s.median_shows, median_of(err, shows), 1e-12));
+  assert_true(near(s.free_median_shows, median_of(fr, shows), 1e-12));
+  assert_true(near(s.median_ratio_shows, median_of(ratio, shows), 1e-12));
+  free(err);
+  free(fr);
+  free(ratio);
+  xs_validate_free(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_and_chain),
                                      cmocka_unit_test(test_hand_small),
@@ -446,6 +503,7 @@ int main(void) {
                                      cmocka_unit_test(test_terms_add_up),
                                      cmocka_unit_test(test_piggyback_stall),
                                      cmocka_unit_test(test_validate_blind),
+                                     cmocka_unit_test(test_comm_summary),
                                      cmocka_unit_test(test_kernel_calibration)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -373,6 +373,49 @@ xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
 
 /* ---- validation against published timings ---- */
 
+/* ring attention: a row's layout, pass, every model's prediction and the
+ * free ring, and where its time goes */
+static void fa_row_json(json_t *o, const xs_validate_row *r) {
+  json_object_set_new(o, "layout", json_string(r->layout));
+  json_object_set_new(o, "pass", json_string(r->pass));
+  json_t *m = json_object();
+  for (int k = 0; k < XS_MODEL_COUNT; k++) {
+    char key[32];
+    snprintf(key, sizeof key, "%s_us", xs_model_name((xs_model)k));
+    json_object_set_new(m, key, json_real(r->model_us[k]));
+  }
+  json_object_set_new(m, "free_us", json_real(r->fa_breakdown.free_s * 1e6));
+  json_object_set_new(o, "models", m);
+  json_object_set_new(o, "breakdown", breakdown_json(&r->fa_breakdown));
+}
+
+/* ring attention's summary: every model's median over all rows (and the
+ * free ring's), and where communication shows */
+static xs_status fa_summary_json(const xs_validate_set *set, json_t *sum, xs_error *err) {
+  xs_validate_fa_stats s;
+  xs_status st = xs_validate_fa_summary(set, 0.10, &s, err);
+  if (st)
+    return st;
+  json_t *bym = json_object();
+  for (int k = 0; k < XS_MODEL_COUNT; k++) {
+    size_t n;
+    double m = xs_validate_median_model(set, (xs_model)k, NULL, NULL, &n, NULL);
+    json_object_set_new(bym, xs_model_name((xs_model)k), json_pack("{s:I,s:f}", "rows",
+                        (json_int_t)n, "median_abs_error", m));
+  }
+  json_object_set_new(bym, "free", json_pack("{s:I,s:f}", "rows", (json_int_t)s.rows,
+                                             "median_abs_error", s.free_median_all));
+  json_object_set_new(sum, "by_model", bym);
+  json_object_set_new(sum, "communication", json_pack(
+      "{s:f,s:I,s:I,s:I,s:f,s:f,s:f,s:{s:f,s:f,s:f}}", "threshold", 0.10, "rings",
+      (json_int_t)s.rings, "shows", (json_int_t)s.shows, "shows_sources",
+      (json_int_t)s.shows_sources, "median_abs_error", s.median_shows, "max_abs_error",
+      s.max_shows, "median_ratio_error", s.median_ratio_shows, "free",
+      "median_abs_error_all", s.free_median_all, "median_abs_error", s.free_median_shows,
+      "median_ratio_error", s.free_median_ratio_shows));
+  return XS_OK;
+}
+
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
   /* arms in order of first appearance */
@@ -389,15 +432,8 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
         "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
         "measured_us", r->measured_us, "predicted_us", r->predicted_us,
         "error", r->error);
-    if (o && r->kind == 1) {
-      const xs_fa_breakdown *b = &r->fa_breakdown;
-      json_object_set_new(o, "layout", json_string(r->layout));
-      json_object_set_new(o, "pass", json_string(r->pass));
-      json_object_set_new(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
-          "compute_s", b->compute_s, "merge_s", b->merge_s, "fixed_s", b->fixed_s,
-          "exposed_s", b->exposed_s, "imbalance_s", b->imbalance_s, "bound",
-          b->bound ? b->bound : ""));
-    }
+    if (o && r->kind == 1)
+      fa_row_json(o, r);
     json_array_append_new(rows, o);
   }
   for (size_t k = 0; k < narms; k++) {
@@ -411,5 +447,12 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
   json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
       (json_int_t)set->nrows, "median_abs_error", med, "max_abs_error", mx,
       "by_arm", byarm));
+  if (set->nrows && set->rows[0].kind == 1) {
+    xs_status st = fa_summary_json(set, json_object_get(root, "summary"), err);
+    if (st) {
+      json_decref(root);
+      return st;
+    }
+  }
   return xs__api_dump(root, 10, out, err);
 }
