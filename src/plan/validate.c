@@ -420,10 +420,10 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
                     "arm: unknown \"%s\" (local, sequential, dedicated-stream, "
                     "dedicated-sms, piggyback)", row->arm);
   int layout = xs_fa_layout_from_name(F[F_LAYOUT]->s);
-  if (layout < 0 && !(path == XS_FA_LOCAL && !strcmp(F[F_LAYOUT]->s, "-")))
+  if (layout < 0 && !((path == XS_FA_LOCAL || !c->causal) && !strcmp(F[F_LAYOUT]->s, "-")))
     return row_fail(err, file, lineno, F[F_LAYOUT]->col,
                     "layout: expected contiguous, zigzag or stripe (- for the "
-                    "local arm), got \"%s\"", F[F_LAYOUT]->s);
+                    "local arm or a full mask), got \"%s\"", F[F_LAYOUT]->s);
   c->layout = layout < 0 ? XS_FA_ZIGZAG : layout;
   snprintf(row->layout, sizeof row->layout, "%s", F[F_LAYOUT]->s);
   snprintf(row->pass, sizeof row->pass, "%s", F[F_PASS]->s);
