@@ -68,7 +68,8 @@ static void sweep_help(FILE *f) {
           "largest speedup of piggyback over sequential, over the faster dedicated\n"
           "way, the same as blocking predicts it, and closeness to ideal.\n"
           "\n"
-          "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false]}\n");
+          "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false],\n"
+          "               \"kernel\": [\"fa2\", \"fa3\", \"fa4\"]} (each optional)\n");
 }
 
 /* plan flashattn --seq-grid: per sequence length, the ring (path and

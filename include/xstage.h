@@ -1244,7 +1244,7 @@ XS_API xs_status xs_fa_table_json(const xs_fa_config *config,
  * grid): every config, checked for size but not planned; messages name
  * filename (and line and column for malformed JSON). *configs is freed
  * with xs_free. MegaMoE: {"presets", "tokens", "ep"}; attention:
- * {"presets", "seq", "cp", "causal"}. */
+ * {"presets", "seq", "cp", "causal", "kernel"}. */
 XS_API xs_status xs_moe_sweep_grid(const char *text, size_t length,
                                    const char *filename,
                                    xs_moe_config **configs, size_t *n,

@@ -378,6 +378,21 @@ static void test_plan_sweep(void **s) {
             "not an array");
   cf = fopen("/tmp/xstage-test-grid.json", "w");
   assert_non_null(cf);
+  fprintf(cf, "{\"kernel\": [\"fa3\", \"fa5\"]}\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
+            "1:20: kernel[1]: expected fa2, fa3 or fa4");
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"presets\": [\"mha\"], \"seq\": [2048], \"cp\": [4], \"causal\": [true],"
+              " \"kernel\": [\"fa3\", \"fa2\"]}\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json --csv",
+            0, NULL);
+  assert_non_null(strstr(out_buf, "mha,2048,4,1,fa3,"));
+  assert_non_null(strstr(out_buf, "mha,2048,4,1,fa2,"));
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
   fprintf(cf, "{\"cp\": [4096], \"seq\": [4096, 8192, 16384]}\n");
   fclose(cf);
   expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,

@@ -693,7 +693,7 @@ def sweep_megamoe(prof, grid=None):
 
 def sweep_flashattn(prof, grid=None):
     """`xstage sweep flashattn --json`. grid: None (90 configs), a dict
-    {"presets", "seq", "cp", "causal"} or a JSON file."""
+    {"presets", "seq", "cp", "causal", "kernel"} or a JSON file."""
     return _sweep(grid, prof, _xs_fa_sweep_grid, _xs_fa_sweep_json)
 
 

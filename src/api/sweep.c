@@ -182,12 +182,12 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   xs__jdoc g = {path, text, length, {0}, err};
   *configs = NULL;
   *n = 0;
-  const char *pre[8];
+  const char *pre[8], *ker[3];
   double seqs[32], cps[16];
   int cz[2];
-  size_t np = 0, ns = 0, nc = 0, nz = 0;
+  size_t np = 0, ns = 0, nc = 0, nz = 0, nk = 0;
   xs_status st;
-  json_t *root = grid_root(&g, "presets, seq, cp and causal", &st);
+  json_t *root = grid_root(&g, "presets, seq, cp, causal and kernel", &st);
   if (st)
     return st;
   json_t *a, *v;
@@ -196,10 +196,10 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
     const char *k;
     json_object_foreach(root, k, v) {
       size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
-                 : !strcmp(k, "causal") ? 2 : 0;
+                 : !strcmp(k, "causal") ? 2 : !strcmp(k, "kernel") ? 3 : 0;
       if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
-        st = xs__jfail(grid_at(&g, k, -1), "expected presets, seq, cp or causal, each a "
-                       "short non-empty array");
+        st = xs__jfail(grid_at(&g, k, -1), "expected presets, seq, cp, causal or kernel, "
+                       "each a short non-empty array");
         goto done;
       }
     }
@@ -241,11 +241,23 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   } else {
     cz[nz++] = 1, cz[nz++] = 0;
   }
-  size_t total = np * ns * nc * nz;
+  if (root && (a = json_object_get(root, "kernel"))) {
+    json_array_foreach(a, i, v) {
+      const char *kn = json_is_string(v) ? json_string_value(v) : "";
+      if (strcmp(kn, "fa2") && strcmp(kn, "fa3") && strcmp(kn, "fa4")) {
+        st = xs__jfail(grid_at(&g, "kernel", (long)i), "expected fa2, fa3 or fa4");
+        goto done;
+      }
+      ker[nk++] = kn;
+    }
+  } else {
+    ker[nk++] = NULL; /* the preset's */
+  }
+  size_t total = np * ns * nc * nz * nk;
   double ranks = 0;
   for (size_t c = 0; c < nc; c++)
     ranks += cps[c] > 0 ? cps[c] : 0;
-  ranks *= (double)(np * ns * nz);
+  ranks *= (double)(np * ns * nz * nk);
   if (ranks > FA_RANKS) {
     st = xs__fail(err, XS_INVALID, "%s: the grid's configs add up to %.3g ranks, more "
                   "than the limit of %g (about 40 s of planning)", path, ranks, FA_RANKS);
@@ -257,15 +269,18 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
     goto done;
   }
   size_t k = 0;
-  for (size_t p = 0; p < np; p++)
-    for (size_t z = 0; z < nz; z++)
-      for (size_t c = 0; c < nc; c++)
-        for (size_t s = 0; s < ns; s++, k++) {
-          xs_fa_preset(pre[p], &cf[k]);
-          cf[k].seq = seqs[s];
-          cf[k].cp = cps[c];
-          cf[k].causal = cz[z];
-        }
+  for (size_t q = 0; q < nk; q++)
+    for (size_t p = 0; p < np; p++)
+      for (size_t z = 0; z < nz; z++)
+        for (size_t c = 0; c < nc; c++)
+          for (size_t s = 0; s < ns; s++, k++) {
+            xs_fa_preset(pre[p], &cf[k]);
+            cf[k].seq = seqs[s];
+            cf[k].cp = cps[c];
+            cf[k].causal = cz[z];
+            if (ker[q])
+              snprintf(cf[k].kernel, sizeof cf[k].kernel, "%s", ker[q]);
+          }
   *configs = cf;
   *n = total;
 done:

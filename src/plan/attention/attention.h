@@ -52,6 +52,18 @@ xs_status xs__fa_kernel_call(const xs_fa_config *c, const xs__fa_kfig *k,
                              double sms, double lq, double lk, int causal,
                              xs__fa_kcall *out, xs_error *err);
 
+/* Kernel calls a plan has timed, so that its layouts and candidates do
+ * not time the same call again (the causal one is simulated CTA by CTA) */
+#define XS__FA_KCACHE 64
+typedef struct {
+  size_t n;
+  struct {
+    int backward, causal;
+    double sms, lq, lk;
+    xs__fa_kcall call;
+  } e[XS__FA_KCACHE];
+} xs__fa_kcache;
+
 /* ---- the ring's steps (ring.c) ---- */
 
 /* The kernel shapes a ring runs (each timed once) */
@@ -77,6 +89,7 @@ typedef struct {
   int have[2][XS__FA_SHAPES];
   size_t n;                            /* steps: P, or 2P with backward */
   xs__fa_step *step;
+  xs__fa_kcache *cache; /* may be NULL                                  */
   double kv_B;      /* the KV block of one rank                         */
   double out_el;    /* output elements of one rank                      */
   double last_B;    /* bytes of the final conversion's merge            */
@@ -85,7 +98,8 @@ typedef struct {
 /* The steps on the busiest rank of c's ring, forward and, with
  * c->backward, backward; the local arm (no ring) with local = 1. */
 xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
-                            int local, xs__fa_ring *r, xs_error *err);
+                            int local, xs__fa_kcache *cache, xs__fa_ring *r,
+                            xs_error *err);
 void xs__fa_ring_free(xs__fa_ring *r);
 /* The ring's kernel calls on `sms` SMs (the ring's own when sms is its). */
 xs_status xs__fa_ring_calls(const xs__fa_ring *r, double sms,

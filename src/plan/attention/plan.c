@@ -178,7 +178,7 @@ static xs_status ring_for(const xs_fa_config *c, const xs_profile *prof, xs_fa_p
   if ((unsigned)path >= XS_FA_PATHS)
     return xs__fail(err, XS_INVALID, "unknown path %d", (int)path);
   xs__fa_costs_of(prof, t);
-  return xs__fa_ring_build(c, prof, path == XS_FA_LOCAL, r, err);
+  return xs__fa_ring_build(c, prof, path == XS_FA_LOCAL, NULL, r, err);
 }
 
 /* one path of the config's ring (or the local arm), under burstgap or,
@@ -224,15 +224,24 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
   xs__fa_costs t;
   xs__fa_costs_of(prof, &t);
   xs__fa_ring r;
+  /* the kernel calls the layouts and candidates share */
+  xs__fa_kcache *cache = malloc(sizeof *cache);
+  if (!cache)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  cache->n = 0;
   /* the local arm */
-  xs_status st = xs__fa_ring_build(c, prof, 1, &r, err);
-  if (st)
+  xs_status st = xs__fa_ring_build(c, prof, 1, cache, &r, err);
+  if (st) {
+    free(cache);
     return st;
+  }
   path_result pr;
   st = run_path(&r, &t, prof, XS_FA_LOCAL, 0, 1, &pr, &out->searched, err);
   xs__fa_ring_free(&r);
-  if (st)
+  if (st) {
+    free(cache);
     return st;
+  }
   memcpy(out->time_s[XS_FA_LOCAL], pr.time, sizeof pr.time);
   out->breakdown[XS_FA_LOCAL] = pr.bd;
   out->rings[0] = (xs_fa_ring){XS_FA_LOCAL, -1, pr.time[XS_MODEL_BURSTGAP], pr.bd};
@@ -244,7 +253,7 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
       continue;
     xs_fa_config at = *c;
     at.layout = l;
-    if ((st = xs__fa_ring_build(&at, prof, 0, &r, err)))
+    if ((st = xs__fa_ring_build(&at, prof, 0, cache, &r, err)))
       break;
     if (l == c->layout) {
       /* the workload of the config's ring */
@@ -279,6 +288,7 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
     }
     xs__fa_ring_free(&r);
   }
+  free(cache);
   return st;
 }
 

@@ -33,10 +33,29 @@ static xs_status calls(const xs__fa_ring *r, double sms,
       memset(&out[b][sh], 0, sizeof out[b][sh]);
       if (!have[b][sh])
         continue;
-      xs_status st = xs__fa_kernel_call(c, b ? &r->kb : &r->kf, sms, lq[sh], lk[sh],
-                                        sh == XS__FA_CAUSAL, &out[b][sh], err);
+      int causal = sh == XS__FA_CAUSAL;
+      xs__fa_kcache *k = r->cache;
+      size_t i = 0;
+      while (k && i < k->n &&
+             !(k->e[i].backward == b && k->e[i].causal == causal && k->e[i].sms == sms &&
+               k->e[i].lq == lq[sh] && k->e[i].lk == lk[sh]))
+        i++;
+      if (k && i < k->n) {
+        out[b][sh] = k->e[i].call;
+        continue;
+      }
+      xs_status st = xs__fa_kernel_call(c, b ? &r->kb : &r->kf, sms, lq[sh], lk[sh], causal,
+                                        &out[b][sh], err);
       if (st)
         return st;
+      if (k && k->n < XS__FA_KCACHE) {
+        k->e[k->n].backward = b;
+        k->e[k->n].causal = causal;
+        k->e[k->n].sms = sms;
+        k->e[k->n].lq = lq[sh];
+        k->e[k->n].lk = lk[sh];
+        k->e[k->n++].call = out[b][sh];
+      }
     }
   return XS_OK;
 }
@@ -53,9 +72,11 @@ void xs__fa_ring_free(xs__fa_ring *r) {
 }
 
 xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
-                            int local, xs__fa_ring *r, xs_error *err) {
+                            int local, xs__fa_kcache *cache, xs__fa_ring *r,
+                            xs_error *err) {
   memset(r, 0, sizeof *r);
   r->c = c;
+  r->cache = cache;
   xs_status st = xs_fa_config_check(c, err);
   if (st)
     return st;
