@@ -262,13 +262,14 @@ static void test_emitted_is_plan(void **st) {
  * with communication, no way is faster than its free ring or its ideal. */
 static void test_terms_add_up(void **st) {
   (void)st;
-  const char *profs[] = {"h800-nvlink", "a100-nvlink"};
-  for (int q = 0; q < 2; q++) {
+  const char *profs[] = {"h800-nvlink", "a100-nvlink", "h200-nvlink", "b200-nvlink"};
+  const char *kers[] = {"fa2", "fa2", "fa3", "fa4"};
+  for (int q = 0; q < 4; q++) {
     xs_profile *prof;
     xs_error e;
     assert_int_equal(xs_profile_load(profs[q], &prof, &e), XS_OK);
     for (size_t i = 0; i < xs_fa_preset_count(); i++)
-      for (double seq = 1024; seq <= 32768; seq *= 4)
+      for (double seq = 1024; seq <= 32768; seq *= 2)
         for (int layout = 0; layout < XS_FA_LAYOUTS; layout++)
           for (int bwd = 0; bwd < 2; bwd++) {
             xs_fa_config c;
@@ -276,6 +277,7 @@ static void test_terms_add_up(void **st) {
             c.seq = seq;
             c.layout = layout;
             c.backward = bwd;
+            snprintf(c.kernel, sizeof c.kernel, "%s", kers[q]);
             for (size_t w = 0; w < 4; w++) {
               double t;
               xs_fa_breakdown b;

@@ -94,7 +94,7 @@ xs_status xs__fa_way_piggyback(xs__fa_prog *g, unsigned k_unused, xs_error *err)
         pcum[i] += pn[i];
         int lastj = j + 1 >= m;
         snprintf(id, sizeof id, "kv%zu.%zu", s, i);
-        if (!(st = xs_program_compute(g->p, g->w[i], tj - at, err)) &&
+        if (!(st = xs_program_compute(g->p, g->w[i], fmax(0, tj - at), err)) &&
             !(st = xs_program_signal_index(g->p, g->w[i], reach[i], 1, err)) &&
             !(st = xs_program_compute(g->p, g->w[i], h, err)) &&
             !(st = xs_program_await_index(g->p, g->w[i], fr[i], pcum[i], err)) &&
@@ -106,7 +106,7 @@ xs_status xs__fa_way_piggyback(xs__fa_prog *g, unsigned k_unused, xs_error *err)
         at = tj + h;
       }
       if (!st)
-        st = xs_program_compute(g->p, g->w[i], T - at, err);
+        st = xs_program_compute(g->p, g->w[i], fmax(0, T - at), err);
     }
     if (!st)
       st = xs__fa_barrier(g, err);
