@@ -900,7 +900,8 @@ typedef struct xs_fa_breakdown {
   double exposed_s;   /* communication not hidden behind the above: SMs
                          waiting for blocks, for a stage's store, or held
                          by a communication kernel                       */
-  double imbalance_s; /* of compute_s: the busiest rank over the mean     */
+  double imbalance_s; /* of compute_s: the busiest rank over the mean,
+                         where its kernel is the longer                  */
   double stall_s;     /* of exposed_s (piggyback): SMs waiting for a K/V
                          stage's store to read it                        */
   double free_s;      /* the same ring if communication were free         */

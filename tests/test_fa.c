@@ -286,7 +286,7 @@ static void test_terms_add_up(void **st) {
                            b.exposed_s;
               if (!near(sum, t, 1e-9) || !(b.free_s <= t * (1 + 1e-12)) ||
                   !(b.stall_s <= b.exposed_s + 1e-12) ||
-                  !(b.imbalance_s <= b.compute_s + 1e-12)) {
+                  !(b.imbalance_s >= 0 && b.imbalance_s <= b.compute_s + 1e-12)) {
                 fprintf(stderr, "%s %s seq %g layout %d bwd %d %s: time %.9g, terms %.9g, "
                                 "free %.9g, stall %.3g, exposed %.3g\n", profs[q], c.name,
                         seq, layout, bwd, xs_fa_path_name(ring_paths[w]), t, sum,

@@ -107,7 +107,8 @@ void xs__fa_kernel_terms(xs__fa_prog *g, size_t s, double slow, double extra) {
   /* the ranks' mean kernel, on this call's SMs */
   double mean = all->end > 0 ? st->mean_s * k->end / all->end : 0;
   g->compute_s += k->end * slow;
-  g->imbalance_s += (k->end - mean) * slow;
+  /* (zigzag's busiest rank may be the one whose merge is larger) */
+  g->imbalance_s += fmax(0, k->end - mean) * slow;
   g->interference_s += extra;
 }
 
