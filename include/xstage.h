@@ -166,7 +166,7 @@ typedef struct xs_kernel_costs {
   double host_sync_s;    /* a round trip through the host between two
                             kernels (an all-to-all library that copies
                             its counts to the CPU)                        */
-  /* the attention planner's (docs/plan-flashattn.md "Kernel model") */
+  /* the attention planner's (docs/plan-flashattn.md "Costs") */
   double copy_efficiency;/* fraction of hbm_Bps elementwise kernels reach
                             (merging partial outputs; 0: 1)               */
   double ring_step_s;    /* host-side cost of one ring step: posting the
@@ -190,8 +190,8 @@ XS_API xs_status xs_profile_set_default_channel(xs_profile *profile,
                                                 const char *name,
                                                 xs_error *err);
 XS_API size_t xs_profile_default_channel(const xs_profile *profile);
-/* The attention kernel model's numbers (docs/plan-flashattn.md "Kernel
- * model"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
+/* The attention kernel's numbers (docs/plan-flashattn.md "Attention
+ * kernel"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
  * (forward and backward), "fa3", "fa4". */
 typedef enum {
   XS_ATTN_FLOPS = 0,  /* attn_flops_per_s: throughput at long sequences,

@@ -487,6 +487,16 @@ static void test_comm_summary(void **st) {
   assert_int_equal(s.rings, rings);
   assert_int_equal(s.shows, shows);
   assert_true(shows > 0);
+  /* the model on the project's data: at least 15 rings where the
+   * overhead shows, from 2 sources or more, median |error| on them at
+   * most 20% and on all rows 15%, the overhead within 25% (median) */
+  print_message("# %zu rows showing communication of %zu rings (%zu sources): median "
+                "|error| %.1f%%, overhead %.1f%%, all rows %.1f%%; free %.1f%%\n",
+                s.shows, s.rings, s.shows_sources, 100 * s.median_shows,
+                100 * s.median_ratio_shows, 100 * s.median_all, 100 * s.free_median_shows);
+  assert_true(s.shows >= 15 && s.shows_sources >= 2);
+  assert_true(s.median_shows <= 0.20 && s.median_all <= 0.15 &&
+              s.median_ratio_shows <= 0.25);
   assert_true(near(s.median_shows, median_of(err, shows), 1e-12));
   assert_true(near(s.free_median_shows, median_of(fr, shows), 1e-12));
   assert_true(near(s.median_ratio_shows, median_of(ratio, shows), 1e-12));
