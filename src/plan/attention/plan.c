@@ -18,8 +18,9 @@ static const xs__fa_way ways[XS_FA_PATHS] = {xs__fa_way_local, xs__fa_way_sequen
                                              xs__fa_way_piggyback};
 
 /* dedicated-sms: the SMs set aside that are searched (mKernel's and
- * ThunderKittens' sweeps; even, a K and a V sender each) */
-static const unsigned sms_knobs[] = {2, 4, 8, 16, 32, 64};
+ * ThunderKittens' sweeps: even, a K and a V sender each; and one, for
+ * small SM counts) */
+static const unsigned sms_knobs[] = {1, 2, 4, 8, 16, 32, 64};
 #define NKNOBS (sizeof sms_knobs / sizeof sms_knobs[0])
 
 /* Write path's program for ring r with knob k; g->p is the program. */
@@ -30,7 +31,7 @@ static xs_status build(const xs__fa_ring *r, const xs__fa_costs *t,
   const xs__fa_kcall (*call)[XS__FA_SHAPES] = (const xs__fa_kcall (*)[XS__FA_SHAPES])r->call;
   xs_status st;
   if (path == XS_FA_PATH_SMS && !comm_free) {
-    if (!(k >= 1 && (double)k + 1 <= r->sms - 1))
+    if (!(k >= 1 && (double)k <= r->sms - 1))
       return xs__fail(err, XS_INVALID, "dedicated-sms: %u SMs set aside of %g: the "
                       "attention needs some left", k, r->sms);
     if ((st = xs__fa_ring_calls(r, r->sms - k, calls, err)))
@@ -110,8 +111,9 @@ static xs_status run_path(const xs__fa_ring *r, const xs__fa_costs *t,
   if (path == XS_FA_PATH_SMS) {
     double best = INFINITY;
     for (size_t i = 0; i < NKNOBS && !st; i++) {
+      /* the knobs that leave SMs to compute */
       unsigned kk = kfix ? kfix : sms_knobs[i];
-      if ((double)kk + 2 > r->sms)
+      if (!kfix && (double)kk > r->sms - 1)
         continue;
       double v;
       if (!(st = build(r, t, prof, path, kk, 0, "candidate", &g, calls, err))) {
