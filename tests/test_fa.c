@@ -169,6 +169,13 @@ static void test_hand_small(void **st) {
   assert_true(r->breakdown[XS_FA_PATH_PIGGYBACK].stall_s > 0);
   assert_true(r->breakdown[XS_FA_PATH_PIGGYBACK].free_s <= pg[0]);
   free(r);
+  /* two SMs: dedicated-sms sets one aside, the others use both */
+  c.sms = 2;
+  r = malloc(sizeof *r);
+  assert_int_equal(xs_fa_plan(&c, prof, r, &e), XS_OK);
+  assert_int_equal(r->breakdown[XS_FA_PATH_SMS].forward_sms, 1);
+  assert_true(near(r->time_s[XS_FA_LOCAL][0], 2 * kernel, 1e-12));
+  free(r);
   xs_profile_free(prof);
 }
 
