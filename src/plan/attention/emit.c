@@ -51,7 +51,7 @@ xs_status xs__fa_prog_start(xs__fa_prog *g, const xs__fa_ring *r,
         continue;
       if (g->nw == XS__FA_WORKERS)
         return xs__fail(err, XS_INVALID, "too many groups of SMs");
-      char wn[32];
+      char wn[48];
       if (groups > 1)
         snprintf(wn, sizeof wn, "sms%zu.%zu", c, q);
       else
