@@ -454,3 +454,20 @@ const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
   }
   return buf;
 }
+
+/* a sweep's grid file (NULL: the default grid), its configs into *configs
+ * (xs_free them): 0, or the exit code after saying what was wrong */
+int cli_sweep_grid(const char *path, int fa, void **configs, size_t *n) {
+  char *text = NULL;
+  size_t len = 0;
+  xs_error err;
+  if (path) {
+    int rrc = cli_read_file("sweep", path, CLI_INPUT_LIMIT, &text, &len);
+    if (rrc)
+      return rrc;
+  }
+  xs_status st = fa ? xs_fa_sweep_grid(text, len, path, (xs_fa_config **)configs, n, &err)
+                    : xs_moe_sweep_grid(text, len, path, (xs_moe_config **)configs, n, &err);
+  free(text);
+  return st ? cli_error("sweep", &err) : EXIT_OK;
+}

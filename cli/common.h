@@ -117,6 +117,11 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_sweep_flashattn(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+/* cli/validate_fa.c: validate flashattn's rows (model: an xs_model, or -1
+ * for every model) and its sections after the medians (0 or the exit
+ * code) */
+void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model);
+int cli_validate_fa_sections(const xs_validate_set *set);
 
 /* "sweep PLANNER --profile P [--grid FILE] [--json | --csv]": -1 to go on
  * (o->profile loaded, to free), else the exit code (help shown, or a bad

@@ -10,6 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
+/* plan and sweep: the attention planner's command, or the MegaMoE one's
+ * (which names both in its messages) */
+static int cmd_plan_any(int argc, char **argv) {
+  return argc >= 2 && !strcmp(argv[1], "flashattn") ? cmd_plan_flashattn(argc, argv)
+                                                     : cmd_plan(argc, argv);
+}
+static int cmd_sweep_any(int argc, char **argv) {
+  return argc >= 2 && !strcmp(argv[1], "flashattn") ? cmd_sweep_flashattn(argc, argv)
+                                                     : cmd_sweep(argc, argv);
+}
+
 static const struct {
   const char *name;
   int (*run)(int, char **);
@@ -18,13 +29,13 @@ static const struct {
     {"calibrate", cmd_calibrate, "probe a real channel, then fit a profile"},
     {"demo", cmd_demo, "the main job: a wave of combine bursts on h200-nvlink"},
     {"fit", cmd_fit, "fit a channel to probe samples, or megamoe to kernel timings"},
-    {"plan", cmd_plan, "plan a fused kernel's schedule: megamoe, flashattn"},
+    {"plan", cmd_plan_any, "plan a fused kernel's schedule: megamoe, flashattn"},
     {"predict", cmd_predict, "evaluate a program on a profile under each model"},
     {"probe", cmd_probe, "measure a real channel (pipe, tcp, mpi, cuda-*) burst by burst"},
     {"profiles", cmd_profiles, "list the built-in profiles, or show one"},
     {"replay", cmd_replay, "run a program on a real channel beside the models"},
     {"simulate", cmd_simulate, "simulate a program at packet level"},
-    {"sweep", cmd_sweep, "run a planner over a grid of configs: megamoe, flashattn"},
+    {"sweep", cmd_sweep_any, "run a planner over a grid of configs: megamoe, flashattn"},
     {"validate", cmd_validate, "predict published kernel timings: megamoe, flashattn"},
 };
 

@@ -122,8 +122,6 @@ int cmd_plan(int argc, char **argv) {
     plan_help(stdout);
     return EXIT_OK;
   }
-  if (argc >= 2 && strcmp(argv[1], "flashattn") == 0)
-    return cmd_plan_flashattn(argc, argv);
   if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
     return cli_usage_error("plan", "expected a planner: megamoe or flashattn");
   static const struct option opts[] = {
@@ -375,30 +373,11 @@ static void moe_describe(void *ctx, size_t i, char *buf, size_t size) {
   xs_moe_config_describe(&((const moe_sweep *)ctx)->configs[i], buf, size);
 }
 
-/* a sweep's grid file (NULL: the default grid), its configs into *configs
- * (xs_free them): 0, or the exit code after saying what was wrong */
-int cli_sweep_grid(const char *path, int fa, void **configs, size_t *n) {
-  char *text = NULL;
-  size_t len = 0;
-  xs_error err;
-  if (path) {
-    int rrc = cli_read_file("sweep", path, CLI_INPUT_LIMIT, &text, &len);
-    if (rrc)
-      return rrc;
-  }
-  xs_status st = fa ? xs_fa_sweep_grid(text, len, path, (xs_fa_config **)configs, n, &err)
-                    : xs_moe_sweep_grid(text, len, path, (xs_moe_config **)configs, n, &err);
-  free(text);
-  return st ? cli_error("sweep", &err) : EXIT_OK;
-}
-
 int cmd_sweep(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     sweep_help(stdout);
     return EXIT_OK;
   }
-  if (argc >= 2 && strcmp(argv[1], "flashattn") == 0)
-    return cmd_sweep_flashattn(argc, argv);
   if (argc < 2 || strcmp(argv[1], "megamoe") != 0)
     return cli_usage_error("sweep", "expected a planner: megamoe or flashattn");
   cli_sweep_opts so;

@@ -15,34 +15,44 @@
 static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan flashattn (--preset NAME | --config FILE) [--seq N]\n"
-          "                             [--cp P] [--causal | --full] --profile P [--json]\n"
-          "                             [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
+          "                             [--cp P] [--causal | --full] [--layout L]\n"
+          "                             [--kernel K] [--backward] --profile P [--json]\n"
+          "                             [--path W] [--emit-program FILE] [--trace FILE]\n"
+          "                             [--svg FILE]\n"
+          "       xstage plan flashattn ... --seq-grid LIST [--tolerance F] [--json]\n"
+          "                             [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
-          "Plans the KV forwarding of context-parallel (ring) attention: sequential\n"
-          "(compute the step, then forward), dedicated (k SMs forward, k searched) and\n"
-          "piggyback (compute CTAs forward the KV tiles they load, spread searched),\n"
-          "under burstgap, blocking and ideal.\n"
+          "Plans context-parallel (ring) attention: the attention kernel at its\n"
+          "measured throughput, the causal layout's busiest rank, the merge of\n"
+          "partial outputs and the fixed costs of each step, and each way of moving\n"
+          "the KV blocks written as a program of the ring's SMs that the Burst-Gap\n"
+          "model evaluates: sequential (compute, then forward), dedicated-stream\n"
+          "(NCCL on its own stream), dedicated-sms (SMs set aside inside the kernel,\n"
+          "their number searched) and piggyback (the kernel stores the K/V stages it\n"
+          "loads). One table: every way under every causal layout, its time under\n"
+          "burstgap, blocking and ideal, if communication were free, and where the\n"
+          "time goes (docs/plan-flashattn.md).\n"
           "\n"
           "  --preset NAME      llama3-8b, llama3-70b, mha\n"
           "  --config FILE      a JSON config (docs/plan-flashattn.md)\n"
           "  --seq N            tokens per rank (default 16384; 16Ki = 16384, 16k = 16000)\n"
           "  --cp P             context-parallel ranks (default 8)\n"
           "  --causal, --full   the mask (default causal)\n"
-          "  --profile P        a profile with a compute section\n"
-          "  --emit-program F   write the piggyback program (- = stdout)\n"
-          "  --trace F, --svg F its timeline under burstgap\n"
-          "\n"
-          "Where the profile has the kernel's measured throughput, the ring model\n"
-          "(docs/plan-flashattn.md) follows: every path (local, sequential,\n"
-          "dedicated-stream, dedicated-sms, piggyback) under every causal layout,\n"
-          "with compute, merge, fixed per-step costs, exposed communication and\n"
-          "imbalance.\n"
+          "  --layout L         contiguous, zigzag (default), stripe: the layout the\n"
+          "                     plan's speedups, --path and --emit-program use\n"
           "  --kernel K         fa2 (default), fa3, fa4\n"
-          "  --layout L         contiguous, zigzag (default), stripe: the local arm's\n"
-          "                     and, with --full, the ring's\n"
           "  --backward         forward and backward\n"
+          "  --profile P        a profile with a compute section\n"
+          "  --json             machine-readable output\n"
+          "  --path W           the way --emit-program, --trace and --svg write:\n"
+          "                     local, sequential, dedicated-stream, dedicated-sms,\n"
+          "                     piggyback (default: the fastest)\n"
+          "  --emit-program F   write that way's program (- = stdout): evaluated with\n"
+          "                     xstage predict on the same profile it takes the time\n"
+          "                     the plan reports\n"
+          "  --trace F, --svg F its timeline under burstgap\n"
           "  --seq-grid LIST    a table: per tokens per rank (64,128 or 4Ki:64Ki:x2),\n"
-          "                     the ring the model predicts fastest, kept while within\n"
+          "                     the ring predicted fastest, kept while within\n"
           "                     --tolerance F of the fastest (0.01 or 1%%, default)\n"
           "  --emit-header F    the table as a C header with a lookup (- = stdout)\n"
           "  --header-prefix N  names in the header start with N (xstage_ring)\n");
@@ -52,48 +62,14 @@ static void sweep_help(FILE *f) {
   fprintf(f,
           "usage: xstage sweep flashattn --profile P [--grid FILE] [--json | --csv]\n"
           "\n"
-          "Default grid: 4K to 64K tokens per rank, the 3 presets, CP 2, 4 and 8,\n"
-          "causal and full (90 configs). Rows and a summary: the geometric-mean and\n"
-          "largest speedup of piggyback over sequential, over the best dedicated\n"
-          "split, the same as blocking predicts it, and closeness to ideal.\n"
+          "Plans every config of a grid (default: 4K to 64K tokens per rank, the 3\n"
+          "presets, CP 2, 4 and 8, causal and full: 90 configs, FlashAttention-2,\n"
+          "zigzag) and prints each way's time and a summary: the geometric-mean and\n"
+          "largest speedup of piggyback over sequential, over the faster dedicated\n"
+          "way, the same as blocking predicts it, and closeness to ideal.\n"
           "\n"
-          "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false]}\n");
-}
-
-/* ---- the ring kernel model (xs_fa_predict) beside the schedules ---- */
-
-static int has_ring_model(const xs_fa_config *c, const xs_profile *prof) {
-  char key[24];
-  snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
-  return xs_profile_attn(prof, XS_ATTN_FLOPS, key) > 0;
-}
-
-/* the fastest ring (not the local arm) */
-static void ring_print(const xs_fa_config *c, const xs_fa_ring *r, size_t n) {
-  char t[6][32];
-  printf("\n  ring model (%s %s, measured kernel throughput; docs/plan-flashattn.md):\n",
-         c->kernel, c->backward ? "forward and backward" : "forward");
-  printf("  %-17s %-10s %10s %10s %10s %10s %10s %10s  %-8s %s\n", "path", "layout",
-         "time", "compute", "merge", "fixed", "exposed", "imbalance", "bound", "choice");
-  for (size_t i = 0; i < n; i++) {
-    char ch[32] = "-";
-    if (r[i].breakdown.forward_sms)
-      snprintf(ch, sizeof ch, "%u SMs", r[i].breakdown.forward_sms);
-    else if (r[i].breakdown.spread)
-      snprintf(ch, sizeof ch, "%u pieces", r[i].breakdown.spread);
-    printf("  %-17s %-10s %10s %10s %10s %10s %10s %10s  %-8s %s\n",
-           xs_fa_path_name(r[i].path),
-           r[i].layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r[i].layout),
-           xs_format_time(r[i].time_s, t[0], 32), xs_format_time(r[i].breakdown.compute_s, t[1], 32),
-           xs_format_time(r[i].breakdown.merge_s, t[2], 32), xs_format_time(r[i].breakdown.fixed_s, t[3], 32),
-           xs_format_time(r[i].breakdown.exposed_s, t[4], 32),
-           xs_format_time(r[i].breakdown.imbalance_s, t[5], 32), r[i].breakdown.bound, ch);
-  }
-  const xs_fa_ring *b = xs_fa_ring_best(r, n);
-  if (b)
-    printf("  fastest ring: %s, %s layout, %s (bound: %s)\n", xs_fa_path_name(b->path),
-           b->layout < 0 ? "any" : xs_fa_layout_name((xs_fa_layout)b->layout),
-           xs_format_time(b->time_s, t[0], 32), b->breakdown.bound);
+          "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false],\n"
+          "               \"kernel\": [\"fa2\", \"fa3\", \"fa4\"]} (each optional)\n");
 }
 
 /* plan flashattn --seq-grid: per sequence length, the ring (path and
@@ -102,10 +78,6 @@ static void ring_print(const xs_fa_config *c, const xs_fa_ring *r, size_t n) {
 static int seq_table(const xs_fa_config *c, const xs_profile *prof,
                      const char *grid_text, double tol, int json,
                      const char *header, const char *prefix) {
-  if (!has_ring_model(c, prof))
-    return cli_usage_error("plan", "--seq-grid: %s has no attn_flops_per_s.%s%s for the "
-                           "ring model", cli_profile_text(prof), c->kernel,
-                           c->backward ? "_fwd_bwd" : "");
   double *grid;
   size_t n;
   int rc = cli_parse_tokens_grid("plan", "--seq-grid", grid_text, &grid, &n);
@@ -188,6 +160,76 @@ static int load(const char *preset, const char *file, const char *seq, const cha
   return 0;
 }
 
+
+static const char *layout_text(int l) {
+  return l < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)l);
+}
+
+/* the plan's one table: every way under every layout */
+static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_fa_result *r) {
+  const xs_fa_workload *w = &r->work;
+  char a[32], b[32], d[32];
+  printf("Ring attention plan: %s, %g tokens per rank%s, CP %g, %s mask%s%s, %s %s, on %s\n",
+         cli_name_text(c->name), c->seq, c->batch > 1 ? " (per sequence)" : "", c->cp,
+         c->causal ? "causal" : "full", c->causal ? ", layout " : "",
+         c->causal ? layout_text(c->layout) : "", c->kernel,
+         c->backward ? "forward and backward" : "forward", cli_profile_text(prof));
+  printf("  per step: %.3g TFLOP, kernel %s (mean over steps, busiest rank), %g CTAs\n"
+         "  in %g waves on %g SMs, %g KV tiles a CTA; KV block %s, K/V stages of %s\n"
+         "  (%g in the kernel's pipeline); kernel throughput %s\n\n",
+         w->step_flops / 1e12, xs_format_time(w->step_s, a, sizeof a), w->q_tiles, w->waves,
+         w->sms, w->iterations, xs_format_size(w->kv_B, b, sizeof b),
+         xs_format_size(w->stage_B, d, sizeof d), w->stages,
+         w->measured ? "measured (the profile's attn_flops_per_s)"
+                     : "a lead (the profile's FLOP/s x efficiency)");
+  static const char *const head[] = {"burstgap", "blocking", "ideal", "if free", "compute",
+                                     "merge", "fixed", "interf.", "exposed", "stall",
+                                     "imbalance"};
+  printf("  %-17s %-10s", "way", "layout");
+  for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+    printf(" %9s", head[i]);
+  printf("  %-12s %s\n", "bound", "choice");
+  for (size_t i = 0; i < r->nrings; i++) {
+    const xs_fa_ring *g = &r->rings[i];
+    const xs_fa_breakdown *bd = &g->breakdown;
+    /* the baselines: for the config's layout only (the plan keeps those) */
+    int mine = g->path == XS_FA_LOCAL || g->layout < 0 || g->layout == c->layout;
+    double v[11] = {g->time_s,
+                    mine ? r->time_s[g->path][XS_MODEL_BLOCKING] : NAN,
+                    mine ? r->time_s[g->path][XS_MODEL_IDEAL] : NAN,
+                    bd->free_s, bd->compute_s, bd->merge_s, bd->fixed_s,
+                    bd->interference_s, bd->exposed_s, bd->stall_s, bd->imbalance_s};
+    printf("%c %-17s %-10s", mine && g->path == r->best ? '*' : ' ',
+           xs_fa_path_name(g->path), layout_text(g->layout));
+    for (int k = 0; k < 11; k++) {
+      char t[32];
+      printf(" %9s", isnan(v[k]) ? "-" : xs_format_time(v[k], t, sizeof t));
+    }
+    char ch[32] = "-";
+    if (bd->forward_sms)
+      snprintf(ch, sizeof ch, "%u SMs", bd->forward_sms);
+    printf("  %-12s %s\n", bd->bound, ch);
+  }
+  double sp = r->time_s[XS_FA_PATH_SEQUENTIAL][0] / r->time_s[XS_FA_PATH_PIGGYBACK][0];
+  double ded = fmin(r->time_s[XS_FA_PATH_STREAM][0], r->time_s[XS_FA_PATH_SMS][0]);
+  printf("\n  * fastest under layout %s: %s, %s\n", c->causal ? layout_text(c->layout) : "-",
+         xs_fa_path_name(r->best), xs_format_time(r->time_s[r->best][0], a, sizeof a));
+  printf("  piggyback over sequential: %.3fx (blocking predicts %.3fx); over the faster\n"
+         "  dedicated way: %.3fx; piggyback / ideal: %.3f; if communication were free:\n"
+         "  %.3fx of the piggyback time (%u programs evaluated)\n", sp,
+         r->time_s[XS_FA_PATH_SEQUENTIAL][XS_MODEL_BLOCKING] /
+             r->time_s[XS_FA_PATH_PIGGYBACK][XS_MODEL_BLOCKING],
+         ded / r->time_s[XS_FA_PATH_PIGGYBACK][0],
+         r->time_s[XS_FA_PATH_PIGGYBACK][0] / r->time_s[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL],
+         r->breakdown[XS_FA_PATH_PIGGYBACK].free_s / r->time_s[XS_FA_PATH_PIGGYBACK][0],
+         r->searched);
+  printf("  (compute + merge + fixed + interf. + exposed = burstgap; exposed is the\n"
+         "  communication the others do not hide, stall the part of it piggyback's\n"
+         "  SMs spend waiting for a stage's store; %s's numbers are leads unless\n"
+         "  measured: xstage profiles show %s)\n", cli_profile_text(prof),
+         cli_profile_text(prof));
+}
+
 int cmd_plan_flashattn(int argc, char **argv) {
   static const struct option opts[] = {
       {"preset", required_argument, 0, 'r'}, {"config", required_argument, 0, 'c'},
@@ -199,15 +241,16 @@ int cmd_plan_flashattn(int argc, char **argv) {
       {"kernel", required_argument, 0, 'K'}, {"layout", required_argument, 0, 'L'},
       {"backward", no_argument, 0, 'B'}, {"seq-grid", required_argument, 0, 'G'},
       {"tolerance", required_argument, 0, 'l'}, {"emit-header", required_argument, 0, 'H'},
-      {"header-prefix", required_argument, 0, 'X'}, {0, 0, 0, 0}};
+      {"header-prefix", required_argument, 0, 'X'}, {"path", required_argument, 0, 'W'},
+      {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *seq = NULL, *cp = NULL, *profile = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *kernel = NULL, *layout = NULL;
-  const char *grid_text = NULL, *header = NULL, *prefix = NULL;
+  const char *grid_text = NULL, *header = NULL, *prefix = NULL, *way = NULL;
   double tol = 0.01;
   int json = 0, causal = -1, backward = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:", opts, NULL)) != -1) {
     switch (c) {
     case 'K': kernel = optarg; break;
     case 'L': layout = optarg; break;
@@ -215,6 +258,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     case 'G': grid_text = optarg; break;
     case 'H': header = optarg; break;
     case 'X': prefix = optarg; break;
+    case 'W': way = optarg; break;
     case 'l':
       if ((prc = cli_parse_tolerance("plan", optarg, &tol)))
         return prc;
@@ -241,6 +285,13 @@ int cmd_plan_flashattn(int argc, char **argv) {
   const char *ins[] = {file, profile}, *outs[] = {emit, trace, svg, header};
   if (cli_refuse_overwrite("plan", ins, 2, outs, 4))
     return EXIT_INPUT;
+  int path = -1;
+  if (way && (path = xs_fa_path_from_name(way)) < 0)
+    return cli_usage_error("plan", "--path: expected local, sequential, dedicated-stream, "
+                                   "dedicated-sms or piggyback, got \"%s\"", way);
+  if (way && !emit && !trace && !svg)
+    return cli_usage_error("plan", "--path chooses what --emit-program, --trace or --svg "
+                                   "write: give one of them");
   xs_fa_config cfg;
   int rc = load(preset, file, seq, cp, causal, &cfg);
   if (rc)
@@ -277,57 +328,30 @@ int cmd_plan_flashattn(int argc, char **argv) {
     xs_profile_free(prof);
     return rc;
   }
-  xs_fa_ring ring[XS_FA_RINGS];
-  size_t nring = 0;
-  xs_fa_result r;
-  const char *names[] = {"sequential", "dedicated", "piggyback"};
+  xs_fa_result *r = malloc(sizeof *r);
+  if (!r) {
+    xs_profile_free(prof);
+    return cli_out_of_memory("plan");
+  }
   if (json) {
     char *t;
-    if (xs_fa_plan_json(&cfg, prof, &r, &t, &err)) {
+    if (xs_fa_plan_json(&cfg, prof, r, &t, &err)) {
       rc = cli_error("plan", &err);
       goto done;
     }
     printf("%s\n", t);
     xs_free(t);
-  } else if (xs_fa_rings(&cfg, prof, ring, &nring, &err) ||
-             xs_fa_plan(&cfg, prof, &r, &err)) {
+  } else if (xs_fa_plan(&cfg, prof, r, &err)) {
     rc = cli_error("plan", &err);
     goto done;
   } else {
-    char a[32], b[32], d[32];
-    printf("Context-parallel attention plan: %s, %g tokens per rank, CP %g, %s mask, on %s\n",
-           cli_name_text(cfg.name), cfg.seq, cfg.cp, cfg.causal ? "causal" : "full",
-           cli_profile_text(prof));
-    printf("  per step: %.3g TFLOP in %s on %g SMs (%g CTAs, %g waves, %g KV tiles a CTA);\n"
-           "  KV block to forward %s (%g tiles of %gx%g)\n\n",
-           r.work.step_flops / 1e12, xs_format_time(r.work.step_s, a, sizeof a), r.work.sms,
-           r.work.q_tiles, r.work.waves, r.work.iterations,
-           xs_format_size(r.work.kv_B, b, sizeof b), r.work.kv_tiles, cfg.block_n, cfg.head_dim);
-    printf("  %-12s %12s %12s %12s\n", "schedule", "burstgap", "blocking", "ideal");
-    for (int k = 0; k < XS_FA_SCHEDULES; k++)
-      printf("  %-12s %12s %12s %12s\n", names[k], xs_format_time(r.time_s[k][0], a, sizeof a),
-             xs_format_time(r.time_s[k][1], b, sizeof b), xs_format_time(r.time_s[k][2], d, sizeof d));
-    printf("\n  dedicated: %u SM%s forward; piggyback: ", r.dedicated.forward_sms,
-           r.dedicated.forward_sms == 1 ? "" : "s");
-    if (r.piggyback.spread_waves)
-      printf("the first %u wave%s of each step forward, in %u send%s a wave\n",
-             r.piggyback.spread_waves, r.piggyback.spread_waves == 1 ? "" : "s",
-             r.piggyback.chunks, r.piggyback.chunks == 1 ? "" : "s");
-    else
-      printf("nothing beats forwarding at the step's end\n");
-    printf("  piggyback over sequential: %.3fx (blocking predicts %.3fx); over dedicated: %.3fx;\n"
-           "  piggyback / ideal: %.3f (%u choices searched)\n",
-           r.time_s[0][0] / r.time_s[2][0], r.time_s[0][1] / r.time_s[2][1],
-           r.time_s[1][0] / r.time_s[2][0], r.time_s[2][0] / r.time_s[2][2], r.searched);
-    if (nring)
-      ring_print(&cfg, ring, nring);
-    else
-      printf("\n  ring model: %s has no attn_flops_per_s.%s%s (docs/profiles.md)\n",
-             cli_profile_text(prof), cfg.kernel, cfg.backward ? "_fwd_bwd" : "");
+    plan_print(&cfg, prof, r);
   }
   if (emit || trace || svg) {
     xs_program *p;
-    if (xs_fa_program(&cfg, prof, XS_FA_PIGGYBACK, &r.piggyback, &p, NULL, &err)) {
+    xs_fa_path pth = path >= 0 ? (xs_fa_path)path : r->best;
+    xs_fa_choice ch = {r->breakdown[pth].forward_sms};
+    if (xs_fa_program(&cfg, prof, pth, &ch, &p, &err)) {
       rc = cli_error("plan", &err);
       goto done;
     }
@@ -335,6 +359,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     xs_program_free(p);
   }
 done:
+  free(r);
   xs_profile_free(prof);
   return rc;
 }
@@ -364,16 +389,14 @@ int cmd_sweep_flashattn(int argc, char **argv) {
   if (orc >= 0)
     return orc;
   xs_profile *prof = so.profile;
-  const char *gridf = so.grid;
-  int json = so.json, csv = so.csv;
   xs_fa_config *rows;
   size_t n;
-  int rc = cli_sweep_grid(gridf, 1, (void **)&rows, &n);
+  int rc = cli_sweep_grid(so.grid, 1, (void **)&rows, &n);
   if (rc) {
     xs_profile_free(prof);
     return rc;
   }
-  xs_fa_result *res = calloc(n, sizeof *res);
+  xs_fa_result *res = calloc(n ? n : 1, sizeof *res);
   fa_sweep fs = {rows, prof};
   cli_sweep_job job = {n, res, sizeof *res, &fs, fa_check, fa_plan, fa_describe};
   if (!res)
@@ -384,21 +407,10 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     xs_profile_free(prof);
     return EXIT_OK; /* not rank 0: rank 0 prints */
   }
-  /* the ring model per config, where the profile has it (the text and
-   * CSV reports; xs_fa_sweep_json finds its own) */
-  xs_fa_ring (*rings)[XS_FA_RINGS] = calloc(n, sizeof *rings);
-  size_t *nrings = calloc(n, sizeof *nrings);
-  if (!rings || !nrings)
-    rc = EXIT_MACHINE;
-  for (size_t i = 0; i < n && !rc && !json; i++) {
-    xs_error err;
-    if (xs_fa_rings(&rows[i], prof, rings[i], &nrings[i], &err))
-      rc = cli_error("sweep", &err);
-  }
   xs_sweep_summary sum;
   if (!rc)
     xs_fa_sweep_summary(res, n, &sum);
-  if (!rc && json) {
+  if (!rc && so.json) {
     char *t;
     xs_error err;
     if (xs_fa_sweep_json(prof, rows, n, res, &t, &err)) {
@@ -407,57 +419,56 @@ int cmd_sweep_flashattn(int argc, char **argv) {
       printf("%s\n", t);
       xs_free(t);
     }
-  } else if (!rc && csv) {
-    printf("preset,seq,cp,causal,sequential_s,dedicated_s,piggyback_s,ideal_s,speedup,"
-           "speedup_vs_dedicated,blocking_speedup,forward_sms,spread_waves,chunks,"
-           "ring_path,ring_layout,ring_s,ring_bound\n");
+  } else if (!rc && so.csv) {
+    printf("preset,seq,cp,causal,kernel,local_s,sequential_s,stream_s,sms_s,piggyback_s,"
+           "ideal_s,free_s,speedup,speedup_vs_dedicated,blocking_speedup,best,forward_sms\n");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      const xs_fa_ring *b = xs_fa_ring_best(rings[i], nrings[i]);
-      printf("%s,%g,%g,%d,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%u,%u,%u,%s,%s,%.9g,%s\n",
-             rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal, r->time_s[0][0],
-             r->time_s[1][0], r->time_s[2][0], r->time_s[2][2],
-             r->time_s[0][0] / r->time_s[2][0], r->time_s[1][0] / r->time_s[2][0],
-             r->time_s[0][1] / r->time_s[2][1], r->dedicated.forward_sms,
-             r->piggyback.spread_waves, r->piggyback.chunks,
-             b ? xs_fa_path_name(b->path) : "",
-             b ? (b->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)b->layout)) : "",
-             b ? b->time_s : NAN, b ? b->breakdown.bound : "");
+      const double(*t)[XS_MODEL_COUNT] = r->time_s;
+      printf("%s,%g,%g,%d,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%s,%u\n",
+             rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal, rows[i].kernel,
+             t[XS_FA_LOCAL][0], t[XS_FA_PATH_SEQUENTIAL][0], t[XS_FA_PATH_STREAM][0],
+             t[XS_FA_PATH_SMS][0], t[XS_FA_PATH_PIGGYBACK][0],
+             t[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL],
+             r->breakdown[XS_FA_PATH_PIGGYBACK].free_s,
+             t[XS_FA_PATH_SEQUENTIAL][0] / t[XS_FA_PATH_PIGGYBACK][0],
+             fmin(t[XS_FA_PATH_STREAM][0], t[XS_FA_PATH_SMS][0]) / t[XS_FA_PATH_PIGGYBACK][0],
+             t[XS_FA_PATH_SEQUENTIAL][XS_MODEL_BLOCKING] /
+                 t[XS_FA_PATH_PIGGYBACK][XS_MODEL_BLOCKING],
+             xs_fa_path_name(r->best), r->breakdown[XS_FA_PATH_SMS].forward_sms);
     }
   } else if (!rc) {
-    char a[32], b[32], d[32], e[32];
-    printf("Context-parallel attention sweep on %s: %zu configs (burstgap unless noted)\n\n",
+    printf("Ring attention sweep on %s: %zu configs (burstgap unless noted)\n\n",
            cli_profile_text(prof), n);
-    printf("  %-11s %6s %3s %-6s %11s %11s %11s %11s %8s %8s %8s  %s\n", "preset", "seq",
-           "cp", "mask", "sequential", "dedicated", "piggyback", "ideal", "vs seq", "vs ded",
-           "blocking", "ring model: fastest path, layout, time, bound");
+    printf("  %-11s %6s %3s %-6s %10s %10s %10s %10s %10s %8s %8s %8s  %s\n", "preset", "seq",
+           "cp", "mask", "sequential", "stream", "sms", "piggyback", "ideal", "vs seq",
+           "vs ded", "blocking", "fastest");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
-      const xs_fa_ring *rbest = xs_fa_ring_best(rings[i], nrings[i]);
-      char rb[96] = "-", tt[32];
-      if (rbest)
-        snprintf(rb, sizeof rb, "%s, %s, %s, %s", xs_fa_path_name(rbest->path),
-                 rbest->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)rbest->layout),
-                 xs_format_time(rbest->time_s, tt, sizeof tt), rbest->breakdown.bound);
-      printf("  %-11s %6g %3g %-6s %11s %11s %11s %11s %7.3fx %7.3fx %7.3fx  %s\n",
+      const double(*t)[XS_MODEL_COUNT] = r->time_s;
+      char a[32], b[32], d[32], e[32], f[32];
+      printf("  %-11s %6g %3g %-6s %10s %10s %10s %10s %10s %7.3fx %7.3fx %7.3fx  %s\n",
              rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal ? "causal" : "full",
-             xs_format_time(r->time_s[0][0], a, sizeof a),
-             xs_format_time(r->time_s[1][0], b, sizeof b),
-             xs_format_time(r->time_s[2][0], d, sizeof d),
-             xs_format_time(r->time_s[2][2], e, sizeof e), r->time_s[0][0] / r->time_s[2][0],
-             r->time_s[1][0] / r->time_s[2][0], r->time_s[0][1] / r->time_s[2][1], rb);
+             xs_format_time(t[XS_FA_PATH_SEQUENTIAL][0], a, sizeof a),
+             xs_format_time(t[XS_FA_PATH_STREAM][0], b, sizeof b),
+             xs_format_time(t[XS_FA_PATH_SMS][0], d, sizeof d),
+             xs_format_time(t[XS_FA_PATH_PIGGYBACK][0], e, sizeof e),
+             xs_format_time(t[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL], f, sizeof f),
+             t[XS_FA_PATH_SEQUENTIAL][0] / t[XS_FA_PATH_PIGGYBACK][0],
+             fmin(t[XS_FA_PATH_STREAM][0], t[XS_FA_PATH_SMS][0]) / t[XS_FA_PATH_PIGGYBACK][0],
+             t[XS_FA_PATH_SEQUENTIAL][XS_MODEL_BLOCKING] /
+                 t[XS_FA_PATH_PIGGYBACK][XS_MODEL_BLOCKING],
+             xs_fa_path_name(r->best));
     }
     printf("\n  piggyback over sequential: geometric mean %.3fx, largest %.3fx\n",
            sum.geomean_speedup, sum.max_speedup);
-    printf("  piggyback over the best dedicated split: geometric mean %.3fx\n",
+    printf("  piggyback over the faster dedicated way: geometric mean %.3fx\n",
            sum.geomean_speedup_vs_dedicated);
     printf("  over sequential as blocking predicts it: geometric mean %.3fx\n",
            sum.geomean_blocking_speedup);
     printf("  piggyback / ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
     printf("  (%s's numbers are leads unless measured)\n", cli_profile_text(prof));
   }
-  free(rings);
-  free(nrings);
   free(res);
   xs_free(rows);
   xs_profile_free(prof);

@@ -17,7 +17,7 @@ static void help(FILE *f) {
   fprintf(f,
           "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source] [--json]\n"
           "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
-          "       xstage validate flashattn [--data FILE] [--json] [--svg FILE]\n"
+          "       xstage validate flashattn [--data FILE] [--model M] [--json] [--svg FILE]\n"
           "                       [--fail-above FRACTION]\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
@@ -35,14 +35,18 @@ static void help(FILE *f) {
           "time_us.\n"
           "\n"
           "flashattn: ring attention timings (columns source, gpu, cp, seq_per_rank,\n"
-          "heads, kv_heads, head_dim, causal, layout, kernel, pass, arm, time_us),\n"
-          "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
-          "pairs are a ring beside the local arm (or another layout) of one shape.\n"
+          "heads, kv_heads, head_dim, causal, layout, kernel, pass, arm, time_us;\n"
+          "optional batch), arms local, sequential, dedicated-stream, dedicated-sms,\n"
+          "piggyback; pairs are a ring beside the local arm (or another layout) of\n"
+          "one shape. Each row also with communication free, and where\n"
+          "communication shows (rings measured more than 10%% above P x their local\n"
+          "arm): their errors, the error on that overhead, and what they score with\n"
+          "communication free.\n"
           "\n"
           "  --data FILE          the CSV; by default the published one installed with\n"
           "                       xstage (share/xstage/published/megamoe.csv or\n"
           "                       ring-attention.csv; data/published/ in the source tree)\n"
-          "  --model M            megamoe: the model the rows and summaries use:\n"
+          "  --model M            the model the rows and summaries use:\n"
           "                       burstgap (default), blocking, serial, ideal, or all\n"
           "                       (every model's prediction per row)\n"
           "  --by-source          megamoe: the rows' table per source, and each\n"
@@ -298,9 +302,9 @@ int cmd_validate(int argc, char **argv) {
                                          : "published/megamoe.csv", found, sizeof found)))
     return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
                                        "folder of published/, or give --data)", found);
-  if (fa && (model != XS_MODEL_BURSTGAP || by_source || profile))
+  if (fa && (by_source || profile))
     return cli_usage_error("validate", "%s is for megamoe only",
-                           by_source ? "--by-source" : profile ? "--profile" : "--model");
+                           by_source ? "--by-source" : "--profile");
   if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
     return EXIT_INPUT;
   xs_validate_set set;
@@ -334,7 +338,7 @@ int cmd_validate(int argc, char **argv) {
     printf("(rows of gpu %s predicted on %s, not the built-in profile: its fitted numbers\n"
            "come from kernel timings, perhaps these rows')\n", given_name, cli_name_text(profile));
   /* another single model: its predictions are the rows' */
-  if (!fa && model > XS_MODEL_BURSTGAP)
+  if (model > XS_MODEL_BURSTGAP)
     for (size_t i = 0; i < set.nrows; i++) {
       xs_validate_row *r = &set.rows[i];
       if (!isnan(r->model_us[model])) {
@@ -361,20 +365,7 @@ int cmd_validate(int argc, char **argv) {
       rc = cli_write_document("validate", "-", s);
     }
   } else if (fa) {
-    printf("Ring attention validation: %zu rows of %s, predicted under burstgap on "
-           "each row's built-in profile\n\n", set.nrows, data);
-    printf("  %-22s %-12s %2s %6s %5s %-10s %-7s %-16s %11s %11s %8s  %s\n", "source",
-           "gpu", "cp", "seq", "heads", "layout", "pass", "arm", "measured",
-           "predicted", "error", "bound");
-    for (size_t i = 0; i < set.nrows; i++) {
-      const xs_validate_row *r = &set.rows[i];
-      char hd[32];
-      snprintf(hd, sizeof hd, "%g/%g", r->fa.heads_q, r->fa.heads_kv);
-      printf("  %-22s %-12s %2g %6g %5s %-10s %-7s %-16s %8.0f us %8.0f us "
-             "%+7.1f%%  %s\n", source_text(r->source, 22), r->gpu, r->fa.cp, r->tokens, hd, r->layout,
-             r->pass, r->arm, r->measured_us, r->predicted_us, 100 * r->error,
-             r->fa_breakdown.bound ? r->fa_breakdown.bound : "");
-    }
+    cli_validate_fa_rows(&set, data, model);
   } else {
     moe_rows(&set, data, model);
   }
@@ -382,7 +373,7 @@ int cmd_validate(int argc, char **argv) {
     size_t nmed;
     xs_validate_median(&set, NULL, NULL, &nmed, NULL);
     printf("\n  |error|%s: median %.1f%%, largest %.1f%% over %zu rows%s\n",
-           fa ? "" : model >= 0 ? "" : " (burstgap)", 100 * med, 100 * mx, nmed,
+           model >= 0 ? "" : " (burstgap)", 100 * med, 100 * mx, nmed,
            nmed < set.nrows ? " of kernel time" : "");
     for (size_t k = 0; k < narms; k++)
       printf("    arm %-18s median %5.1f%%, largest %5.1f%% (%zu rows)\n", arms[k].name,
@@ -406,8 +397,9 @@ int cmd_validate(int argc, char **argv) {
              "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
              100 * pr.max_ratio_error);
     }
-    if (!fa && (rc = moe_sections(&set, arms, narms, sources, nsources, model, by_source,
-                                     given_name[0] ? given_name : NULL))) {
+    if ((rc = fa ? cli_validate_fa_sections(&set)
+                 : moe_sections(&set, arms, narms, sources, nsources, model, by_source,
+                                given_name[0] ? given_name : NULL))) {
       xs_validate_free(&set);
       free(arms);
       free(sources);
@@ -415,7 +407,7 @@ int cmd_validate(int argc, char **argv) {
     }
     if (fa)
       printf("  (bound: what dominates the predicted time: compute, merge of partial\n"
-             "  outputs, fixed per-step costs or exposed communication)\n");
+             "  outputs, fixed per-step costs, interference or exposed communication)\n");
     else
       printf("\n  (bound: where the predicted time goes on the SMs that finish last:\n"
              "  compute, hbm, fixed costs, dispatch, sync or link; knobs: the tile and\n"

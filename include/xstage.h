@@ -178,13 +178,18 @@ typedef struct xs_kernel_costs {
   double host_sync_s;    /* a round trip through the host between two
                             kernels (an all-to-all library that copies
                             its counts to the CPU)                        */
-  /* the attention planner's (docs/plan-flashattn.md "Kernel model") */
+  /* the attention planner's (docs/plan-flashattn.md "Costs") */
   double copy_efficiency;/* fraction of hbm_Bps elementwise kernels reach
                             (merging partial outputs; 0: 1)               */
   double ring_step_s;    /* host-side cost of one ring step: posting the
                             send and receive, waiting on them             */
   double comm_sms;       /* SMs a communication kernel on its own stream
                             (NCCL's send and receive) holds while it runs */
+  double comm_cta_Bps;   /* bytes/s one CTA of that kernel sends (0: the
+                            channel's per-worker rate)                    */
+  double forward_sm_Bps; /* bytes/s one SM sends with bulk stores from
+                            inside a kernel (0: the channel's per-worker
+                            rate)                                         */
 } xs_kernel_costs;
 
 XS_API xs_status xs_profile_set_kernel_costs(xs_profile *profile,
@@ -197,8 +202,8 @@ XS_API xs_status xs_profile_set_default_channel(xs_profile *profile,
                                                 const char *name,
                                                 xs_error *err);
 XS_API size_t xs_profile_default_channel(const xs_profile *profile);
-/* The attention kernel model's numbers (docs/plan-flashattn.md "Kernel
- * model"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
+/* The attention kernel's numbers (docs/plan-flashattn.md "Attention
+ * kernel"), keyed by kernel and pass: "fa2" (forward), "fa2_fwd_bwd"
  * (forward and backward), "fa3", "fa4". */
 typedef enum {
   XS_ATTN_FLOPS = 0,  /* attn_flops_per_s: throughput at long sequences,
@@ -886,7 +891,9 @@ XS_API xs_status xs_moe_sensitivity_run(const xs_moe_config *config,
 /* ---- The context-parallel attention planner (docs/plan-flashattn.md) ----
  * Ring attention: each of P ranks holds S tokens of the sequence; at each
  * of P steps it attends its queries to the KV block it holds and forwards
- * that block to the next rank (P - 1 forwards). */
+ * that block to the next rank (P - 1 forwards). One planner: each way of
+ * moving KV writes a program of the ring (SMs as workers) that the
+ * evaluator runs; the time it reports is that program's. */
 
 typedef struct xs_fa_config {
   char name[64];
@@ -895,12 +902,12 @@ typedef struct xs_fa_config {
   double heads_kv; /* KV heads (GQA); divides heads_q                     */
   double head_dim; /* d                                                   */
   double cp;       /* P: context-parallel ranks                           */
-  int causal;      /* causal mask (load-balanced: half of every step)     */
+  int causal;      /* causal mask, sharded by layout                      */
   double bytes;    /* KV element bytes (BF16: 2)                          */
-  double block_m, block_n; /* Q and KV tile rows (128, 128)               */
+  double block_m, block_n; /* Q and KV tile rows; 0: the kernel's own     */
   double sms;      /* 0: the profile's                                    */
-  char dtype[16];  /* compute dtype in the profile ("bf16")               */
-  /* the ring kernel model's (xs_fa_predict; docs/plan-flashattn.md) */
+  char dtype[16];  /* compute dtype in the profile ("bf16"), for a profile
+                      without the kernel's measured throughput            */
   double batch;    /* sequences per rank (1)                              */
   int layout;      /* xs_fa_layout: how the causal sequence is sharded     */
   int backward;    /* 1: forward and backward (dK, dV ride the ring too)   */
@@ -919,7 +926,8 @@ XS_API const char *xs_fa_layout_name(xs_fa_layout layout);
 XS_API int xs_fa_layout_from_name(const char *name); /* -1: none */
 
 /* Presets llama3-8b (32 query heads, 8 KV heads, d 128), llama3-70b (64,
- * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal, BF16. */
+ * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal
+ * (zigzag), BF16, FlashAttention-2. */
 XS_API int xs_fa_preset(const char *name, xs_fa_config *out);
 XS_API size_t xs_fa_preset_count(void);
 XS_API const char *xs_fa_preset_name(size_t i);
@@ -928,80 +936,104 @@ XS_API xs_status xs_fa_config_parse(const char *text, size_t length,
                              xs_error *err);
 XS_API xs_status xs_fa_config_check(const xs_fa_config *config, xs_error *err);
 
-typedef enum {
-  XS_FA_SEQUENTIAL = 0, /* compute the step, then forward the block       */
-  XS_FA_DEDICATED = 1,  /* k SMs forward while the others compute         */
-  XS_FA_PIGGYBACK = 2,  /* compute CTAs forward the KV tiles they load    */
-  XS_FA_SCHEDULES = 3
-} xs_fa_schedule;
-
-/* dedicated: forward_sms SMs forward. piggyback: the KV tiles are
- * forwarded from inside the loop of the first spread_waves waves of each
- * step, in chunks per wave (0 spread: all at the step's end). */
-typedef struct xs_fa_choice {
-  unsigned forward_sms, spread_waves, chunks;
-} xs_fa_choice;
-
-typedef struct xs_fa_workload {
-  double step_flops, step_s;   /* one step on all SMs                    */
-  double kv_B;                 /* the block forwarded each step          */
-  double q_tiles, kv_tiles;    /* per step: CTAs (q tile, head), KV tiles
-                                  (kv tile, kv head)                     */
-  double iterations;           /* KV tiles one CTA loops over            */
-  double waves, sms;
-} xs_fa_workload;
-
-typedef struct xs_fa_result {
-  xs_fa_workload work;
-  /* [schedule][0: burstgap, 1: blocking, 2: ideal] makespans */
-  double time_s[XS_FA_SCHEDULES][3];
-  xs_fa_choice dedicated, piggyback; /* the choices searched              */
-  unsigned searched;
-} xs_fa_result;
-
-XS_API xs_status xs_fa_plan(const xs_fa_config *config, const xs_profile *profile,
-                     xs_fa_result *out, xs_error *err);
-
-/* How the KV blocks are forwarded (docs/plan-flashattn.md "Paths"). */
+/* How the KV blocks are forwarded (docs/plan-flashattn.md "Ways"). */
 typedef enum {
   XS_FA_LOCAL = 0,      /* one rank's attention over its own block: no ring */
-  XS_FA_PATH_SEQUENTIAL = 1, /* each step: attention, merge, then forward */
+  XS_FA_PATH_SEQUENTIAL = 1, /* each step: attention, then forward, merge */
   XS_FA_PATH_STREAM = 2,/* a send/receive on its own stream (NCCL), posted at
                            the step's start, waited on at its end          */
-  XS_FA_PATH_SMS = 3,   /* k reserved SMs forward; the kernel runs on the rest */
-  XS_FA_PATH_PIGGYBACK = 4, /* stores from inside the attention loop      */
+  XS_FA_PATH_SMS = 3,   /* k SMs set aside forward; the kernel runs on the rest */
+  XS_FA_PATH_PIGGYBACK = 4, /* the kernel stores the K/V stages it loads   */
   XS_FA_PATHS = 5
 } xs_fa_path;
 /* "local", "sequential", "dedicated-stream", "dedicated-sms", "piggyback" */
 XS_API const char *xs_fa_path_name(xs_fa_path path);
 XS_API int xs_fa_path_from_name(const char *name); /* -1: none */
 
-/* Where one ring's time goes on its critical rank, seconds; compute,
- * merge, fixed and exposed add up to the time. */
+/* A way's knob: dedicated-sms's SMs set aside (0: searched). */
+typedef struct xs_fa_choice {
+  unsigned forward_sms;
+} xs_fa_choice;
+
+/* Where one ring's time goes, seconds; compute, merge, fixed,
+ * interference and exposed add up to the time under burstgap. */
 typedef struct xs_fa_breakdown {
-  double compute_s;   /* attention kernels (the busiest rank's)          */
+  double compute_s;   /* attention kernels (the busiest rank's, its SMs
+                         that finish last)                               */
   double merge_s;     /* merging partial outputs by log-sum-exp, and the
-                         final conversion                                */
-  double fixed_s;     /* per-step costs: posting and waiting on the ring  */
-  double exposed_s;   /* communication not hidden behind the above        */
-  double imbalance_s; /* of compute_s: the busiest rank over the mean     */
-  unsigned forward_sms, spread; /* dedicated-sms and piggyback choices    */
-  const char *bound;  /* the largest of compute, merge, fixed, exposed    */
+                         conversions                                     */
+  double fixed_s;     /* launches, host syncs, barriers                   */
+  double interference_s; /* kernels slowed by a transfer's HBM traffic    */
+  double exposed_s;   /* communication not hidden behind the above: SMs
+                         waiting for blocks, for a stage's store, or held
+                         by a communication kernel                       */
+  double imbalance_s; /* of compute_s: the busiest rank over the mean,
+                         where its kernel is the longer                  */
+  double stall_s;     /* of exposed_s (piggyback): SMs waiting for a K/V
+                         stage's store to read it                        */
+  double free_s;      /* the same ring if communication were free         */
+  unsigned forward_sms; /* dedicated-sms's SMs set aside                  */
+  const char *bound;  /* the largest of compute, merge, fixed,
+                         interference, exposed                           */
 } xs_fa_breakdown;
 
-/* One ring (or the local arm) under the kernel model and burstgap: its
- * time on the critical rank and where it goes (either may be NULL). The
- * profile needs attn_flops_per_s for the config's kernel and pass. */
+/* One path of a plan under one layout (-1: the local arm or a full
+ * mask): its time under burstgap and where it goes. */
+typedef struct xs_fa_ring {
+  xs_fa_path path;
+  int layout;
+  double time_s;
+  xs_fa_breakdown breakdown;
+} xs_fa_ring;
+#define XS_FA_RINGS (1 + (XS_FA_PATHS - 1) * XS_FA_LAYOUTS)
+
+typedef struct xs_fa_workload {
+  double step_flops, step_s;   /* one step's attention FLOPs; the mean
+                                  step's kernel time on the busiest rank */
+  double kv_B;                 /* the block forwarded each step          */
+  double q_tiles, kv_tiles;    /* per step: CTAs (Q tile, head), KV tiles
+                                  (KV tile, KV head)                     */
+  double iterations;           /* KV tiles one CTA loops over            */
+  double waves, sms;
+  double stage_B, stages;      /* a K/V stage of the kernel's pipeline,
+                                  and how many it has                    */
+  int measured;                /* the kernel's throughput is measured (0:
+                                  the profile's FLOP/s, a lead)          */
+} xs_fa_workload;
+
+typedef struct xs_fa_result {
+  xs_fa_workload work;
+  /* each path under the config's layout: [path][xs_model] makespans of
+   * its program, and where its burstgap time goes */
+  double time_s[XS_FA_PATHS][XS_MODEL_COUNT];
+  xs_fa_breakdown breakdown[XS_FA_PATHS];
+  xs_fa_path best;    /* the fastest ring (burstgap, config's layout)     */
+  /* the local arm, then every ring path under every causal layout (one
+   * layout for a full mask): the report's table */
+  xs_fa_ring rings[XS_FA_RINGS];
+  size_t nrings;
+  unsigned searched;  /* programs evaluated                               */
+} xs_fa_result;
+
+XS_API xs_status xs_fa_plan(const xs_fa_config *config, const xs_profile *profile,
+                     xs_fa_result *out, xs_error *err);
+/* One path under the config's layout, under burstgap: its time and where
+ * it goes (either may be NULL). */
 XS_API xs_status xs_fa_predict(const xs_fa_config *config, const xs_profile *profile,
                         xs_fa_path path, double *time_s,
                         xs_fa_breakdown *breakdown, xs_error *err);
-/* The program of a schedule with a choice (NULL: the plan's default). The
- * dedicated schedule is meant for *profile_out: the profile with each
- * worker held to one SM's share of the injection rate (free it). */
+/* The program of a path under the config's layout (choice NULL or 0
+ * SMs: the plan's), finished: evaluated under burstgap on the same
+ * profile it takes the plan's time. Free it with xs_program_free. */
 XS_API xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *profile,
-                        xs_fa_schedule schedule, const xs_fa_choice *choice,
-                        xs_program **out, xs_profile **profile_out,
-                        xs_error *err);
+                        xs_fa_path path, const xs_fa_choice *choice,
+                        xs_program **out, xs_error *err);
+/* xs_fa_plan's rows (out has room for XS_FA_RINGS). */
+XS_API xs_status xs_fa_rings(const xs_fa_config *config,
+                             const xs_profile *profile, xs_fa_ring *out,
+                             size_t *n, xs_error *err);
+/* The fastest ring of rows[0..n) (not the local arm), or NULL. */
+XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
 
 /* ---- Validation against published kernel timings (docs/validate.md) ----
  * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
@@ -1061,13 +1093,33 @@ XS_API xs_status xs_validate_megamoe_with(const char *text, size_t length,
                                           void *ctx, xs_error *err);
 /* Ring attention (docs/validate.md): a CSV with the columns source, gpu,
  * cp, seq_per_rank, heads, kv_heads, head_dim, causal, layout, kernel,
- * pass, arm, time_us; each row predicted by xs_fa_predict on the built-in
- * profile named by gpu, without reading time_us. Pairs (compare_arms) are
- * a ring and the local arm, or two layouts, of one shape. */
+ * pass, arm, time_us (and optionally batch); each row predicted by the
+ * attention planner on the built-in profile named by gpu, under every
+ * model (model_us) and with communication free (fa_breakdown.free_s),
+ * without reading time_us. Pairs (compare_arms) are a ring and the local
+ * arm, or two layouts, of one shape. */
 XS_API xs_status xs_validate_flashattn(const char *text, size_t length,
                                 const char *filename, xs_validate_set *out,
                                 void (*progress)(size_t, void *), void *ctx,
                                 xs_error *err);
+/* The local arm's row for ring row i (the same source, GPU and shape),
+ * or SIZE_MAX. P times it is the ring's ideal, by measurement. */
+XS_API size_t xs_validate_fa_local(const xs_validate_set *set, size_t i);
+/* Where communication shows: ring rows with a local arm (rings) whose
+ * measured time exceeds P x the local arm's by more than threshold
+ * (0.10) are `shows` rows, from shows_sources sources. Medians of
+ * |error| over all rows and over those, of |predicted / measured - 1| of
+ * the ring over its ideal (each over P x its own local arm) on those, and
+ * the same three with every prediction replaced by the ring with
+ * communication free (free_*): when they match, the rows do not test the
+ * communication. NAN for none. */
+typedef struct xs_validate_fa_stats {
+  size_t rows, rings, shows, shows_sources;
+  double median_all, median_shows, max_shows, median_ratio_shows;
+  double free_median_all, free_median_shows, free_median_ratio_shows;
+} xs_validate_fa_stats;
+XS_API xs_status xs_validate_fa_summary(const xs_validate_set *set, double threshold,
+                                        xs_validate_fa_stats *out, xs_error *err);
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */
 XS_API double xs_validate_median(const xs_validate_set *set,
@@ -1464,24 +1516,8 @@ XS_API xs_status xs_moe_table_json(const xs_moe_table *table,
                                    const xs_profile *profile, double tolerance,
                                    char **out, xs_error *err);
 
-/* The ring model's rows for a config (docs/plan-flashattn.md "Paths"):
- * every path under every causal layout, one layout for the local arm and
- * for a full mask; *n is 0 when the profile has no attn_flops_per_s for
- * the config's kernel and pass. out has room for XS_FA_RINGS. */
-typedef struct xs_fa_ring {
-  xs_fa_path path;
-  int layout; /* xs_fa_layout; -1 for the local arm or a full mask */
-  double time_s;
-  xs_fa_breakdown breakdown;
-} xs_fa_ring;
-#define XS_FA_RINGS (XS_FA_PATHS * XS_FA_LAYOUTS)
-XS_API xs_status xs_fa_rings(const xs_fa_config *config,
-                             const xs_profile *profile, xs_fa_ring *out,
-                             size_t *n, xs_error *err);
-/* The fastest ring of rows[0..n) (not the local arm), or NULL. */
-XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
-/* `plan flashattn --json`: xs_fa_plan and the ring model's rows ("ring",
- * null without them). result (may be NULL) receives the plan. */
+/* `plan flashattn --json`: xs_fa_plan of the config. result (may be
+ * NULL) receives the plan. */
 XS_API xs_status xs_fa_plan_json(const xs_fa_config *config,
                                  const xs_profile *profile,
                                  xs_fa_result *result, char **out,
@@ -1491,8 +1527,7 @@ XS_API xs_status xs_fa_plan_json(const xs_fa_config *config,
  * the ring (path and layout, not the local arm) the model predicts
  * fastest, kept from the previous row while within tolerance of the
  * fastest. rows has room for n; *changes (may be NULL) counts the rows
- * whose choice differs from the one before. XS_INVALID when the profile
- * has no ring model for the config. */
+ * whose choice differs from the one before. */
 typedef struct xs_fa_table_row {
   double seq;
   xs_fa_ring chosen, fastest;
@@ -1503,7 +1538,7 @@ XS_API xs_status xs_fa_table(const xs_fa_config *config,
                              size_t n, double tolerance, xs_fa_table_row *rows,
                              size_t *changes, xs_error *err);
 /* `plan flashattn --seq-grid ... --emit-header`: those rows as a C header
- * of {lo, seq, path, layout, forward_sms, spread, predicted_us} rows and
+ * of {lo, seq, path, layout, forward_sms, predicted_us} rows and
  * PREFIX_lookup(seq), needing no xstage; prefix an xs_c_header_prefix. NULL
  * for another prefix, for a row with a number that is no C constant (not
  * finite; lo or seq not a whole number up to 2^32 - 1) or no path or
@@ -1521,7 +1556,7 @@ XS_API xs_status xs_fa_table_json(const xs_fa_config *config,
  * grid): every config, checked for size but not planned; messages name
  * filename (and line and column for malformed JSON). *configs is freed
  * with xs_free. MegaMoE: {"presets", "tokens", "ep"}; attention:
- * {"presets", "seq", "cp", "causal"}. */
+ * {"presets", "seq", "cp", "causal", "kernel"}. */
 XS_API xs_status xs_moe_sweep_grid(const char *text, size_t length,
                                    const char *filename,
                                    xs_moe_config **configs, size_t *n,
@@ -1535,10 +1570,10 @@ XS_API xs_status xs_fa_sweep_grid(const char *text, size_t length,
  * (best_plain / best_interleaved, burstgap; mean and largest), the same
  * ratio under blocking, the best interleaved over its ideal, and the
  * order alone (baseline over searched: the same kernel and tiles, mean and
- * largest); geomean_speedup_vs_dedicated is NAN. Attention: the
- * planner's choice over sequential (mean and largest), the same under
- * blocking, the choice over ideal, and the piggyback schedule over the
- * best dedicated split; the order fields are NAN. */
+ * largest); geomean_speedup_vs_dedicated is NAN. Attention (the
+ * config's layout): piggyback over sequential (mean and largest), the
+ * same under blocking, piggyback over its ideal, and piggyback over the
+ * faster dedicated way (stream or SMs); the order fields are NAN. */
 typedef struct xs_sweep_summary {
   double geomean_speedup, max_speedup;
   double geomean_blocking_speedup, geomean_ideal_ratio;

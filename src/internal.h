@@ -415,6 +415,12 @@ int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
                            xs_moe_pattern *k, char *bad, size_t badn);
 xs_status xs__validate_moe_predict(xs_validate_row *row,
                                    const xs_profile *prof, xs_error *err);
+/* the median of v[0..k), which it sorts; NAN when k is 0 */
+double xs__median_of(double *v, size_t k);
+/* `xstage validate flashattn` (validate_fa.c): a row's prediction under
+ * every model, and if communication were free (its breakdown's free_s). */
+xs_status xs__validate_fa_predict(xs_validate_row *row, const xs_profile *prof,
+                                  xs_fa_path path, xs_error *err);
 
 /* tests: the tuner's grid point of tokens: its m options' log times a
  * and gradients g (m x K) as built, and the belief's mean log time and
@@ -426,17 +432,6 @@ void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err);
-
-typedef struct xs__fa_audit {
-  double flops, config_flops; /* computed, and the config's (all steps) */
-  double tiles_forwarded;     /* KV tiles sent, over all steps          */
-  double bytes;
-  size_t steps;
-} xs__fa_audit;
-xs_status xs__fa_audit_program(const xs_fa_config *c, const xs_profile *prof,
-                               xs_fa_schedule sched, const xs_fa_choice *ch,
-                               xs__fa_audit *audit, xs_program **out,
-                               xs_error *err);
 
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);

@@ -414,18 +414,23 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "channels.hbm.drain_Bps"));
   assert_non_null(strstr(out_buf, "recommended:"));
   assert_non_null(strstr(out_buf, "how sure: the runner-up"));
-  /* the attention planner: the ring model's paths and layouts, tables */
+  /* the attention planner: one table of every way under every layout */
   expect_rc("plan flashattn --preset llama3-8b --profile h800-nvlink --seq 8192", 0, NULL);
-  assert_non_null(strstr(out_buf, "ring model (fa2 forward"));
   assert_non_null(strstr(out_buf, "dedicated-stream  zigzag"));
-  assert_non_null(strstr(out_buf, "fastest ring:"));
+  assert_non_null(strstr(out_buf, "fastest under layout zigzag"));
+  assert_non_null(strstr(out_buf, "kernel throughput measured"));
+  assert_null(strstr(out_buf, "e-0")); /* no 1.22e-08 ns where the answer is 0 */
   expect_rc("plan flashattn --preset llama3-8b --profile h20-nvlink --backward", 0, NULL);
-  assert_non_null(strstr(out_buf, "has no attn_flops_per_s.fa2_fwd_bwd"));
+  assert_non_null(strstr(out_buf, "kernel throughput a lead"));
   expect_rc("plan flashattn --preset mha --profile a100-nvlink --backward --seq-grid "
             "2048,4096,8192 --json", 0, NULL);
   assert_non_null(strstr(out_buf, "\"changes\""));
-  expect_rc("plan flashattn --preset mha --profile h20-nvlink --backward --seq-grid 2048", 2,
-            "no attn_flops_per_s");
+  expect_rc("plan flashattn --preset mha --profile tests/data/link-only.json --seq-grid 2048",
+            2, "has neither attn_flops_per_s.fa2 nor FLOP/s");
+  expect_rc("plan flashattn --preset mha --profile h100-nvlink --path fast --emit-program -",
+            2, "--path: expected local");
+  expect_rc("plan flashattn --preset mha --profile h100-nvlink --path piggyback", 2,
+            "give one of them");
   /* its header compiles with warnings as errors and looks up */
   char hcmd[1024];
   snprintf(hcmd, sizeof hcmd, "plan flashattn --preset llama3-8b --profile h100-nvlink "
@@ -460,6 +465,21 @@ static void test_plan_sweep(void **s) {
   fclose(cf);
   expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
             "not an array");
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"kernel\": [\"fa3\", \"fa5\"]}\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json", 2,
+            "1:20: kernel[1]: expected fa2, fa3 or fa4");
+  cf = fopen("/tmp/xstage-test-grid.json", "w");
+  assert_non_null(cf);
+  fprintf(cf, "{\"presets\": [\"mha\"], \"seq\": [2048], \"cp\": [4], \"causal\": [true],"
+              " \"kernel\": [\"fa3\", \"fa2\"]}\n");
+  fclose(cf);
+  expect_rc("sweep flashattn --profile h100-nvlink --grid /tmp/xstage-test-grid.json --csv",
+            0, NULL);
+  assert_non_null(strstr(out_buf, "mha,2048,4,1,fa3,"));
+  assert_non_null(strstr(out_buf, "mha,2048,4,1,fa2,"));
   cf = fopen("/tmp/xstage-test-grid.json", "w");
   assert_non_null(cf);
   fprintf(cf, "{\"cp\": [4096], \"seq\": [4096, 8192, 16384]}\n");
@@ -623,7 +643,7 @@ static void test_validate(void **s) {
   expect_rc("validate megamoe --json", 0, NULL);
   assert_string_equal(saved, out_buf);
   expect_rc("validate flashattn", 0, "");
-  assert_non_null(strstr(out_buf, "/data/published/ring-attention.csv, predicted"));
+  assert_non_null(strstr(out_buf, "/data/published/ring-attention.csv, each predicted"));
   expect_rc("validate megamoe --data", 2, "--data is unknown or needs a value");
   expect_rc("validate megamoe --data /no/such.csv", 2, "/no/such.csv: cannot open");
   expect_rc("validate megamoe --data tests/data/bad-validate.csv", 2,
@@ -651,21 +671,48 @@ static void test_flashattn(void **s) {
   assert_non_null(root);
   json_t *cs = json_object_get(root, "configs");
   assert_int_equal(json_array_size(cs), 90);
-  const char *keys[] = {"preset", "seq", "cp", "causal", "sequential_s", "dedicated_s",
-                        "piggyback_s", "ideal_s", "speedup", "speedup_vs_dedicated",
-                        "blocking_speedup"};
+  const char *keys[] = {"preset", "seq", "cp", "causal", "kernel", "local_s", "sequential_s",
+                        "stream_s", "sms_s", "piggyback_s", "ideal_s", "speedup",
+                        "speedup_vs_dedicated", "blocking_speedup", "best", "free_s"};
   json_t *c0 = json_array_get(cs, 0);
-  assert_int_equal(json_object_size(c0), 12); /* the keys below and "ring" */
-  for (int i = 0; i < 11; i++)
+  assert_int_equal(json_object_size(c0), 16);
+  for (int i = 0; i < 16; i++)
     assert_non_null(json_object_get(c0, keys[i]));
-  assert_int_equal(json_array_size(json_object_get(c0, "ring")), 13);
   json_t *sum = json_object_get(root, "summary");
-  assert_int_equal(json_object_size(sum), 5);
-  assert_true(num(sum, "geomean_speedup") >= 1);
+  assert_int_equal(json_object_size(sum), 6);
+  assert_true(num(sum, "geomean_speedup") > 0);
   num(sum, "geomean_speedup_vs_dedicated");
   num(sum, "geomean_blocking_speedup");
+  assert_true(num(sum, "geomean_ideal_ratio") >= 1);
   assert_true(num(sum, "max_speedup") >= num(sum, "geomean_speedup"));
   json_decref(root);
+  /* the emitted program is the plan: through predict --model burstgap it
+   * takes the plan's time within 5%, every way, at 2k and 16k tokens */
+  static const char *const ways[] = {"sequential", "dedicated-stream", "dedicated-sms",
+                                     "piggyback"};
+  for (int seq = 2048; seq <= 16384; seq *= 8)
+    for (int w = 0; w < 4; w++) {
+      char cmd[512], prog[64];
+      snprintf(prog, sizeof prog, "/tmp/xstage-fa-%d-%d.json", (int)getpid(), w);
+      snprintf(cmd, sizeof cmd, "plan flashattn --preset llama3-70b --profile h200-nvlink "
+               "--kernel fa3 --seq %d --json --path %s --emit-program %s", seq, ways[w], prog);
+      expect_rc(cmd, 0, NULL);
+      root = json_loads(out_buf, 0, &je);
+      assert_non_null(root);
+      double plan = num(json_object_get(json_object_get(root, "paths"), ways[w]), "burstgap_s");
+      json_decref(root);
+      snprintf(cmd, sizeof cmd, "predict --profile h200-nvlink --program %s --model burstgap "
+               "--json", prog);
+      expect_rc(cmd, 0, NULL);
+      remove(prog);
+      root = json_loads(out_buf, 0, &je);
+      assert_non_null(root);
+      double got = num(json_object_get(json_object_get(root, "models"), "burstgap"),
+                       "makespan_s");
+      json_decref(root);
+      if (!(fabs(got / plan - 1) <= 0.05))
+        fail_msg("seq %d %s: predict %.9g s, plan %.9g s", seq, ways[w], got, plan);
+    }
 }
 
 static void test_measuring(void **s) {

@@ -1,9 +1,12 @@
 /*
- * test_fa.c: the context-parallel attention planner. Each KV tile is
- * forwarded exactly once per step (P - 1 forwards), the flops equal the
- * config's, step s+1's compute waits for the delivery of step s's block,
- * piggyback is never slower than sequential under burstgap, and one small
- * config is checked by hand.
+ * test_fa.c: the ring attention planner. Every way's program forwards the
+ * config's bytes, once a step, and waits for each block before the next
+ * step's kernel; a small ring by hand; the program a plan emits, written
+ * out and read back, takes the plan's time (at 2k and 16k tokens per
+ * rank); with communication free a program takes exactly the sum of the
+ * terms it was written with; piggyback's stall comes from the channel; the
+ * validation never reads the measured times; the kernel figures
+ * reproduce the benchmarks they were fitted to.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,108 +24,113 @@ static int near(double a, double b, double rel) {
   return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-300;
 }
 
-/* Walk the compute worker: the k-th wait is on block k-1's last send, and
- * comes before any compute of step k; returns the number of waits. */
-static int check_chain(const xs_program *p, size_t sms) {
-  int waits = 0;
-  char buf[64], want[64];
-  for (size_t i = 0; i < xs_program_op_count(p, sms); i++) {
-    xs_op_info op;
-    xs_program_op(p, sms, i, &op);
-    if (op.kind != XS_OP_WAIT)
-      continue;
-    const char *id = xs_program_send_id(p, op.send, buf, sizeof buf);
-    snprintf(want, sizeof want, "kv%d", waits);
-    if (strncmp(id, want, strlen(want)) != 0 ||
-        (id[strlen(want)] != '\0' && id[strlen(want)] != '.'))
-      return -1;
-    /* dedicated: one wait per forwarder, all on the same step */
-    if (id[strlen(want)] == '.') {
-      size_t j = i + 1;
-      for (; j < xs_program_op_count(p, sms); j++) {
-        xs_op_info o2;
-        xs_program_op(p, sms, j, &o2);
-        if (o2.kind != XS_OP_WAIT)
-          break;
-      }
-      i = j - 1;
-    }
-    waits++;
-  }
-  return waits;
+static const xs_fa_path ring_paths[] = {XS_FA_PATH_SEQUENTIAL, XS_FA_PATH_STREAM,
+                                        XS_FA_PATH_SMS, XS_FA_PATH_PIGGYBACK};
+
+/* Bytes a program puts on the channel (each send times its worker's
+ * copies), and whether every kernel worker waits for a send of step s
+ * before its (s+1)-th barrier await. */
+static double program_bytes(const xs_program *p) {
+  double b = 0;
+  for (size_t i = 0; i < xs_program_send_count(p); i++)
+    b += xs_program_send_bytes(p, i) *
+         (double)xs_program_worker_copies(p, xs_program_send_worker(p, i));
+  return b;
 }
 
-static void test_conservation_and_chain(void **st) {
+/* Step s's block is waited for before step s+1's kernel ends: the
+ * (s+1)-th barrier await of worker w comes after a wait on a send named
+ * kv<s> (or kv<s>.<i>), for every step s that sends; and there is one
+ * barrier await a step. */
+static int step_of(const char *id) {
+  if (strncmp(id, "kv", 2))
+    return -1;
+  char *end;
+  long s = strtol(id + 2, &end, 10);
+  return end != id + 2 && (*end == 0 || *end == '.') ? (int)s : -1;
+}
+
+static int chained(const xs_program *p, size_t w, size_t steps) {
+  int sends[64] = {0}, waited[64] = {0};
+  char buf[64];
+  for (size_t i = 0; i < xs_program_send_count(p); i++) {
+    int s = step_of(xs_program_send_id(p, i, buf, sizeof buf));
+    if (s >= 0 && s < 64)
+      sends[s] = 1;
+  }
+  size_t awaits = 0;
+  int ok = 1;
+  for (size_t i = 0; i < xs_program_op_count(p, w); i++) {
+    xs_op_info op;
+    xs_program_op(p, w, i, &op);
+    if (op.kind == XS_OP_AWAIT && !strcmp(op.counter, "kernel_done")) {
+      if (awaits > 0 && awaits < 64 && sends[awaits - 1] && !waited[awaits - 1])
+        ok = 0;
+      awaits++;
+    }
+    if (op.kind == XS_OP_WAIT) {
+      int s = step_of(xs_program_send_id(p, op.send, buf, sizeof buf));
+      if (s >= 0 && s < 64)
+        waited[s] = 1;
+    }
+  }
+  return ok && awaits == steps;
+}
+
+static void test_bytes_and_chain(void **st) {
   (void)st;
   xs_profile *prof;
   xs_error e;
   assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
-  const xs_fa_choice choices[] = {{0, 0, 1}, {0, 1, 1}, {0, 4, 16}, {0, 16, 4},
-                                  {1, 0, 1}, {8, 0, 1}};
   for (size_t i = 0; i < xs_fa_preset_count(); i++)
-    for (double seq = 1000; seq <= 20000; seq *= 4.5)
+    for (double seq = 1024; seq <= 20000; seq *= 4.5)
       for (int causal = 0; causal < 2; causal++)
-        for (int sc = 0; sc < XS_FA_SCHEDULES; sc++)
-          for (size_t k = 0; k < 6; k++) {
-            if ((sc == XS_FA_DEDICATED) != (choices[k].forward_sms > 0))
-              continue;
+        for (int bwd = 0; bwd < 2; bwd++)
+          for (size_t q = 0; q < 4; q++) {
             xs_fa_config c;
             xs_fa_preset(xs_fa_preset_name(i), &c);
-            c.seq = seq;
+            c.seq = 2 * floor(seq / 2);
             c.causal = causal;
             c.cp = 4;
-            xs__fa_audit a;
+            c.backward = bwd;
+            snprintf(c.kernel, sizeof c.kernel, "%s", bwd ? "fa2" : "fa3");
             xs_program *p;
-            assert_int_equal(xs__fa_audit_program(&c, prof, (xs_fa_schedule)sc,
-                                                  &choices[k], &a, &p, &e), XS_OK);
-            double tiles = ceil(seq / c.block_n) * c.heads_kv;
-            double kv = 2 * seq * c.heads_kv * c.head_dim * c.bytes;
-            double flops = 4 * seq * seq * c.heads_q * c.head_dim * (causal ? 0.5 : 1) * 4;
-            if (!near(a.tiles_forwarded, tiles * 3, 1e-9) || !near(a.bytes, kv * 3, 1e-9) ||
-                !near(a.flops, flops, 1e-9) || !near(a.config_flops, flops, 1e-12)) {
-              fprintf(stderr, "%s seq %g causal %d schedule %d choice %zu: tiles %g (%g) "
-                              "bytes %g (%g) flops %g (%g)\n",
-                      c.name, seq, causal, sc, k, a.tiles_forwarded, tiles * 3, a.bytes,
-                      kv * 3, a.flops, flops);
+            xs_fa_choice ch = {8};
+            assert_int_equal(xs_fa_program(&c, prof, ring_paths[q], &ch, &p, &e), XS_OK);
+            double kv = 2 * c.seq * c.heads_kv * c.head_dim * c.bytes;
+            /* forward: P - 1 blocks; backward: P - 1 blocks and P of the
+             * FP32 dK, dV accumulators */
+            double want = 3 * kv + (bwd ? 3 * kv + 4 * 2 * kv : 0);
+            double got = program_bytes(p);
+            if (!near(got, want, 1e-9)) {
+              fprintf(stderr, "%s seq %g causal %d bwd %d %s: %.17g bytes, want %.17g\n",
+                      c.name, c.seq, causal, bwd, xs_fa_path_name(ring_paths[q]), got, want);
               fail();
             }
-            assert_int_equal(check_chain(p, 0), 3);
+            size_t steps = (size_t)c.cp * (bwd ? 2 : 1);
+            for (size_t w = 0; w < xs_program_worker_count(p); w++) {
+              const char *wn = xs_program_worker_name(p, w);
+              if (strncmp(wn, "sms", 3))
+                continue;
+              if (!chained(p, w, steps)) {
+                fprintf(stderr, "%s seq %g causal %d bwd %d %s worker %s: a kernel "
+                                "starts before its block is in\n", c.name, c.seq, causal,
+                        bwd, xs_fa_path_name(ring_paths[q]), wn);
+                fail();
+              }
+            }
             xs_program_free(p);
           }
   xs_profile_free(prof);
 }
 
-static void test_never_slower(void **st) {
-  (void)st;
-  const char *profiles[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink", "h100-pcie5-host"};
-  for (int q = 0; q < 4; q++) {
-    xs_profile *prof;
-    xs_error e;
-    assert_int_equal(xs_profile_load(profiles[q], &prof, &e), XS_OK);
-    for (size_t i = 0; i < xs_fa_preset_count(); i++)
-      for (double seq = 4096; seq <= 65536; seq *= 4)
-        for (int causal = 0; causal < 2; causal++) {
-          xs_fa_config c;
-          xs_fa_preset(xs_fa_preset_name(i), &c);
-          c.seq = seq;
-          c.causal = causal;
-          xs_fa_result r;
-          assert_int_equal(xs_fa_plan(&c, prof, &r, &e), XS_OK);
-          if (!(r.time_s[2][0] <= r.time_s[0][0])) {
-            fprintf(stderr, "%s %s seq %g: piggyback %.9g > sequential %.9g\n",
-                    profiles[q], c.name, seq, r.time_s[2][0], r.time_s[0][0]);
-            fail();
-          }
-        }
-    xs_profile_free(prof);
-  }
-}
-
-/* 1024 tokens, 2 query heads, 1 KV head, d 64, CP 2, full mask, BF16, on
- * 4 SMs of 1e12 FLOP/s: a step is 4*1024^2*2*64 = 5.37e8 flop, 536.9 us;
- * the block is 2*1024*1*64*2 = 262144 B; a 1 GB/s channel with C = 0 and
- * L = 1 us forwards it in 262.144 us + 1 us. Sequential: compute, forward,
- * compute: 536.870912*2 + 263.144 us. */
+/* 1024 tokens, 2 query heads, 1 KV head, d 64, CP 2, full mask, on 4
+ * SMs of 1e12 FLOP/s (no measured kernel figures: the profile's FLOP/s):
+ * FlashAttention-2's 128 x 128 tiles at head dim 64, two CTAs an SM: 16
+ * CTAs in two rounds of 8 slots, a kernel of 4*1024^2*2*64/1e12 = 536.87
+ * us; the block is 2*1024*64*2 = 262144 B; a 1 GB/s channel with C = 0
+ * and L = 1 us, no launch, sync or HBM costs. Sequential: two kernels and
+ * one forward, 2*536.870912 + 262.144 + 1 us. */
 static void test_hand_small(void **st) {
   (void)st;
   xs_profile *prof = xs_profile_new("hand", "test");
@@ -138,17 +146,36 @@ static void test_hand_small(void **st) {
                     " \"cp\": 2, \"causal\": false}";
   xs_fa_config c;
   assert_int_equal(xs_fa_config_parse(cfg, strlen(cfg), "small.json", &c, &e), XS_OK);
-  xs_fa_result r;
-  assert_int_equal(xs_fa_plan(&c, prof, &r, &e), XS_OK);
-  double step = 4.0 * 1024 * 1024 * 2 * 64 / 1e12;
-  assert_true(near(r.work.step_s, step, 1e-12));
-  assert_true(near(r.work.kv_B, 262144, 1e-12));
-  assert_true(near(r.time_s[0][0], 2 * step + 262144 / 1e9 + 1e-6, 1e-9));
-  /* 16 CTAs on 4 SMs: 4 waves; piggyback over all 4 waves hides all but the
-   * last chunk's forwarding behind compute */
-  assert_true(r.work.waves == 4);
-  assert_true(r.time_s[2][0] < r.time_s[0][0]);
-  assert_true(r.time_s[2][2] <= r.time_s[2][0]);
+  xs_fa_result *r = malloc(sizeof *r);
+  assert_int_equal(xs_fa_plan(&c, prof, r, &e), XS_OK);
+  double kernel = 4.0 * 1024 * 1024 * 2 * 64 / 1e12;
+  assert_true(near(r->time_s[XS_FA_LOCAL][0], kernel, 1e-12));
+  assert_true(near(r->work.kv_B, 262144, 1e-12));
+  assert_false(r->work.measured);
+  double seq = 2 * kernel + 262144 / 1e9 + 1e-6;
+  if (!near(r->time_s[XS_FA_PATH_SEQUENTIAL][0], seq, 1e-9))
+    fail_msg("sequential %.12g s, by hand %.12g s", r->time_s[XS_FA_PATH_SEQUENTIAL][0], seq);
+  /* the exposed part is the forward; free, it is two kernels */
+  const xs_fa_breakdown *b = &r->breakdown[XS_FA_PATH_SEQUENTIAL];
+  assert_true(near(b->exposed_s, 262144 / 1e9 + 1e-6, 1e-9));
+  assert_true(near(b->free_s, 2 * kernel, 1e-12));
+  assert_true(near(b->compute_s, 2 * kernel, 1e-12));
+  /* piggyback stores 32 KiB stages from inside the kernel: it hides
+   * most of the forward, stalls when a store outlasts the other stage,
+   * and is never below its ideal or its free ring */
+  const double *pg = r->time_s[XS_FA_PATH_PIGGYBACK];
+  assert_true(pg[0] < seq);
+  assert_true(pg[XS_MODEL_IDEAL] <= pg[0] * (1 + 1e-12));
+  assert_true(r->breakdown[XS_FA_PATH_PIGGYBACK].stall_s > 0);
+  assert_true(r->breakdown[XS_FA_PATH_PIGGYBACK].free_s <= pg[0]);
+  free(r);
+  /* two SMs: dedicated-sms sets one aside, the others use both */
+  c.sms = 2;
+  r = malloc(sizeof *r);
+  assert_int_equal(xs_fa_plan(&c, prof, r, &e), XS_OK);
+  assert_int_equal(r->breakdown[XS_FA_PATH_SMS].forward_sms, 1);
+  assert_true(near(r->time_s[XS_FA_LOCAL][0], 2 * kernel, 1e-12));
+  free(r);
   xs_profile_free(prof);
 }
 
@@ -179,74 +206,133 @@ static void test_no_channel(void **st) {
   assert_int_equal(xs_profile_set_flops(prof, "bf16", 1e12, &e), XS_OK);
   xs_fa_config c;
   assert_int_equal(xs_fa_preset("llama3-70b", &c), 0);
-  xs_fa_result r;
-  assert_int_equal(xs_fa_plan(&c, prof, &r, &e), XS_INVALID);
+  xs_fa_result *r = malloc(sizeof *r);
+  assert_int_equal(xs_fa_plan(&c, prof, r, &e), XS_INVALID);
   assert_non_null(strstr(e.message, "profile \"compute-only\" has no channel"));
+  free(r);
   xs_program *p;
-  assert_int_equal(xs_fa_program(&c, prof, XS_FA_PIGGYBACK, NULL, &p, NULL, &e),
-                   XS_INVALID);
+  assert_int_equal(xs_fa_program(&c, prof, XS_FA_PATH_PIGGYBACK, NULL, &p, &e), XS_INVALID);
   assert_non_null(strstr(e.message, "has no channel"));
   xs_profile_free(prof);
 }
 
-/* The ring model against a hand computation: a full-mask ring whose
- * forward is tiny (one KV head, short head dim, a fast link), so every
- * path's time is the steps' kernels, merges and fixed costs: P full
- * kernels in whole waves at the profile's rate, plus the merge bytes over
- * the copy bandwidth. */
-static void test_ring_by_hand(void **st) {
+/* The program a plan emits is the plan: written out as JSON, read back
+ * and evaluated under burstgap on the same profile, every way takes the
+ * time the plan reports (within 5%; it is the same program, so far
+ * closer), at 2k and 16k tokens per rank. */
+static void test_emitted_is_plan(void **st) {
   (void)st;
-  xs_profile *prof;
-  xs_error e;
-  assert_int_equal(xs_profile_load("h800-nvlink", &prof, &e), XS_OK);
-  xs_fa_config c;
-  xs_fa_preset("mha", &c);
-  c.seq = 4096;
-  c.heads_q = 132; /* 32 Q tiles x 132 heads */
-  c.heads_kv = 1;
-  c.cp = 4;
-  c.causal = 0;
-  double F = xs_profile_attn(prof, XS_ATTN_FLOPS, "fa2");
-  double cta = xs_profile_attn(prof, XS_ATTN_CTA_S, "fa2");
-  xs_kernel_costs k;
-  xs_profile_kernel_costs(prof, &k);
-  /* FlashAttention-2: 128 x 64 tiles, two CTAs an SM each at half its
-   * rate: 4224 CTAs in 16 waves of 264 */
-  double tile = 4 * 128.0 * 64 * 128 / (F / 132);
-  double kernel = 16 * 2 * (64 * tile + cta);
-  double el = 4096.0 * 132 * 128, bw = xs_profile_hbm_Bps(prof) * k.copy_efficiency;
-  double merge = (6 * el + 3 * 38 * el + 6 * el) / bw;
-  /* the communication kernel's SMs, while each of the 3 forwards drains */
-  double comm = 2 * 4096.0 * 128 * 2 /
-                xs_profile_channel(prof, xs_profile_default_channel(prof))->drain_Bps;
-  double lost = 3 * kernel * k.comm_sms / (132 - k.comm_sms) * fmin(1, comm / kernel);
-  double want = 4 * kernel + lost + merge + 4 * k.ring_step_s;
-  double got;
-  xs_fa_breakdown bd;
-  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &got, &bd, &e), XS_OK);
-  if (fabs(got / want - 1) > 0.02)
-    fail_msg("dedicated-stream: %.9g s, by hand %.9g s", got, want);
-  assert_true(k.comm_sms > 0 && lost > 0);
-  assert_true(fabs(bd.compute_s - 4 * kernel - lost) < 1e-9 * kernel);
-  assert_true(fabs(bd.merge_s - merge) < 1e-9);
-  double local;
-  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_LOCAL, &local, NULL, &e), XS_OK);
-  assert_true(fabs(local - kernel) < 1e-12);
-  /* the sequential path adds the forwards; piggyback is never slower than
-   * it; causal contiguous is slower than zigzag (the last rank's work) */
-  double seq, pig;
-  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_SEQUENTIAL, &seq, NULL, &e), XS_OK);
-  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_PIGGYBACK, &pig, NULL, &e), XS_OK);
-  assert_true(seq > got && pig <= seq);
-  c.causal = 1;
-  double cont, zig;
-  c.layout = XS_FA_CONTIGUOUS;
-  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &cont, &bd, &e), XS_OK);
-  assert_true(bd.imbalance_s > 0);
-  c.layout = XS_FA_ZIGZAG;
-  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &zig, NULL, &e), XS_OK);
-  assert_true(cont > 1.3 * zig);
-  xs_profile_free(prof);
+  const char *profs[] = {"h100-nvlink", "h200-nvlink", "b200-nvlink"};
+  const char *kers[] = {"fa3", "fa3", "fa4"};
+  for (int q = 0; q < 3; q++) {
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_profile_load(profs[q], &prof, &e), XS_OK);
+    for (double seq = 2048; seq <= 16384; seq *= 8) {
+      xs_fa_config c;
+      xs_fa_preset("llama3-8b", &c);
+      c.seq = seq;
+      snprintf(c.kernel, sizeof c.kernel, "%s", kers[q]);
+      xs_fa_result *r = malloc(sizeof *r);
+      assert_int_equal(xs_fa_plan(&c, prof, r, &e), XS_OK);
+      for (int w = 0; w < XS_FA_PATHS; w++) {
+        xs_program *p, *back;
+        xs_fa_choice ch = {r->breakdown[w].forward_sms};
+        assert_int_equal(xs_fa_program(&c, prof, (xs_fa_path)w, &ch, &p, &e), XS_OK);
+        char *text = xs_program_to_json(p);
+        assert_non_null(text);
+        assert_int_equal(xs_program_parse(text, strlen(text), "emitted.json", &back, &e),
+                         XS_OK);
+        xs_result *res;
+        assert_int_equal(xs_evaluate(back, prof, XS_MODEL_BURSTGAP, NULL, &res, &e), XS_OK);
+        double plan = r->time_s[w][0], got = res->makespan_s;
+        print_message("# %s %s seq %g %-16s plan %.6g ms, emitted %.6g ms\n", profs[q],
+                      kers[q], seq, xs_fa_path_name((xs_fa_path)w), plan * 1e3, got * 1e3);
+        if (!(fabs(got / plan - 1) <= 0.05))
+          fail_msg("%s seq %g %s: emitted program %.9g s, plan %.9g s", profs[q], seq,
+                   xs_fa_path_name((xs_fa_path)w), got, plan);
+        assert_true(fabs(got / plan - 1) < 1e-6);
+        xs_result_free(res);
+        free(text);
+        xs_program_free(back);
+        xs_program_free(p);
+      }
+      free(r);
+    }
+    xs_profile_free(prof);
+  }
+}
+
+/* With communication free a ring's program is kernels, merges and fixed
+ * costs between barriers: its makespan is exactly the sum of the terms it
+ * was written with (the evaluator against the planner's bookkeeping); and
+ * with communication, no way is faster than its free ring or its ideal. */
+static void test_terms_add_up(void **st) {
+  (void)st;
+  const char *profs[] = {"h800-nvlink", "a100-nvlink", "h200-nvlink", "b200-nvlink"};
+  const char *kers[] = {"fa2", "fa2", "fa3", "fa4"};
+  for (int q = 0; q < 4; q++) {
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_profile_load(profs[q], &prof, &e), XS_OK);
+    for (size_t i = 0; i < xs_fa_preset_count(); i++)
+      for (double seq = 1024; seq <= 32768; seq *= 2)
+        for (int layout = 0; layout < XS_FA_LAYOUTS; layout++)
+          for (int bwd = 0; bwd < 2; bwd++) {
+            xs_fa_config c;
+            xs_fa_preset(xs_fa_preset_name(i), &c);
+            c.seq = seq;
+            c.layout = layout;
+            c.backward = bwd;
+            snprintf(c.kernel, sizeof c.kernel, "%s", kers[q]);
+            for (size_t w = 0; w < 4; w++) {
+              double t;
+              xs_fa_breakdown b;
+              assert_int_equal(xs_fa_predict(&c, prof, ring_paths[w], &t, &b, &e), XS_OK);
+              double sum = b.compute_s + b.merge_s + b.fixed_s + b.interference_s +
+                           b.exposed_s;
+              if (!near(sum, t, 1e-9) || !(b.free_s <= t * (1 + 1e-12)) ||
+                  !(b.stall_s <= b.exposed_s + 1e-12) ||
+                  !(b.imbalance_s >= 0 && b.imbalance_s <= b.compute_s + 1e-12)) {
+                fprintf(stderr, "%s %s seq %g layout %d bwd %d %s: time %.9g, terms %.9g, "
+                                "free %.9g, stall %.3g, exposed %.3g\n", profs[q], c.name,
+                        seq, layout, bwd, xs_fa_path_name(ring_paths[w]), t, sum,
+                        b.free_s, b.stall_s, b.exposed_s);
+                fail();
+              }
+            }
+          }
+    xs_profile_free(prof);
+  }
+}
+
+/* Piggyback's stall comes out of the channel: on a link that drains at
+ * a fiftieth of the stores' rate with 64 KiB in flight at most, the SMs
+ * wait for their stages; on one a thousand times faster, they do not. */
+static void test_piggyback_stall(void **st) {
+  (void)st;
+  double stall[2];
+  for (int fast = 0; fast < 2; fast++) {
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+    xs_channel *ch = xs__profile_channel_mut(prof, xs_profile_default_channel(prof));
+    ch->drain_Bps = fast ? 1e15 : 3e9;
+    ch->capacity_B = fast ? INFINITY : 65536;
+    ch->inject_Bps = ch->worker_inject_Bps = fast ? 1e15 : 1.2e10;
+    xs_fa_config c;
+    xs_fa_preset("mha", &c);
+    c.seq = 4096;
+    snprintf(c.kernel, sizeof c.kernel, "fa3");
+    double t;
+    xs_fa_breakdown b;
+    assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_PIGGYBACK, &t, &b, &e), XS_OK);
+    stall[fast] = b.stall_s;
+    if (!fast)
+      assert_true(b.stall_s > 0.1 * t && b.exposed_s >= b.stall_s);
+    xs_profile_free(prof);
+  }
+  assert_true(stall[1] < 1e-6 * stall[0]);
 }
 
 /* validate flashattn: every time_us x 3 gives the same predictions */
@@ -360,14 +446,83 @@ static void test_kernel_calibration(void **st) {
   assert_true(groups >= 6);
 }
 
+static double median_of(double *v, size_t n) {
+  qsort(v, n, sizeof *v, by_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* validate flashattn's summary of where communication shows, against the
+ * rows counted here: each ring row's local arm found by its shape, its
+ * measured overhead over P x the local arm, and the medians */
+static void test_comm_summary(void **st) {
+  (void)st;
+  char path[512];
+  snprintf(path, sizeof path, "%s/data/published/ring-attention.csv", XSTAGE_SRC);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  xs_validate_set set;
+  xs_error e;
+  assert_int_equal(xs_validate_flashattn(text, n, path, &set, NULL, NULL, &e), XS_OK);
+  xs_validate_fa_stats s;
+  assert_int_equal(xs_validate_fa_summary(&set, 0.10, &s, &e), XS_OK);
+  double *err = calloc(set.nrows, sizeof *err), *fr = calloc(set.nrows, sizeof *fr);
+  double *ratio = calloc(set.nrows, sizeof *ratio);
+  size_t rings = 0, shows = 0;
+  for (size_t i = 0; i < set.nrows; i++) {
+    const xs_validate_row *r = &set.rows[i];
+    if (!strcmp(r->arm, "local"))
+      continue;
+    for (size_t j = 0; j < set.nrows; j++) {
+      const xs_validate_row *l = &set.rows[j];
+      if (strcmp(l->arm, "local") || strcmp(l->source, r->source) || strcmp(l->gpu, r->gpu) ||
+          l->fa.heads_q != r->fa.heads_q || l->fa.seq != r->fa.seq ||
+          strcmp(l->pass, r->pass) || l->fa.batch != r->fa.batch)
+        continue;
+      rings++;
+      double over = r->measured_us / (r->fa.cp * l->measured_us);
+      if (over > 1.1) {
+        err[shows] = fabs(r->error);
+        fr[shows] = fabs(r->fa_breakdown.free_s * 1e6 / r->measured_us - 1);
+        ratio[shows++] = fabs(r->predicted_us / (r->fa.cp * l->predicted_us) / over - 1);
+      }
+      break;
+    }
+  }
+  assert_int_equal(s.rings, rings);
+  assert_int_equal(s.shows, shows);
+  assert_true(shows > 0);
+  /* the model on the project's data: at least 15 rings where the
+   * overhead shows, from 2 sources or more, median |error| on them at
+   * most 20% and on all rows 15%, the overhead within 25% (median) */
+  print_message("# %zu rows showing communication of %zu rings (%zu sources): median "
+                "|error| %.1f%%, overhead %.1f%%, all rows %.1f%%; free %.1f%%\n",
+                s.shows, s.rings, s.shows_sources, 100 * s.median_shows,
+                100 * s.median_ratio_shows, 100 * s.median_all, 100 * s.free_median_shows);
+  assert_true(s.shows >= 15 && s.shows_sources >= 2);
+  assert_true(s.median_shows <= 0.20 && s.median_all <= 0.15 &&
+              s.median_ratio_shows <= 0.25);
+  assert_true(near(s.median_shows, median_of(err, shows), 1e-12));
+  assert_true(near(s.free_median_shows, median_of(fr, shows), 1e-12));
+  assert_true(near(s.median_ratio_shows, median_of(ratio, shows), 1e-12));
+  free(err);
+  free(fr);
+  free(ratio);
+  xs_validate_free(&set);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_conservation_and_chain),
-                                     cmocka_unit_test(test_never_slower),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_and_chain),
                                      cmocka_unit_test(test_hand_small),
                                      cmocka_unit_test(test_bad_config),
                                      cmocka_unit_test(test_no_channel),
-                                     cmocka_unit_test(test_ring_by_hand),
+                                     cmocka_unit_test(test_emitted_is_plan),
+                                     cmocka_unit_test(test_terms_add_up),
+                                     cmocka_unit_test(test_piggyback_stall),
                                      cmocka_unit_test(test_validate_blind),
+                                     cmocka_unit_test(test_comm_summary),
                                      cmocka_unit_test(test_kernel_calibration)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -505,8 +505,9 @@ def plan_flashattn(config: ConfigLike, prof: ProfileLike, seq: Optional[int] = N
                    cp: Optional[int] = None, causal: Optional[bool] = None,
                    kernel: Optional[str] = None, layout: Optional[str] = None,
                    backward: Optional[bool] = None) -> FAPlan:
-    """Plan ring attention's KV forwarding (docs/plan-flashattn.md): an
-    :class:`FAPlan` (`xstage plan flashattn --json`). config: a preset
+    """Plan ring attention (docs/plan-flashattn.md): every way of moving KV
+    under every causal layout, an :class:`FAPlan` (`xstage plan flashattn
+    --json`). config: a preset
     name (llama3-8b, llama3-70b, mha), a dict or a JSON file; seq and cp
     whole numbers, causal and backward True or False."""
     c = _fa_config(config, seq, cp, causal, kernel, layout, backward)
@@ -573,7 +574,7 @@ def sweep_megamoe(prof: ProfileLike, grid: Union[None, Mapping, PathLike] = None
 def sweep_flashattn(prof: ProfileLike,
                     grid: Union[None, Mapping, PathLike] = None) -> Sweep:
     """`xstage sweep flashattn --json`, a :class:`Sweep`. grid: None (90
-    configs), a dict {"presets", "seq", "cp", "causal"} or a JSON file."""
+    configs), a dict {"presets", "seq", "cp", "causal", "kernel"} or a JSON file."""
     return _sweep(grid, prof, _lib.xs_fa_sweep_grid, _lib.xs_fa_sweep_json)
 
 

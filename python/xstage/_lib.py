@@ -198,9 +198,10 @@ _D = ctypes.c_double
 
 class FaRing(ctypes.Structure):
     _fields_ = [("path", ctypes.c_int), ("layout", ctypes.c_int), ("time_s", _D),
-                ("compute_s", _D), ("merge_s", _D), ("fixed_s", _D), ("exposed_s", _D),
-                ("imbalance_s", _D), ("forward_sms", ctypes.c_uint),
-                ("spread", ctypes.c_uint), ("bound", ctypes.c_char_p)]
+                ("compute_s", _D), ("merge_s", _D), ("fixed_s", _D),
+                ("interference_s", _D), ("exposed_s", _D), ("imbalance_s", _D),
+                ("stall_s", _D), ("free_s", _D), ("forward_sms", ctypes.c_uint),
+                ("bound", ctypes.c_char_p)]
 
 
 class FaTableRow(ctypes.Structure):

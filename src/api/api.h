@@ -16,7 +16,11 @@ xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err)
 json_t *xs__api_moe_schedules(const xs_moe_result *r);
 json_t *xs__api_moe_knobs(const xs_moe_pattern *k);
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b);
-/* The ring model's rows as an array; null when there are none. */
+/* An attention plan's rows as an array. */
 json_t *xs__api_rings(const xs_fa_ring *r, size_t n);
+/* An attention plan's piggyback over sequential, over the faster
+ * dedicated way, and the first under blocking. */
+void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedicated,
+                         double *blocking);
 
 #endif

@@ -241,99 +241,91 @@ xs_status xs_moe_table_json(const xs_moe_table *table, const xs_moe_config *conf
 
 /* ---- ring attention ---- */
 
-xs_status xs_fa_rings(const xs_fa_config *c, const xs_profile *prof, xs_fa_ring *out,
-                      size_t *n, xs_error *err) {
-  *n = 0;
-  char key[24];
-  snprintf(key, sizeof key, "%s%s", c->kernel, c->backward ? "_fwd_bwd" : "");
-  if (!(xs_profile_attn(prof, XS_ATTN_FLOPS, key) > 0))
-    return XS_OK;
-  for (int p = 0; p < XS_FA_PATHS; p++)
-    for (int l = 0; l < XS_FA_LAYOUTS; l++) {
-      if ((p == XS_FA_LOCAL || !c->causal) && l != c->layout)
-        continue;
-      xs_fa_config at = *c;
-      at.layout = l;
-      xs_fa_ring *r = &out[*n];
-      r->path = (xs_fa_path)p;
-      r->layout = p == XS_FA_LOCAL || !c->causal ? -1 : l;
-      xs_status st = xs_fa_predict(&at, prof, r->path, &r->time_s, &r->breakdown, err);
-      if (st) {
-        *n = 0;
-        return st;
-      }
-      (*n)++;
-    }
-  return XS_OK;
+static json_t *breakdown_json(const xs_fa_breakdown *b) {
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:s}", "compute_s", b->compute_s,
+                   "merge_s", b->merge_s, "fixed_s", b->fixed_s, "interference_s",
+                   b->interference_s, "exposed_s", b->exposed_s, "imbalance_s",
+                   b->imbalance_s, "stall_s", b->stall_s, "free_s", b->free_s,
+                   "forward_sms", (int)b->forward_sms, "bound", b->bound ? b->bound : "");
 }
 
 static json_t *ring_one(const xs_fa_ring *r) {
-  const xs_fa_breakdown *b = &r->breakdown;
-  return json_pack("{s:s,s:s,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:s}}", "path",
-                   xs_fa_path_name(r->path), "layout",
+  return json_pack("{s:s,s:s,s:f,s:o}", "path", xs_fa_path_name(r->path), "layout",
                    r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
-                   "time_s", r->time_s, "breakdown", "compute_s", b->compute_s,
-                   "merge_s", b->merge_s, "fixed_s", b->fixed_s, "exposed_s",
-                   b->exposed_s, "imbalance_s", b->imbalance_s, "forward_sms",
-                   (int)b->forward_sms, "spread", (int)b->spread, "bound",
-                   b->bound ? b->bound : "");
+                   "time_s", r->time_s, "breakdown", breakdown_json(&r->breakdown));
 }
 
 json_t *xs__api_rings(const xs_fa_ring *r, size_t n) {
-  if (!n)
-    return json_null();
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(a, ring_one(&r[i]));
   return a;
 }
 
+/* piggyback over sequential, over the faster dedicated way, and the
+ * same under blocking (the config's layout) */
+void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedicated,
+                         double *blocking) {
+  const double *seq = r->time_s[XS_FA_PATH_SEQUENTIAL], *pig = r->time_s[XS_FA_PATH_PIGGYBACK];
+  double ded = fmin(r->time_s[XS_FA_PATH_STREAM][XS_MODEL_BURSTGAP],
+                    r->time_s[XS_FA_PATH_SMS][XS_MODEL_BURSTGAP]);
+  *speedup = seq[XS_MODEL_BURSTGAP] / pig[XS_MODEL_BURSTGAP];
+  *vs_dedicated = ded / pig[XS_MODEL_BURSTGAP];
+  *blocking = seq[XS_MODEL_BLOCKING] / pig[XS_MODEL_BLOCKING];
+}
+
 xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
                           xs_fa_result *result, char **out, xs_error *err) {
   *out = NULL;
-  xs_fa_ring ring[XS_FA_RINGS];
-  size_t nring = 0;
-  xs_fa_result r;
-  xs_status st = xs_fa_rings(config, profile, ring, &nring, err);
-  if (!st)
-    st = xs_fa_plan(config, profile, &r, err);
-  if (st)
+  xs_fa_result *r = malloc(sizeof *r);
+  if (!r)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = xs_fa_plan(config, profile, r, err);
+  if (st) {
+    free(r);
     return st;
-  static const char *const names[] = {"sequential", "dedicated", "piggyback"};
-  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b}", "preset", config->name, "profile",
-                        xs_profile_name(profile), "seq", config->seq, "cp", config->cp,
-                        "causal", config->causal);
-  if (!o)
+  }
+  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b,s:s,s:s,s:b,s:f}", "preset", config->name,
+                        "profile", xs_profile_name(profile), "seq", config->seq, "cp",
+                        config->cp, "causal", config->causal, "layout",
+                        config->causal ? xs_fa_layout_name((xs_fa_layout)config->layout) : "-",
+                        "kernel", config->kernel, "backward", config->backward, "batch",
+                        config->batch);
+  if (!o) {
+    free(r);
     return xs__api_dump(NULL, 12, out, err);
-  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-      "step_flops", r.work.step_flops, "step_s", r.work.step_s, "kv_B", r.work.kv_B,
-      "q_tiles", r.work.q_tiles, "kv_tiles", r.work.kv_tiles, "iterations",
-      r.work.iterations, "waves", r.work.waves));
-  json_t *s = json_object();
-  for (int k = 0; k < XS_FA_SCHEDULES; k++)
-    json_object_set_new(s, names[k], json_pack("{s:f,s:f,s:f}", "burstgap_s",
-        r.time_s[k][0], "blocking_s", r.time_s[k][1], "ideal_s", r.time_s[k][2]));
-  json_object_set_new(o, "schedules", s);
-  json_object_set_new(o, "choice", json_pack("{s:i,s:i,s:i,s:i}", "forward_sms",
-      (int)r.dedicated.forward_sms, "spread_waves", (int)r.piggyback.spread_waves,
-      "chunks", (int)r.piggyback.chunks, "searched", (int)r.searched));
-  json_object_set_new(o, "speedup", json_real(r.time_s[0][0] / r.time_s[2][0]));
-  json_object_set_new(o, "speedup_vs_dedicated", json_real(r.time_s[1][0] / r.time_s[2][0]));
-  json_object_set_new(o, "blocking_speedup", json_real(r.time_s[0][1] / r.time_s[2][1]));
-  json_object_set_new(o, "ring", xs__api_rings(ring, nring));
+  }
+  const xs_fa_workload *w = &r->work;
+  json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b}",
+      "step_flops", w->step_flops, "step_s", w->step_s, "kv_B", w->kv_B,
+      "q_tiles", w->q_tiles, "kv_tiles", w->kv_tiles, "iterations", w->iterations,
+      "waves", w->waves, "sms", w->sms, "stage_B", w->stage_B, "stages", w->stages,
+      "measured", w->measured));
+  json_t *paths = json_object();
+  for (int p = 0; p < XS_FA_PATHS; p++) {
+    json_t *po = json_object();
+    for (int m = 0; m < XS_MODEL_COUNT; m++) {
+      char k[32];
+      snprintf(k, sizeof k, "%s_s", xs_model_name((xs_model)m));
+      json_object_set_new(po, k, json_real(r->time_s[p][m]));
+    }
+    json_object_set_new(po, "breakdown", breakdown_json(&r->breakdown[p]));
+    json_object_set_new(paths, xs_fa_path_name((xs_fa_path)p), po);
+  }
+  json_object_set_new(o, "paths", paths);
+  json_object_set_new(o, "best", json_string(xs_fa_path_name(r->best)));
+  double sp, sd, sb;
+  xs__api_fa_speedups(r, &sp, &sd, &sb);
+  json_object_set_new(o, "speedup", json_real(sp));
+  json_object_set_new(o, "speedup_vs_dedicated", json_real(sd));
+  json_object_set_new(o, "blocking_speedup", json_real(sb));
+  json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings));
+  json_object_set_new(o, "searched", json_integer((json_int_t)r->searched));
   st = xs__api_dump(o, 12, out, err);
   if (!st && result)
-    *result = r;
+    *result = *r;
+  free(r);
   return st;
-}
-
-/* the fastest ring (not the local arm), or NULL */
-const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *r, size_t n) {
-  const xs_fa_ring *b = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].path != XS_FA_LOCAL && (!b || r[i].time_s < b->time_s))
-      b = &r[i];
-  return b;
 }
 
 xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
@@ -350,9 +342,7 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
       return st;
     const xs_fa_ring *b = xs_fa_ring_best(r, nr), *keep = NULL;
     if (!b)
-      return xs__fail(err, XS_INVALID, "%s has no attn_flops_per_s.%s%s for the ring "
-                      "model", xs_profile_name(profile), config->kernel,
-                      config->backward ? "_fwd_bwd" : "");
+      return xs__fail(err, XS_INVALID, "seq %g: no ring planned", seq[i]);
     rows[i].seq = seq[i];
     rows[i].fastest = *b;
     rows[i].near = 0;
@@ -393,7 +383,6 @@ char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
              "  const char *path;        /* sequential, dedicated-stream, dedicated-sms, piggyback */\n"
              "  const char *layout;      /* contiguous, zigzag, stripe; - for a full mask */\n"
              "  unsigned forward_sms;    /* dedicated-sms */\n"
-             "  unsigned spread;         /* piggyback: pieces a step's block goes in */\n"
              "  double predicted_us;\n} %s_row;\n\n"
              "static const %s_row %s_table[%s_ROWS] = {\n",
           XSTAGE_VERSION, name ? name : "", c->cp, c->causal ? "causal" : "full",
@@ -413,9 +402,8 @@ char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
       b.oom = 1;
       break;
     }
-    xs__sb_printf(&b, "  {%.0f, %.0f, \"%s\", \"%s\", %u, %u, %.17g},\n", lo, rows[i].seq,
-                  path, layout, pick->breakdown.forward_sms, pick->breakdown.spread,
-                  pick->time_s * 1e6);
+    xs__sb_printf(&b, "  {%.0f, %.0f, \"%s\", \"%s\", %u, %.17g},\n", lo, rows[i].seq,
+                  path, layout, pick->breakdown.forward_sms, pick->time_s * 1e6);
   }
   xs__c_lookup(&b, "row", P, up, "seq");
   free(name);
@@ -453,6 +441,54 @@ xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
 /* a number, or null where there is none (NAN: no row to take it from) */
 static json_t *real_or_null(double v) {
   return isnan(v) ? json_null() : json_real(v);
+}
+
+/* ring attention: a row's layout, pass, every model's prediction and the
+ * free ring, and where its time goes; 1 when a value could not be set */
+static int fa_row_json(json_t *o, const xs_validate_row *r) {
+  int bad = xs__jput(o, "layout", json_string(r->layout));
+  bad |= xs__jput(o, "pass", json_string(r->pass));
+  json_t *m = json_object();
+  for (int k = 0; k < XS_MODEL_COUNT && m; k++) {
+    char key[32];
+    snprintf(key, sizeof key, "%s_us", xs_model_name((xs_model)k));
+    bad |= xs__jput(m, key, real_or_null(r->model_us[k]));
+  }
+  bad |= xs__jput(m, "free_us", real_or_null(r->fa_breakdown.free_s * 1e6));
+  bad |= xs__jput(o, "models", m);
+  bad |= xs__jput(o, "breakdown", breakdown_json(&r->fa_breakdown));
+  return bad;
+}
+
+/* ring attention's summary: every model's median over all rows (and the
+ * free ring's), and where communication shows; 1 when a value could not
+ * be written (*st set when the summary itself failed) */
+static int fa_summary_json(const xs_validate_set *set, json_t *sum, xs_status *st,
+                           xs_error *err) {
+  xs_validate_fa_stats s;
+  if ((*st = xs_validate_fa_summary(set, 0.10, &s, err)))
+    return 1;
+  json_t *bym = json_object();
+  int bad = !bym;
+  for (int k = 0; k < XS_MODEL_COUNT && !bad; k++) {
+    size_t n;
+    double m = xs_validate_median_model(set, (xs_model)k, NULL, NULL, &n, NULL);
+    bad |= xs__jput(bym, xs_model_name((xs_model)k),
+                    json_pack("{s:I,s:o}", "rows", (json_int_t)n, "median_abs_error",
+                              real_or_null(m)));
+  }
+  bad |= xs__jput(bym, "free", json_pack("{s:I,s:o}", "rows", (json_int_t)s.rows,
+                                         "median_abs_error", real_or_null(s.free_median_all)));
+  bad |= xs__jput(sum, "by_model", bym);
+  bad |= xs__jput(sum, "communication", json_pack(
+      "{s:f,s:I,s:I,s:I,s:o,s:o,s:o,s:{s:o,s:o,s:o}}", "threshold", 0.10, "rings",
+      (json_int_t)s.rings, "shows", (json_int_t)s.shows, "shows_sources",
+      (json_int_t)s.shows_sources, "median_abs_error", real_or_null(s.median_shows),
+      "max_abs_error", real_or_null(s.max_shows), "median_ratio_error",
+      real_or_null(s.median_ratio_shows), "free", "median_abs_error_all",
+      real_or_null(s.free_median_all), "median_abs_error", real_or_null(s.free_median_shows),
+      "median_ratio_error", real_or_null(s.free_median_ratio_shows)));
+  return bad;
 }
 
 /* MegaMoE's summary beyond the medians: every model per arm, the signed
@@ -581,15 +617,8 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       if (r->breakdown.bound)
         bad |= xs__jput(o, "breakdown", xs__api_moe_breakdown(&r->breakdown));
     }
-    if (o && r->kind == 1) {
-      const xs_fa_breakdown *b = &r->fa_breakdown;
-      bad |= xs__jput(o, "layout", json_string(r->layout));
-      bad |= xs__jput(o, "pass", json_string(r->pass));
-      bad |= xs__jput(o, "breakdown", json_pack("{s:f,s:f,s:f,s:f,s:f,s:s}",
-          "compute_s", b->compute_s, "merge_s", b->merge_s, "fixed_s", b->fixed_s,
-          "exposed_s", b->exposed_s, "imbalance_s", b->imbalance_s, "bound",
-          b->bound ? b->bound : ""));
-    }
+    if (o && r->kind == 1)
+      bad |= fa_row_json(o, r);
     bad |= xs__jappend(rows, o);
     if (bad)
       st = xs__fail(err, XS_INVALID, "line %zu: its row cannot be written as JSON "
@@ -607,6 +636,8 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
   bad |= !sum;
   if (!bad && set->nrows && set->rows[0].kind == 0)
     bad |= moe_summary(set, arms, narms, sources, nsources, sum, &st, err);
+  else if (!bad && set->nrows)
+    bad |= fa_summary_json(set, sum, &st, err);
   bad |= xs__jput(root, "rows", rows);
   bad |= xs__jput(root, "summary", sum);
   free(arms);

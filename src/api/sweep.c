@@ -182,12 +182,12 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   xs__jdoc g = {path, text, length, {0}, err};
   *configs = NULL;
   *n = 0;
-  const char *pre[8];
+  const char *pre[8], *ker[3];
   double seqs[32], cps[16];
   int cz[2];
-  size_t np = 0, ns = 0, nc = 0, nz = 0;
+  size_t np = 0, ns = 0, nc = 0, nz = 0, nk = 0;
   xs_status st;
-  json_t *root = grid_root(&g, "presets, seq, cp and causal", &st);
+  json_t *root = grid_root(&g, "presets, seq, cp, causal and kernel", &st);
   if (st)
     return st;
   json_t *a, *v;
@@ -196,10 +196,10 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
     const char *k;
     json_object_foreach(root, k, v) {
       size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
-                 : !strcmp(k, "causal") ? 2 : 0;
+                 : !strcmp(k, "causal") ? 2 : !strcmp(k, "kernel") ? 3 : 0;
       if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
-        st = xs__jfail(grid_at(&g, k, -1), "expected presets, seq, cp or causal, each a "
-                       "short non-empty array");
+        st = xs__jfail(grid_at(&g, k, -1), "expected presets, seq, cp, causal or kernel, "
+                       "each a short non-empty array");
         goto done;
       }
     }
@@ -241,11 +241,23 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   } else {
     cz[nz++] = 1, cz[nz++] = 0;
   }
-  size_t total = np * ns * nc * nz;
+  if (root && (a = json_object_get(root, "kernel"))) {
+    json_array_foreach(a, i, v) {
+      const char *kn = json_is_string(v) ? json_string_value(v) : "";
+      if (strcmp(kn, "fa2") && strcmp(kn, "fa3") && strcmp(kn, "fa4")) {
+        st = xs__jfail(grid_at(&g, "kernel", (long)i), "expected fa2, fa3 or fa4");
+        goto done;
+      }
+      ker[nk++] = kn;
+    }
+  } else {
+    ker[nk++] = NULL; /* the preset's */
+  }
+  size_t total = np * ns * nc * nz * nk;
   double ranks = 0;
   for (size_t c = 0; c < nc; c++)
     ranks += cps[c] > 0 ? cps[c] : 0;
-  ranks *= (double)(np * ns * nz);
+  ranks *= (double)(np * ns * nz * nk);
   if (ranks > FA_RANKS) {
     st = xs__fail(err, XS_INVALID, "%s: the grid's configs add up to %.3g ranks, more "
                   "than the limit of %g (about 40 s of planning)", path, ranks, FA_RANKS);
@@ -257,15 +269,18 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
     goto done;
   }
   size_t k = 0;
-  for (size_t p = 0; p < np; p++)
-    for (size_t z = 0; z < nz; z++)
-      for (size_t c = 0; c < nc; c++)
-        for (size_t s = 0; s < ns; s++, k++) {
-          xs_fa_preset(pre[p], &cf[k]);
-          cf[k].seq = seqs[s];
-          cf[k].cp = cps[c];
-          cf[k].causal = cz[z];
-        }
+  for (size_t q = 0; q < nk; q++)
+    for (size_t p = 0; p < np; p++)
+      for (size_t z = 0; z < nz; z++)
+        for (size_t c = 0; c < nc; c++)
+          for (size_t s = 0; s < ns; s++, k++) {
+            xs_fa_preset(pre[p], &cf[k]);
+            cf[k].seq = seqs[s];
+            cf[k].cp = cps[c];
+            cf[k].causal = cz[z];
+            if (ker[q])
+              snprintf(cf[k].kernel, sizeof cf[k].kernel, "%s", ker[q]);
+          }
   *configs = cf;
   *n = total;
 done:
@@ -297,6 +312,25 @@ static xs_status plan_all(const void *configs, size_t config_size, size_t n,
     return xs__fail(err, st, "%s: %s", what, e.message);
   }
   return XS_OK;
+}
+
+/* plan_all into results of its own (*own, free() it) */
+static xs_status plan_own(const void *configs, size_t config_size, size_t n,
+                          size_t result_size,
+                          xs_status (*check)(const void *, xs_error *),
+                          xs_status (*plan)(const void *, const xs_profile *, void *,
+                                            xs_error *),
+                          void (*describe)(const void *, char *, size_t),
+                          const xs_profile *profile, void **own, xs_error *err) {
+  if (!(*own = calloc(n ? n : 1, result_size)))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = plan_all(configs, config_size, n, *own, result_size, check, plan,
+                          describe, profile, err);
+  if (st) {
+    free(*own);
+    *own = NULL;
+  }
+  return st;
 }
 
 static xs_status moe_check(const void *c, xs_error *err) {
@@ -342,11 +376,13 @@ void xs_fa_sweep_summary(const xs_fa_result *results, size_t n, xs_sweep_summary
   double lg = 0, ld = 0, lb = 0, li = 0, mx = 0, dn = (double)n;
   for (size_t i = 0; i < n; i++) {
     const xs_fa_result *r = &results[i];
-    double s = r->time_s[0][0] / r->time_s[2][0];
+    double s, d, b;
+    xs__api_fa_speedups(r, &s, &d, &b);
     lg += log(s);
-    ld += log(r->time_s[1][0] / r->time_s[2][0]);
-    lb += log(r->time_s[0][1] / r->time_s[2][1]);
-    li += log(r->time_s[2][0] / r->time_s[2][2]);
+    ld += log(d);
+    lb += log(b);
+    li += log(r->time_s[XS_FA_PATH_PIGGYBACK][XS_MODEL_BURSTGAP] /
+              r->time_s[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL]);
     mx = fmax(mx, s);
   }
   *out = (xs_sweep_summary){exp(lg / dn), mx, exp(lb / dn), exp(li / dn), exp(ld / dn),
@@ -365,14 +401,10 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
   *out = NULL;
   xs_moe_result *own = NULL;
   if (!results) {
-    if (!(own = calloc(n ? n : 1, sizeof *own)))
-      return xs__fail(err, XS_NOMEM, "out of memory");
-    xs_status st = plan_all(configs, sizeof *configs, n, own, sizeof *own, moe_check,
-                            moe_plan, moe_describe, prof, err);
-    if (st) {
-      free(own);
+    xs_status st = plan_own(configs, sizeof *configs, n, sizeof *own, moe_check, moe_plan,
+                            moe_describe, prof, (void **)&own, err);
+    if (st)
       return st;
-    }
     results = own;
   }
   xs_sweep_summary sum;
@@ -410,26 +442,12 @@ xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
                            xs_error *err) {
   *out = NULL;
   xs_fa_result *own = NULL;
-  xs_fa_ring (*rings)[XS_FA_RINGS] = calloc(n ? n : 1, sizeof *rings);
-  size_t *nrings = calloc(n ? n : 1, sizeof *nrings);
-  xs_status st = XS_OK;
-  if (!rings || !nrings)
-    st = xs__fail(err, XS_NOMEM, "out of memory");
-  if (!st && !results) {
-    if (!(own = calloc(n ? n : 1, sizeof *own)))
-      st = xs__fail(err, XS_NOMEM, "out of memory");
-    else if (!(st = plan_all(configs, sizeof *configs, n, own, sizeof *own, fa_check,
-                             fa_plan, fa_describe, prof, err)))
-      results = own;
-  }
-  /* the ring model per config, where the profile has it */
-  for (size_t i = 0; i < n && !st; i++)
-    st = xs_fa_rings(&configs[i], prof, rings[i], &nrings[i], err);
-  if (st) {
-    free(own);
-    free(rings);
-    free(nrings);
-    return st;
+  if (!results) {
+    xs_status st = plan_own(configs, sizeof *configs, n, sizeof *own, fa_check, fa_plan,
+                            fa_describe, prof, (void **)&own, err);
+    if (st)
+      return st;
+    results = own;
   }
   xs_sweep_summary sum;
   xs_fa_sweep_summary(results, n, &sum);
@@ -438,23 +456,26 @@ xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
   for (size_t i = 0; i < n; i++) {
     const xs_fa_result *r = &results[i];
     const xs_fa_config *c = &configs[i];
+    double sp, sd, sb;
+    xs__api_fa_speedups(r, &sp, &sd, &sb);
+    const double(*t)[XS_MODEL_COUNT] = r->time_s;
     json_t *o = json_pack(
-        "{s:s,s:f,s:f,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "preset", c->name, "seq",
-        c->seq, "cp", c->cp, "causal", c->causal, "sequential_s",
-        r->time_s[0][0], "dedicated_s", r->time_s[1][0], "piggyback_s", r->time_s[2][0],
-        "ideal_s", r->time_s[2][2], "speedup", r->time_s[0][0] / r->time_s[2][0],
-        "speedup_vs_dedicated", r->time_s[1][0] / r->time_s[2][0], "blocking_speedup",
-        r->time_s[0][1] / r->time_s[2][1]);
-    json_object_set_new(o, "ring", xs__api_rings(rings[i], nrings[i]));
+        "{s:s,s:f,s:f,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:f}", "preset",
+        c->name, "seq", c->seq, "cp", c->cp, "causal", c->causal, "kernel", c->kernel,
+        "local_s", t[XS_FA_LOCAL][0], "sequential_s", t[XS_FA_PATH_SEQUENTIAL][0],
+        "stream_s", t[XS_FA_PATH_STREAM][0], "sms_s", t[XS_FA_PATH_SMS][0],
+        "piggyback_s", t[XS_FA_PATH_PIGGYBACK][0], "ideal_s",
+        t[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL], "speedup", sp, "speedup_vs_dedicated",
+        sd, "blocking_speedup", sb, "best", xs_fa_path_name(r->best), "free_s",
+        r->breakdown[XS_FA_PATH_PIGGYBACK].free_s);
     json_array_append_new(cs, o);
   }
   json_object_set_new(root, "configs", cs);
-  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f}", "configs",
+  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f}", "configs",
       (json_int_t)n, "geomean_speedup", sum.geomean_speedup, "max_speedup", sum.max_speedup,
       "geomean_speedup_vs_dedicated", sum.geomean_speedup_vs_dedicated,
-      "geomean_blocking_speedup", sum.geomean_blocking_speedup));
+      "geomean_blocking_speedup", sum.geomean_blocking_speedup, "geomean_ideal_ratio",
+      sum.geomean_ideal_ratio));
   free(own);
-  free(rings);
-  free(nrings);
   return xs__api_dump(root, 12, out, err);
 }

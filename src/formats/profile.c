@@ -52,7 +52,9 @@ static const struct {
     {"host_sync_s", offsetof(xs_kernel_costs, host_sync_s), 1},
     {"copy_efficiency", offsetof(xs_kernel_costs, copy_efficiency), 1},
     {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1},
-    {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4}};
+    {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4},
+    {"comm_cta_Bps", offsetof(xs_kernel_costs, comm_cta_Bps), 1e15},
+    {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps), 1e15}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
 
@@ -482,7 +484,7 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "mma_clock_hz", "wgmma_cycles",   "l2_Bps",       "promotion",
       "setup_s",      "host_sync_s",    "attn_flops_per_s", "attn_cta_s",
       "attn_causal_efficiency", "copy_efficiency", "ring_step_s", "comm_sms",
-      NULL};
+      "comm_cta_Bps", "forward_sm_Bps", NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);

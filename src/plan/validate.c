@@ -519,7 +519,10 @@ static const char *const fa_need[] = {
     "source", "gpu", "cp", "seq_per_rank", "heads", "kv_heads", "head_dim",
     "causal", "layout", "kernel", "pass", "arm", "time_us", NULL};
 enum { F_SOURCE, F_GPU, F_CP, F_SEQ, F_HEADS, F_KV, F_D, F_CAUSAL, F_LAYOUT,
-       F_KERNEL, F_PASS, F_ARM, F_TIME };
+       F_KERNEL, F_PASS, F_ARM, F_TIME, F_N };
+/* optional: sequences per rank, when the source ran several */
+static const char *const fa_maybe[] = {"batch", NULL};
+enum { F_BATCH = F_N };
 
 static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
                         xs_validate_row *row, xs_error *err) {
@@ -542,6 +545,10 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   c->causal = (int)causal;
   /* batch: a column of its own when the source ran several sequences */
   c->batch = 1;
+  if (F[F_BATCH] && F[F_BATCH]->s[0] &&
+      (number(F[F_BATCH]->s, &c->batch) || !(c->batch >= 1)))
+    return row_fail(err, file, lineno, F[F_BATCH]->col,
+                    "batch: expected a whole number >= 1, got \"%s\"", F[F_BATCH]->s);
   if (strlen(F[F_KERNEL]->s) >= sizeof c->kernel)
     return row_fail(err, file, lineno, F[F_KERNEL]->col,
                     "kernel: expected fa2, fa3 or fa4, got \"%s\"", F[F_KERNEL]->s);
@@ -557,10 +564,10 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
                     "arm: unknown \"%s\" (local, sequential, dedicated-stream, "
                     "dedicated-sms, piggyback)", row->arm);
   int layout = xs_fa_layout_from_name(F[F_LAYOUT]->s);
-  if (layout < 0 && !(path == XS_FA_LOCAL && !strcmp(F[F_LAYOUT]->s, "-")))
+  if (layout < 0 && !((path == XS_FA_LOCAL || !c->causal) && !strcmp(F[F_LAYOUT]->s, "-")))
     return row_fail(err, file, lineno, F[F_LAYOUT]->col,
                     "layout: expected contiguous, zigzag or stripe (- for the "
-                    "local arm), got \"%s\"", F[F_LAYOUT]->s);
+                    "local arm or a full mask), got \"%s\"", F[F_LAYOUT]->s);
   c->layout = layout < 0 ? XS_FA_ZIGZAG : layout;
   snprintf(row->layout, sizeof row->layout, "%s", F[F_LAYOUT]->s);
   snprintf(row->pass, sizeof row->pass, "%s", F[F_PASS]->s);
@@ -572,10 +579,8 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   xs_status st = row_profile(j, F[F_GPU], lineno, &prof, err);
   if (st)
     return st;
-  double t;
-  if (xs_fa_predict(c, prof, (xs_fa_path)path, &t, &row->fa_breakdown, &e2))
+  if (xs__validate_fa_predict(row, prof, (xs_fa_path)path, &e2))
     return row_fail(err, file, lineno, 1, "%s", e2.message);
-  row->predicted_us = t * 1e6;
   return row_measured(j, F[F_TIME], lineno, row, err);
 }
 
@@ -583,7 +588,7 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
                                 const char *filename, xs_validate_set *out,
                                 void (*progress)(size_t, void *), void *ctx,
                                 xs_error *err) {
-  csv_job j = {filename ? filename : "<data>", fa_need, NULL,
+  csv_job j = {filename ? filename : "<data>", fa_need, fa_maybe,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
                out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0};
@@ -602,7 +607,7 @@ static int by_value(const void *a, const void *b) {
 }
 
 /* the median of v[0..k), which it sorts; NAN when k is 0 */
-static double median_of(double *v, size_t k) {
+double xs__median_of(double *v, size_t k) {
   if (!k)
     return NAN;
   qsort(v, k, sizeof *v, by_value);
@@ -625,7 +630,7 @@ double xs_validate_median(const xs_validate_set *set,
     *n = k;
   if (max_abs)
     *max_abs = k ? mx : NAN;
-  double med = median_of(v, k);
+  double med = xs__median_of(v, k);
   free(v);
   return med;
 }
@@ -725,7 +730,7 @@ xs_status xs_validate_compare_arms(const xs_validate_set *set,
     return xs__fail(err, st, "out of memory");
   }
   out->pairs = np;
-  out->median_ratio_error = median_of(v, np);
+  out->median_ratio_error = xs__median_of(v, np);
   out->max_ratio_error = np ? mx : NAN;
   free(v);
   return XS_OK;
@@ -766,7 +771,7 @@ xs_status xs_validate_groups(const xs_validate_set *set, int by_source,
         mx = fmax(mx, fabs(r->error));
       }
       /* ix[s] is the group's first row: sorted by index within a key */
-      fg[ng++] = (first_group){ix[s].i, {ix[s].key, k, median_of(v, k), k ? mx : NAN}};
+      fg[ng++] = (first_group){ix[s].i, {ix[s].key, k, xs__median_of(v, k), k ? mx : NAN}};
       s = e;
     }
     qsort(fg, ng, sizeof *fg, by_first);
