@@ -90,6 +90,18 @@ void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
 
 int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
+/* cli/validate_ep.c: `xstage validate ep ...` (argv[1] is "ep") */
+int cli_validate_ep(int argc, char **argv);
+/* cli/validate.c, for every validator: --fail-above's fraction (0, or the
+ * exit code after saying what was wrong), and the data read and predicted
+ * (progress on a terminal; 0, or the exit code after saying why not) */
+typedef xs_status (*cli_validate_fn)(const char *text, size_t length,
+                                     const char *filename, xs_validate_set *out,
+                                     void (*progress)(size_t, void *), void *ctx,
+                                     xs_error *err);
+int cli_validate_fraction(const char *text, double *out);
+int cli_validate_load(const char *data, const char *svg, cli_validate_fn fn,
+                      xs_validate_set *set);
 int cmd_demo(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

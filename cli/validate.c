@@ -15,7 +15,7 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate (megamoe | flashattn) --data FILE [--json]\n"
+          "usage: xstage validate (megamoe | flashattn | ep) --data FILE [--json]\n"
           "                       [--svg FILE] [--fail-above FRACTION]\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
@@ -33,6 +33,9 @@ static void help(FILE *f) {
           "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
           "pairs are a ring beside the local arm (or another layout) of one shape.\n"
           "\n"
+          "ep: expert-parallel dispatch and combine timings (xstage validate ep\n"
+          "--help).\n"
+          "\n"
           "  --data FILE          the CSV (data/published/megamoe.csv or\n"
           "                       data/published/ring-attention.csv in the source tree)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
@@ -47,13 +50,44 @@ static void progress(size_t done, void *ctx) {
   fprintf(stderr, "\r  predicting row %zu", done);
 }
 
+int cli_validate_fraction(const char *text, double *out) {
+  char *end;
+  *out = strtod(text, &end);
+  if (*end || !(*out >= 0) || !isfinite(*out))
+    return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
+                                       "got \"%s\"", text);
+  return 0;
+}
+
+int cli_validate_load(const char *data, const char *svg, cli_validate_fn fn,
+                      xs_validate_set *set) {
+  if (!data)
+    return cli_usage_error("validate", "--data FILE is required");
+  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
+    return EXIT_INPUT;
+  char *text;
+  size_t len;
+  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
+  if (rrc)
+    return rrc;
+  xs_error err;
+  int tty = isatty(2);
+  xs_status st = fn(text, len, data, set, tty ? progress : NULL, NULL, &err);
+  free(text);
+  if (tty)
+    fprintf(stderr, "\r%40s\r", "");
+  return st ? cli_error("validate", &err) : 0;
+}
+
 int cmd_validate(int argc, char **argv) {
   if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     help(stdout);
     return EXIT_OK;
   }
+  if (argc >= 2 && !strcmp(argv[1], "ep"))
+    return cli_validate_ep(argc, argv);
   if (argc < 2 || (strcmp(argv[1], "megamoe") && strcmp(argv[1], "flashattn")))
-    return cli_usage_error("validate", "expected a planner: megamoe or flashattn");
+    return cli_usage_error("validate", "expected a planner: megamoe, flashattn or ep");
   int fa = !strcmp(argv[1], "flashattn");
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
@@ -69,39 +103,22 @@ int cmd_validate(int argc, char **argv) {
     case 'd': data = optarg; break;
     case 'j': json = 1; break;
     case 'S': svg = optarg; break;
-    case 'f': {
-      char *end;
-      fail_above = strtod(optarg, &end);
-      if (*end || !(fail_above >= 0) || !isfinite(fail_above))
-        return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
-                                           "got \"%s\"", optarg);
+    case 'f':
+      if (cli_validate_fraction(optarg, &fail_above))
+        return EXIT_INPUT;
       break;
-    }
     case 'h': help(stdout); return EXIT_OK;
     default: return cli_bad_flag("validate", argc, argv);
     }
   }
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
-  if (!data)
-    return cli_usage_error("validate", "--data FILE is required");
-  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
-    return EXIT_INPUT;
-  char *text;
-  size_t len;
-  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
-  if (rrc)
-    return rrc;
   xs_validate_set set;
   xs_error err;
-  int tty = isatty(2);
-  xs_status st = (fa ? xs_validate_flashattn : xs_validate_megamoe)(
-      text, len, data, &set, tty ? progress : NULL, NULL, &err);
-  free(text);
-  if (tty)
-    fprintf(stderr, "\r%40s\r", "");
-  if (st)
-    return cli_error("validate", &err);
+  int lrc = cli_validate_load(data, svg, fa ? xs_validate_flashattn : xs_validate_megamoe,
+                              &set);
+  if (lrc)
+    return lrc;
   /* arms and sources in order of first appearance */
   size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
   size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);

@@ -16,10 +16,7 @@
 
 #define MAX_COLS 32
 
-typedef struct {
-  const char *s; /* into a copy of the line */
-  size_t col;    /* 1-based column of its first character */
-} field;
+typedef xs__csv_field field;
 
 /* Splits one CSV line (fields may be double-quoted, "" inside quotes is a
  * quote); line is modified in place. Returns the field count, -1 for an
@@ -131,6 +128,8 @@ typedef struct {
   size_t nprofs;
   void (*progress)(size_t, void *);
   void *ctx;
+  xs__csv_row_fn ext; /* a validator of another file, and its data */
+  void *user;
 } csv_job;
 
 /* the built-in profile a row's gpu names (loaded once) */
@@ -366,7 +365,7 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
   csv_job j = {filename ? filename : "<data>", need, maybe,
                "source, gpu, ep, hidden, intermediate, experts, topk, "
                "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, NULL};
   return csv_rows(&j, text, length, moe_row, err);
 }
 
@@ -442,8 +441,38 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
   csv_job j = {filename ? filename : "<data>", fa_need, NULL,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, NULL};
   return csv_rows(&j, text, length, fa_row, err);
+}
+
+/* ---- the reader for validators in other files (validate_ep.c) ---- */
+
+static xs_status ext_row(csv_job *j, const field **F, size_t lineno,
+                         xs_validate_row *row, xs_error *err) {
+  xs_status st = j->ext(j->user, F, lineno, row, err);
+  if (st)
+    return st;
+  j->out->nrows++;
+  if (j->progress)
+    j->progress(j->out->nrows, j->ctx);
+  return XS_OK;
+}
+
+xs_status xs__validate_csv(const char *file, const char *const *needed,
+                           const char *const *optional, const char *need_list,
+                           const char *text, size_t length, xs_validate_set *out,
+                           void (*progress)(size_t, void *), void *ctx,
+                           xs__csv_row_fn row, void *user, xs_error *err) {
+  csv_job j = {file ? file : "<data>", needed, optional, need_list, out, 0,
+               {{{0}, NULL}}, 0, progress, ctx, row, user};
+  return csv_rows(&j, text, length, ext_row, err);
+}
+
+int xs__csv_number(const char *s, double *out) { return number(s, out); }
+
+xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
+                       const char *what) {
+  return row_fail(err, file, line, col, "%s", what);
 }
 
 void xs_validate_free(xs_validate_set *set) {
