@@ -80,6 +80,9 @@ int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
 int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
                       const char *dflt, const char **out);
 void cli_moe_pick_print(const xs_moe_pick *p, double tol);
+/* How sure the recommendation is: the runner-up's margin, the finer grid. */
+void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
+                             double tol);
 /* plan megamoe --tokens-grid: the table as text or JSON, and the C header
  * into header (NULL: none; "-": standard output) */
 int cli_moe_table(const char *cmd, const xs_moe_config *cfg,

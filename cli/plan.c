@@ -341,6 +341,12 @@ int cmd_plan(int argc, char **argv) {
            xs_format_time(r.breakdown[2].xstage_tail_s, b, sizeof b));
     printf("\n");
     cli_moe_pick_print(&pick, tol);
+    xs_moe_certainty cert;
+    if (xs_moe_certainty_of(&cfg, prof, &pick, tol, &cert, &err)) {
+      rc = cli_error("plan", &err);
+      goto done;
+    }
+    cli_moe_certainty_print(&pick, &cert, tol);
     if (sens)
       cli_moe_sensitivity_print(prof, &pick, sens, nsens);
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",

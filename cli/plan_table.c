@@ -143,10 +143,37 @@ int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
 /* "fused-lag default (lag 12, group 4)" */
 static const char *option_words(const xs_moe_option *o, char *buf, size_t n) {
   char kb[48];
+  const char *rule = xs_moe_rule_name(o->schedule, o->rule);
   snprintf(buf, n, "%s %s (%s)", xs_moe_schedule_name(o->schedule),
-           xs_moe_rule_name(o->schedule, o->rule),
-           cli_moe_knobs(o->schedule, &o->knobs, kb, sizeof kb));
+           rule ? rule : "finer", cli_moe_knobs(o->schedule, &o->knobs, kb, sizeof kb));
   return buf;
+}
+
+void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
+                             double tol) {
+  char w[128], a[32], b[32];
+  printf("    how sure: ");
+  if (isnan(c->runner_up_margin))
+    printf("no other schedule was planned");
+  else
+    printf("the runner-up, %s, takes %s, %+.1f%%",
+           option_words(&p->runner_up, w, sizeof w),
+           xs_format_time(p->runner_up.time_s, a, sizeof a), 100 * c->runner_up_margin);
+  if (!c->settings) {
+    printf("; %s has no knob to refine\n", xs_moe_schedule_name(p->chosen.schedule));
+    return;
+  }
+  double gain = 1 - c->finer.time_s / p->chosen.time_s;
+  char kb[48];
+  printf(";\n    on a finer grid of %s's knobs (%zu settings) the fastest is %s, %s",
+         xs_moe_schedule_name(p->chosen.schedule), c->settings,
+         cli_moe_knobs(c->finer.schedule, &c->finer.knobs, kb, sizeof kb),
+         xs_format_time(c->finer.time_s, b, sizeof b));
+  if (c->holds)
+    printf(" (%.1f%% faster): the choice holds within %.3g%%\n", 100 * gain, 100 * tol);
+  else
+    printf(": %.1f%% faster, more than the tolerance (%.3g%%): a finer rule would pay\n",
+           100 * gain, 100 * tol);
 }
 
 void cli_moe_pick_print(const xs_moe_pick *p, double tol) {

@@ -15,35 +15,46 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate (megamoe | flashattn | ep) --data FILE [--json]\n"
+          "usage: xstage validate megamoe --data FILE [--model M] [--by-source] [--json]\n"
           "                       [--svg FILE] [--fail-above FRACTION]\n"
+          "       xstage validate flashattn --data FILE [--json] [--svg FILE]\n"
+          "                       [--fail-above FRACTION]\n"
+          "       xstage validate ep --data FILE ... (xstage validate ep --help)\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
           "source, gpu, ep, hidden, intermediate, experts, topk, shared_experts,\n"
-          "act_dtype, weight_dtype, tokens, arm, time_us; others are ignored) on\n"
-          "the built-in profile its gpu column names, for its arm (sequential,\n"
-          "fused-split, fused-wave, fused-interleaved, fused-lag), and prints\n"
-          "predicted beside measured with error = predicted / measured - 1, then\n"
-          "the median and largest |error| overall, per arm and per source, and how\n"
-          "often the faster of two arms measured on one config is predicted faster.\n"
-          "A prediction never reads time_us.\n"
+          "act_dtype, weight_dtype, tokens, arm, time_us; optional knobs and\n"
+          "metric; others are ignored) on the built-in profile its gpu column names,\n"
+          "for its arm (sequential, fused-split, fused-wave, fused-interleaved,\n"
+          "fused-lag), with the knobs its kernel ran with (its heuristic's defaults\n"
+          "for the shape, or the row's knobs column), and prints predicted beside\n"
+          "measured with error = predicted / measured - 1; then the median and\n"
+          "largest |error| per arm and source, every model per arm, the signed\n"
+          "error per arm and token band, the pairs of arms measured more than 5%%\n"
+          "apart on one config, the rows that time the dispatch pull, and what\n"
+          "leaving a source or a kernel out changes. A prediction never reads\n"
+          "time_us.\n"
           "\n"
           "flashattn: ring attention timings (columns source, gpu, cp, seq_per_rank,\n"
           "heads, kv_heads, head_dim, causal, layout, kernel, pass, arm, time_us),\n"
           "arms local, sequential, dedicated-stream, dedicated-sms, piggyback;\n"
           "pairs are a ring beside the local arm (or another layout) of one shape.\n"
           "\n"
-          "ep: expert-parallel dispatch and combine timings (xstage validate ep\n"
-          "--help).\n"
+          "ep: expert-parallel dispatch and combine timings, each in its own metric\n"
+          "(xstage validate ep --help).\n"
           "\n"
           "  --data FILE          the CSV (data/published/megamoe.csv or\n"
           "                       data/published/ring-attention.csv in the source tree)\n"
+          "  --model M            megamoe: the model the rows and summaries use:\n"
+          "                       burstgap (default), blocking, serial, ideal, or all\n"
+          "                       (every model's prediction per row)\n"
+          "  --by-source          megamoe: the rows' table per source, and each\n"
+          "                       source predicted without it (leave one out)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
           "                       (a fraction, e.g. 0.25), after printing\n");
 }
-
 
 static void progress(size_t done, void *ctx) {
   (void)ctx;
@@ -79,6 +90,177 @@ int cli_validate_load(const char *data, const char *svg, cli_validate_fn fn,
   return st ? cli_error("validate", &err) : 0;
 }
 
+static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking",
+                                                        "serial", "ideal"};
+
+static int is_time(const xs_validate_row *r) {
+  return !r->metric[0] || !strcmp(r->metric, "time");
+}
+
+/* the rows: shape, measured, predicted (every model with --model all) */
+static void moe_rows(const xs_validate_set *set, const char *data, int model) {
+  printf("MegaMoE validation: %zu rows of %s, each predicted with the knobs its\n"
+         "kernel ran with, under %s, on its gpu's built-in profile\n\n",
+         set->nrows, data, model < 0 ? "every model" : model_names[model]);
+  printf("  %-16s %-11s %2s %5s %4s %2s %6s %-12s %9s", "source", "gpu", "ep", "H", "E",
+         "K", "tokens", "arm", "measured");
+  if (model < 0)
+    for (int m = 0; m < XS_MODEL_COUNT; m++)
+      printf(" %9s %6s", model_names[m], "error");
+  else
+    printf(" %9s %6s", "predicted", "error");
+  printf("  %-8s %s\n", "bound", "knobs");
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    const xs_moe_config *c = &r->config;
+    char knobs[80], src[32];
+    xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
+    cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
+    printf("  %-16.16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", cli_text(r->source, src, sizeof src),
+           r->gpu, c->ep, c->hidden, c->experts, c->topk, r->tokens,
+           r->arm + (strncmp(r->arm, "fused-", 6) ? 0 : 6), r->measured_us);
+    if (model < 0)
+      for (int m = 0; m < XS_MODEL_COUNT; m++) {
+        if (isnan(r->model_us[m]))
+          printf(" %9s %6s", "-", "-");
+        else
+          printf(" %9.1f %+5.0f%%", r->model_us[m], 100 * (r->model_us[m] / r->measured_us - 1));
+      }
+    else
+      printf(" %9.1f %+5.1f%%", r->predicted_us, 100 * r->error);
+    printf("  %-8s %s%s\n", is_time(r) ? (r->breakdown.bound ? r->breakdown.bound : "") : r->metric,
+           knobs, isnan(r->alt_us) ? "" : " *");
+  }
+  printf("  (arms without their \"fused-\" prefix; * fused-lag with its default lag:\n"
+         "  the other token bound is under \"lag bound\" below)\n");
+}
+
+static int keep_source(const xs_validate_row *r, void *src) {
+  return !strcmp(r->source, (const char *)src);
+}
+
+/* the sections after the medians: models, bias, pairs, pull end, lag
+ * bound, leave one out */
+static int moe_sections(const xs_validate_set *set, const char **arms, size_t narms,
+                        const char **sources, size_t nsources, int model,
+                        int by_source) {
+  printf("\n  median |error| per arm and model (kernel time rows):\n    %-20s", "arm");
+  for (int m = 0; m < XS_MODEL_COUNT; m++)
+    printf(" %9s", model_names[m]);
+  printf("\n");
+  for (size_t k = 0; k < narms; k++) {
+    printf("    %-20s", arms[k]);
+    for (int m = 0; m < XS_MODEL_COUNT; m++) {
+      size_t n;
+      double v = xs_validate_median_model(set, (xs_model)m, xs_validate_same_arm,
+                                          (void *)arms[k], &n, NULL);
+      printf(" %8.1f%%", 100 * v);
+    }
+    printf("\n");
+  }
+  printf("\n  signed median error per arm and token band (bands of 3 rows or more):\n");
+  printf("    %-20s", "arm");
+  for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
+    const char *label;
+    xs_validate_band_bias(set, NULL, b, &label, NULL);
+    printf(" %14s", label);
+  }
+  printf("\n");
+  for (size_t k = 0; k < narms; k++) {
+    printf("    %-20s", arms[k]);
+    for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
+      const char *label;
+      size_t n;
+      double v = xs_validate_band_bias(set, arms[k], b, &label, &n);
+      if (!isnan(v))
+        printf(" %+8.1f%% (%2zu)", 100 * v, n);
+      else
+        printf(" %14s", "-");
+    }
+    printf("\n");
+  }
+  xs_validate_pair *p;
+  size_t np;
+  xs_error err;
+  if (xs_validate_pair_list(set, 0.05, &p, &np, &err))
+    return cli_error("validate", &err);
+  xs_validate_pair_stats ps;
+  xs_validate_pair_stats_of(p, np, &ps);
+  printf("\n  pairs: two arms of one config measured more than 5%% apart (a over b):\n");
+  printf("    %-16s %-11s %6s %-12s %-12s %9s %9s %7s\n", "source", "gpu", "tokens", "a",
+         "b", "measured", "predicted", "error");
+  for (size_t i = 0; i < np; i++) {
+    const xs_validate_row *a = &set->rows[p[i].a], *b = &set->rows[p[i].b];
+    char src[32];
+    printf("    %-16.16s %-11.11s %6g %-12.12s %-12.12s %8.3fx %8.3fx %+6.1f%%%s\n",
+           cli_text(a->source, src, sizeof src), a->gpu, a->tokens,
+           a->arm + (strncmp(a->arm, "fused-", 6) ? 0 : 6),
+           b->arm + (strncmp(b->arm, "fused-", 6) ? 0 : 6), p[i].measured_ratio,
+           p[i].predicted_ratio, 100 * (p[i].predicted_ratio / p[i].measured_ratio - 1),
+           p[i].agree ? "" : "  the other way");
+  }
+  free(p);
+  if (ps.pairs)
+    printf("    %zu pairs: the faster predicted faster in %zu; ratio |error| median "
+           "%.1f%%, largest %.1f%%;\n    of the %zu measured 1.2x or more apart, %zu "
+           "predicted 1.1x or more apart the same way\n", ps.pairs, ps.agree,
+           100 * ps.median_ratio_error, 100 * ps.max_ratio_error, ps.wide, ps.wide_kept);
+  int header = 0;
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (is_time(r))
+      continue;
+    if (!header++)
+      printf("\n  rows of another metric (not in the medians above):\n");
+    char knobs[80];
+    cli_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->knobs, knobs,
+                  sizeof knobs);
+    printf("    line %zu: %s of %s at %g tokens, %s: measured %.1f us, predicted %.1f us "
+           "(%+.1f%%)\n", r->line, r->metric, r->arm, r->tokens, knobs, r->measured_us,
+           r->predicted_us, 100 * r->error);
+  }
+  header = 0;
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (isnan(r->alt_us) || !is_time(r))
+      continue;
+    if (!header++)
+      printf("\n  lag bound: the lag kernel's default lag follows the token bound its\n"
+             "  buffers were sized for; scored with the row's own (a capacity column,\n"
+             "  else the call's tokens, as the harnesses pass it), beside the other:\n");
+    printf("    line %zu: %g tokens: lag %u: %.1f us (%+.1f%%); other bound, lag %u: "
+           "%.1f us (%+.1f%%)\n", r->line, r->tokens, r->knobs.lag, r->predicted_us,
+           100 * r->error, r->alt_knobs.lag, r->alt_us, 100 * (r->alt_us / r->measured_us - 1));
+  }
+  printf("\n  constants fitted to these kernels' timings: none (the GEMM tile terms\n"
+         "  are fitted to GEMM microbenchmarks: `xstage profiles show`), so each\n"
+         "  source and each kernel predicted without its own rows gives the same\n"
+         "  predictions:\n");
+  for (size_t k = 0; k < nsources + narms; k++) {
+    int is_src = k < nsources;
+    const char *name = is_src ? sources[k] : arms[k - nsources];
+    size_t n;
+    double v = xs_validate_median(set, is_src ? keep_source : xs_validate_same_arm,
+                                  (void *)name, &n, NULL);
+    char nm[40];
+    printf("    %-6s %-30s %3zu rows: median |error| %5.1f%%, left out %5.1f%%\n",
+           is_src ? "source" : "kernel", cli_text(name, nm, sizeof nm), n, 100 * v, 100 * v);
+  }
+  if (by_source)
+    for (size_t k = 0; k < nsources; k++) {
+      printf("\n  %s:\n", sources[k]);
+      for (size_t i = 0; i < set->nrows; i++) {
+        const xs_validate_row *r = &set->rows[i];
+        if (strcmp(r->source, sources[k]) || !is_time(r))
+          continue;
+        printf("    %-11s %6g %-18s %9.1f us %9.1f us %+6.1f%%\n", r->gpu, r->tokens, r->arm,
+               r->measured_us, r->predicted_us, 100 * r->error);
+      }
+    }
+  (void)model;
+  return 0;
+}
+
 int cmd_validate(int argc, char **argv) {
   if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     help(stdout);
@@ -92,15 +274,28 @@ int cmd_validate(int argc, char **argv) {
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
+      {"model", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL;
   double fail_above = INFINITY;
-  int json = 0, c;
+  int json = 0, c, model = XS_MODEL_BURSTGAP, by_source = 0;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bh", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
+    case 'b': by_source = 1; break;
+    case 'm': {
+      xs_model mm;
+      if (!strcmp(optarg, "all"))
+        model = -1;
+      else if (xs_model_from_name(optarg, &mm) || mm >= XS_MODEL_COUNT)
+        return cli_usage_error("validate", "--model: \"%s\" is not burstgap, blocking, "
+                                           "serial, ideal or all", optarg);
+      else
+        model = (int)mm;
+      break;
+    }
     case 'j': json = 1; break;
     case 'S': svg = optarg; break;
     case 'f':
@@ -113,12 +308,24 @@ int cmd_validate(int argc, char **argv) {
   }
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
+  if (fa && (model != XS_MODEL_BURSTGAP || by_source))
+    return cli_usage_error("validate", "%s is for megamoe only",
+                           by_source ? "--by-source" : "--model");
   xs_validate_set set;
   xs_error err;
   int lrc = cli_validate_load(data, svg, fa ? xs_validate_flashattn : xs_validate_megamoe,
                               &set);
   if (lrc)
     return lrc;
+  /* another single model: its predictions are the rows' */
+  if (!fa && model > XS_MODEL_BURSTGAP)
+    for (size_t i = 0; i < set.nrows; i++) {
+      xs_validate_row *r = &set.rows[i];
+      if (!isnan(r->model_us[model])) {
+        r->predicted_us = r->model_us[model];
+        r->error = r->predicted_us / r->measured_us - 1;
+      }
+    }
   /* arms and sources in order of first appearance */
   size_t narms = xs_validate_distinct(&set, 0, NULL, 0);
   size_t nsources = xs_validate_distinct(&set, 1, NULL, 0);
@@ -156,23 +363,14 @@ int cmd_validate(int argc, char **argv) {
              r->fa_breakdown.bound ? r->fa_breakdown.bound : "");
     }
   } else {
-    printf("MegaMoE validation: %zu rows of %s, predicted under burstgap on each "
-           "row's built-in profile\n\n", set.nrows, data);
-    printf("  %-22s %-12s %6s %-17s %11s %11s %8s  %-8s %s\n", "source", "gpu",
-           "tokens", "arm", "measured", "predicted", "error", "bound", "knobs");
-    for (size_t i = 0; i < set.nrows; i++) {
-      const xs_validate_row *r = &set.rows[i];
-      char knobs[64];
-      xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
-      cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
-      printf("  %-22.22s %-12s %6g %-17s %8.1f us %8.1f us %+7.1f%%  %-8s %s\n",
-             r->source, r->gpu, r->tokens, r->arm, r->measured_us, r->predicted_us,
-             100 * r->error, r->breakdown.bound ? r->breakdown.bound : "", knobs);
-    }
+    moe_rows(&set, data, model);
   }
   if (!json) {
-    printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows\n", 100 * med,
-           100 * mx, set.nrows);
+    size_t nmed;
+    xs_validate_median(&set, NULL, NULL, &nmed, NULL);
+    printf("\n  |error|%s: median %.1f%%, largest %.1f%% over %zu rows%s\n",
+           fa ? "" : model >= 0 ? "" : " (burstgap)", 100 * med, 100 * mx, nmed,
+           nmed < set.nrows ? " of kernel time" : "");
     for (size_t k = 0; k < narms; k++) {
       size_t n;
       double m2, m = xs_validate_median(&set, xs_validate_same_arm, (void *)arms[k], &n, &m2);
@@ -192,19 +390,25 @@ int cmd_validate(int argc, char **argv) {
       free(arms);
       return cli_error("validate", &err);
     }
-    if (pr.pairs) {
+    if (pr.pairs && fa) {
       printf("\n  faster of two arms on one config predicted faster: %zu of %zu\n",
              pr.agree, pr.pairs);
       printf("  ratio of two arms on one config (predicted / measured - 1): median "
              "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
              100 * pr.max_ratio_error);
     }
+    if (!fa && (rc = moe_sections(&set, arms, narms, sources, nsources, model, by_source))) {
+      xs_validate_free(&set);
+      free(arms);
+      return rc;
+    }
     if (fa)
       printf("  (bound: what dominates the predicted time: compute, merge of partial\n"
              "  outputs, fixed per-step costs or exposed communication)\n");
     else
-      printf("  (bound: what dominates the predicted time: hbm, compute, fixed costs or "
-             "link; knobs: the kernel's searched setting)\n");
+      printf("\n  (bound: where the predicted time goes on the SMs that finish last:\n"
+             "  compute, hbm, fixed costs, dispatch, sync or link; knobs: the tile and\n"
+             "  the knobs the kernel ran with)\n");
     cli_flush_stdout();
   }
   if (!rc && svg) {

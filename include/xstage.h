@@ -762,6 +762,26 @@ XS_API xs_status xs_moe_recommend(const xs_moe_config *config,
                            const xs_profile *profile, double tolerance,
                            unsigned schedules, xs_moe_pick *out,
                            xs_error *err);
+/* How sure a recommendation is: the runner-up (the fastest option of
+ * another schedule than the chosen one's) and its margin over the chosen,
+ * and the chosen schedule's knobs on a finer grid than its rules, the tile
+ * kept (searched and fused-lag: lag 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48,
+ * 64 by group 1, 2, 4, 8; fused-wave: 1 to 64 experts per wave; fused-
+ * interleaved: 1 to 8 warm-up waves; the others have no knob): the fastest
+ * setting found and whether the choice holds (nothing on the finer grid is
+ * faster by more than the tolerance). `xstage plan megamoe` prints it. */
+typedef struct xs_moe_certainty {
+  double runner_up_margin; /* runner-up's time over the chosen's, minus 1;
+                              NAN when there is none                     */
+  xs_moe_option finer;     /* the fastest setting on the finer grid (the
+                              chosen option when it has no knobs)        */
+  size_t settings;         /* finer settings evaluated                    */
+  int holds;
+} xs_moe_certainty;
+XS_API xs_status xs_moe_certainty_of(const xs_moe_config *config,
+                                     const xs_profile *profile,
+                                     const xs_moe_pick *pick, double tolerance,
+                                     xs_moe_certainty *out, xs_error *err);
 /* Whether two options are the same choice: one schedule, and the same
  * rule or the same knob values. */
 XS_API int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
@@ -1096,6 +1116,23 @@ typedef struct xs_validate_pair {
 XS_API xs_status xs_validate_pair_list(const xs_validate_set *set,
                                        double apart, xs_validate_pair **out,
                                        size_t *n, xs_error *err);
+/* What n pairs add up to: how many, in how many the faster is predicted
+ * faster, the median and largest |predicted ratio / measured ratio - 1|
+ * (NAN for none), and of the pairs measured at least 1.2x apart (wide)
+ * how many are predicted at least 1.1x apart the same way round. */
+typedef struct xs_validate_pair_stats {
+  size_t pairs, agree;
+  double median_ratio_error, max_ratio_error;
+  size_t wide, wide_kept;
+} xs_validate_pair_stats;
+XS_API void xs_validate_pair_stats_of(const xs_validate_pair *pairs, size_t n,
+                                      xs_validate_pair_stats *out);
+/* The signed median error of an arm's rows in token band i of the bias
+ * table (<= 64, 128 to 512, >= 1024 tokens per rank; *label "<=64",
+ * "128-512", ">=1024"), NAN for a band of fewer than 3 rows; *n its rows. */
+#define XS_VALIDATE_BANDS 3
+XS_API double xs_validate_band_bias(const xs_validate_set *set, const char *arm,
+                                    int i, const char **label, size_t *n);
 /* The median |error| of one model's predictions (XS_MODEL_BURSTGAP is
  * error) over the kept rows that measure kernel time; NAN when none. */
 XS_API double xs_validate_median_model(const xs_validate_set *set,

@@ -325,6 +325,7 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "what to\n  measure first"));
   assert_non_null(strstr(out_buf, "channels.hbm.drain_Bps"));
   assert_non_null(strstr(out_buf, "recommended:"));
+  assert_non_null(strstr(out_buf, "how sure: the runner-up"));
   /* the attention planner: the ring model's paths and layouts, tables */
   expect_rc("plan flashattn --preset llama3-8b --profile h800-nvlink --seq 8192", 0, NULL);
   assert_non_null(strstr(out_buf, "ring model (fa2 forward"));
@@ -468,18 +469,66 @@ static void test_validate(void **s) {
   json_t *rows = json_object_get(root, "rows"), *sum = json_object_get(root, "summary");
   assert_true(json_array_size(rows) >= 60);
   assert_int_equal(json_object_size(root), 2);
-  assert_int_equal(json_object_size(json_array_get(rows, 0)), 7);
-  const char *rk[] = {"source", "gpu", "tokens", "arm", "measured_us", "predicted_us", "error"};
-  for (int i = 0; i < 7; i++)
-    assert_non_null(json_object_get(json_array_get(rows, 0), rk[i]));
-  assert_int_equal(json_object_size(sum), 4);
+  const char *rk[] = {"source", "gpu", "tokens", "arm", "measured_us", "predicted_us", "error",
+                      "ep", "hidden", "intermediate", "experts", "topk", "metric", "knobs",
+                      "models", "breakdown"};
+  json_t *r0 = json_array_get(rows, 0);
+  assert_int_equal(json_object_size(r0), 16);
+  for (int i = 0; i < 16; i++)
+    assert_non_null(json_object_get(r0, rk[i]));
+  assert_true(num(json_object_get(r0, "models"), "burstgap_us") == num(r0, "predicted_us"));
+  const char *sk[] = {"rows", "median_abs_error", "max_abs_error", "by_arm", "by_model", "bias",
+                      "pairs", "pull_end", "fitted_constants", "leave_one_out"};
+  assert_int_equal(json_object_size(sum), 10);
+  for (int i = 0; i < 10; i++)
+    assert_non_null(json_object_get(sum, sk[i]));
   assert_true(num(sum, "max_abs_error") >= num(sum, "median_abs_error"));
   json_t *seq = json_object_get(json_object_get(sum, "by_arm"), "sequential");
   assert_non_null(seq);
   assert_int_equal(json_object_size(seq), 2);
+  /* every pair's ratios are the rows' own, found again from the rows; the
+   * agreeing pairs are counted as the summary says */
+  json_t *pairs = json_object_get(sum, "pairs"), *list = json_object_get(pairs, "list");
+  assert_true(json_array_size(list) == (size_t)num(pairs, "pairs") && json_array_size(list) >= 30);
+  size_t agree = 0;
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    json_t *pr = json_array_get(list, i);
+    double ma = 0, mb = 0, pa = 0, pb = 0;
+    assert_true(num(pr, "line_a") > 0 && num(pr, "line_b") > 0);
+    /* rows carry no line: match by source, arm and tokens */
+    for (size_t k = 0; k < json_array_size(rows); k++) {
+      json_t *r = json_array_get(rows, k);
+      if (strcmp(json_string_value(json_object_get(r, "source")),
+                 json_string_value(json_object_get(pr, "source"))) ||
+          num(r, "tokens") != num(pr, "tokens") ||
+          strcmp(json_string_value(json_object_get(r, "metric")), "time"))
+        continue;
+      const char *arm = json_string_value(json_object_get(r, "arm"));
+      if (!strcmp(arm, json_string_value(json_object_get(pr, "arm_a"))) && !ma)
+        ma = num(r, "measured_us"), pa = num(r, "predicted_us");
+      else if (!strcmp(arm, json_string_value(json_object_get(pr, "arm_b"))) && !mb)
+        mb = num(r, "measured_us"), pb = num(r, "predicted_us");
+    }
+    assert_true(ma > 0 && mb > 0);
+    agree += json_is_true(json_object_get(pr, "agree"));
+    /* a source with two shapes at one token count: the first shape's rows */
+    if (fabs(num(pr, "measured_ratio") / (ma / mb) - 1) < 1e-9)
+      assert_true(fabs(num(pr, "predicted_ratio") / (pa / pb) - 1) < 1e-9);
+  }
+  assert_true(agree == (size_t)num(pairs, "agree"));
   json_decref(root);
   expect_rc("validate megamoe --data data/published/megamoe.csv", 0, NULL);
-  assert_non_null(strstr(out_buf, "faster of two arms"));
+  assert_non_null(strstr(out_buf, "pairs: two arms of one config"));
+  assert_non_null(strstr(out_buf, "fitted to these kernels' timings: none"));
+  assert_non_null(strstr(out_buf, "pull_end of fused-lag"));
+  expect_rc("validate megamoe --data data/published/megamoe.csv --model all --by-source", 0, NULL);
+  assert_non_null(strstr(out_buf, " blocking  error"));
+  assert_non_null(strstr(out_buf, "\n  DeepGEMM PR 383:\n"));
+  expect_rc("validate megamoe --data data/published/megamoe.csv --model serial", 0, NULL);
+  assert_non_null(strstr(out_buf, "under serial"));
+  expect_rc("validate megamoe --data data/published/megamoe.csv --model sim", 2, "--model");
+  expect_rc("validate flashattn --data data/published/ring-attention.csv --by-source", 2,
+            "megamoe only");
   expect_rc("validate megamoe", 2, "--data FILE is required");
   expect_rc("validate megamoe --data /no/such.csv", 2, "/no/such.csv: cannot open");
   expect_rc("validate megamoe --data tests/data/bad-validate.csv", 2,

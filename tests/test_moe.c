@@ -290,7 +290,7 @@ static void test_never_slower(void **st) {
 }
 
 /* The SM classes (12 by default) against one worker per SM: the
- * per-class lockstep is an approximation, within 3% of the exact one on
+ * per-class lockstep is an approximation, within 4% of the exact one on
  * every schedule here, 1% at the median. */
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -316,7 +316,7 @@ static void test_classes_against_every_sm(void **st) {
         c.sm_groups = xs_profile_sms(prof);
         assert_int_equal(xs_moe_evaluate(&c, prof, (xs_moe_schedule)s, NULL, b, NULL, &e), XS_OK);
         double d = fabs(a[0] / b[0] - 1);
-        if (d > 0.03) {
+        if (d > 0.04) {
           fprintf(stderr, "%s T=%g %s: 12 classes %.6g us, one worker per SM %.6g us\n",
                   presets[i], tokens[t], xs_moe_schedule_name((xs_moe_schedule)s), a[0] * 1e6,
                   b[0] * 1e6);

@@ -143,6 +143,46 @@ static void test_lookup_buckets(void **st) {
   xs_profile_free(prof);
 }
 
+/* How sure a recommendation is: the finer grid's best is never slower
+ * than the chosen option, is what evaluating its knobs gives, and "holds"
+ * says whether it beats the choice by more than the tolerance; the
+ * runner-up's margin is its time over the chosen's. */
+static void test_certainty(void **st) {
+  (void)st;
+  xs_profile *prof = load("h200-nvlink");
+  const char *presets[] = {"deepseek-v4-flash", "glm", "qwen3.5"};
+  const double tokens[] = {64, 1024, 4096};
+  const double tol = 0.01;
+  size_t refined = 0;
+  for (int i = 0; i < 3; i++)
+    for (int t = 0; t < 3; t++) {
+      xs_moe_config c;
+      xs_moe_preset(presets[i], &c);
+      c.tokens = tokens[t];
+      xs_moe_pick pick;
+      xs_moe_certainty cert;
+      xs_error e;
+      assert_int_equal(xs_moe_recommend(&c, prof, tol, 0, &pick, &e), XS_OK);
+      assert_int_equal(xs_moe_certainty_of(&c, prof, &pick, tol, &cert, &e), XS_OK);
+      const xs_moe_option *ch = &pick.chosen;
+      assert_true(cert.finer.time_s <= ch->time_s);
+      assert_true(cert.holds == !(cert.finer.time_s < ch->time_s * (1 - tol)));
+      if (!isnan(pick.runner_up.time_s))
+        assert_true(fabs(cert.runner_up_margin - (pick.runner_up.time_s / ch->time_s - 1)) < 1e-12);
+      if (cert.settings) {
+        refined++;
+        double tm[XS_MODEL_COUNT];
+        xs_moe_pattern k = cert.finer.knobs;
+        assert_int_equal(xs_moe_evaluate(&c, prof, ch->schedule, &k, tm, NULL, &e), XS_OK);
+        if (fabs(tm[0] / cert.finer.time_s - 1) > 1e-12)
+          fail_msg("%s T=%g: finer %.17g s, evaluated again %.17g s", presets[i], tokens[t],
+                   cert.finer.time_s, tm[0]);
+      }
+    }
+  assert_true(refined > 0);
+  xs_profile_free(prof);
+}
+
 static void test_bad_table_options(void **st) {
   (void)st;
   xs_profile *prof = load("h800-nvlink");
@@ -302,7 +342,7 @@ static void test_sensitivity(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stable_over_tokens), cmocka_unit_test(test_lookup_buckets),
-      cmocka_unit_test(test_bad_table_options),
+      cmocka_unit_test(test_bad_table_options), cmocka_unit_test(test_certainty),
       cmocka_unit_test(test_header_agrees_with_plan),
       cmocka_unit_test(test_sensitivity)};
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,10 +69,11 @@ json_t *xs__api_moe_schedules(const xs_moe_result *r) {
 static json_t *option_json(const xs_moe_option *o) {
   if (isnan(o->time_s))
     return json_null();
+  const char *rule = xs_moe_rule_name(o->schedule, o->rule);
   return json_pack("{s:s,s:s,s:i,s:f,s:o}", "schedule",
-                   xs_moe_schedule_name(o->schedule), "rule",
-                   xs_moe_rule_name(o->schedule, o->rule), "away", (int)o->away,
-                   "time_s", o->time_s, "knobs", xs__api_moe_knobs(&o->knobs));
+                   xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
+                   "away", (int)o->away, "time_s", o->time_s, "knobs",
+                   xs__api_moe_knobs(&o->knobs));
 }
 
 static json_t *pick_json(const xs_moe_pick *p, double tol) {
@@ -155,9 +156,18 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
   } else if (!st) {
     st = xs_moe_recommend(config, profile, tolerance, schedules, &pick, err);
   }
+  xs_moe_certainty cert;
+  if (!st)
+    st = xs_moe_certainty_of(config, profile, &pick, tolerance, &cert, err);
   if (!st) {
     json_t *o = moe_plan_doc(config, profile, &r);
-    json_object_set_new(o, "recommended", pick_json(&pick, tolerance));
+    json_t *rec = pick_json(&pick, tolerance);
+    json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
+        "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
+                                                         : json_real(cert.runner_up_margin),
+        "finer", option_json(&cert.finer), "settings", (json_int_t)cert.settings,
+        "holds", cert.holds));
+    json_object_set_new(o, "recommended", rec);
     if (sens)
       json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens));
     st = xs__api_dump(o, 12, out, err);
@@ -384,6 +394,110 @@ xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
 
 /* ---- validation against published timings ---- */
 
+typedef struct {
+  const char *arm;
+  const char *source;
+} moe_keep;
+
+static int keep_arm_source(const xs_validate_row *r, void *ctx) {
+  const moe_keep *k = ctx;
+  return (!k->arm || !strcmp(r->arm, k->arm)) &&
+         (!k->source || !strcmp(r->source, k->source));
+}
+
+/* MegaMoE's summary beyond the medians: every model per arm, the signed
+ * bias per arm and token band, the pairs of arms, the pull-end rows, and
+ * what leaving a source or a kernel out does (nothing is fitted to these
+ * timings: the same predictions, listed so) */
+static xs_status moe_summary(const xs_validate_set *set, const char **arms,
+                             size_t narms, json_t *sum, xs_error *err) {
+  static const char *const mn[XS_MODEL_COUNT] = {"burstgap", "blocking", "serial",
+                                                 "ideal"};
+  json_t *bym = json_object(), *bias = json_array(), *pl = json_array(),
+         *pulls = json_array(), *bysrc = json_object(), *byk = json_object();
+  for (size_t k = 0; k < narms; k++) {
+    json_t *a = json_object();
+    for (int m = 0; m < XS_MODEL_COUNT; m++) {
+      size_t n;
+      double mx, md = xs_validate_median_model(set, (xs_model)m, xs_validate_same_arm,
+                                               (void *)arms[k], &n, &mx);
+      json_object_set_new(a, mn[m], json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n,
+          "median_abs_error", isnan(md) ? json_null() : json_real(md),
+          "max_abs_error", isnan(mx) ? json_null() : json_real(mx)));
+    }
+    json_object_set_new(bym, arms[k], a);
+    for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
+      const char *label;
+      size_t n;
+      double v = xs_validate_band_bias(set, arms[k], b, &label, &n);
+      if (!isnan(v))
+        json_array_append_new(bias, json_pack("{s:s,s:s,s:I,s:f}", "arm", arms[k],
+            "band", label, "rows", (json_int_t)n, "signed_median_error", v));
+    }
+  }
+  xs_validate_pair *p;
+  size_t np;
+  xs_status st = xs_validate_pair_list(set, 0.05, &p, &np, err);
+  if (st) {
+    json_decref(bym), json_decref(bias), json_decref(pl), json_decref(pulls);
+    json_decref(bysrc), json_decref(byk);
+    return st;
+  }
+  xs_validate_pair_stats ps;
+  xs_validate_pair_stats_of(p, np, &ps);
+  for (size_t i = 0; i < np; i++) {
+    const xs_validate_row *a = &set->rows[p[i].a], *b = &set->rows[p[i].b];
+    json_array_append_new(pl, json_pack("{s:I,s:I,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:b}",
+        "line_a", (json_int_t)a->line, "line_b", (json_int_t)b->line, "source", a->source,
+        "arm_a", a->arm, "arm_b", b->arm, "tokens", a->tokens, "measured_ratio",
+        p[i].measured_ratio, "predicted_ratio", p[i].predicted_ratio, "ratio_error",
+        p[i].predicted_ratio / p[i].measured_ratio - 1, "agree", p[i].agree));
+  }
+  free(p);
+  for (size_t i = 0; i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (r->metric[0] && strcmp(r->metric, "time"))
+      json_array_append_new(pulls, json_pack("{s:I,s:s,s:s,s:f,s:o,s:f,s:f,s:f}",
+          "line", (json_int_t)r->line, "metric", r->metric, "arm", r->arm, "tokens",
+          r->tokens, "knobs", xs__api_moe_knobs(&r->knobs), "measured_us", r->measured_us,
+          "predicted_us", r->predicted_us, "error", r->error));
+  }
+  /* leave one out: no constant is fitted to kernel timings */
+  size_t nsrc = xs_validate_distinct(set, 1, NULL, 0);
+  const char **src = malloc((nsrc + 1) * sizeof *src);
+  if (src) {
+    xs_validate_distinct(set, 1, src, nsrc);
+    for (size_t k = 0; k < nsrc; k++) {
+      moe_keep kp = {NULL, src[k]};
+      size_t n;
+      double md = xs_validate_median(set, keep_arm_source, &kp, &n, NULL);
+      json_object_set_new(bysrc, src[k], json_pack("{s:I,s:f,s:f}", "rows",
+          (json_int_t)n, "median_abs_error", md, "left_out_median_abs_error", md));
+    }
+  }
+  free(src);
+  for (size_t k = 0; k < narms; k++) {
+    size_t n;
+    double md = xs_validate_median(set, xs_validate_same_arm, (void *)arms[k], &n, NULL);
+    json_object_set_new(byk, arms[k], json_pack("{s:I,s:f,s:f}", "rows", (json_int_t)n,
+        "median_abs_error", md, "left_out_median_abs_error", md));
+  }
+  json_object_set_new(sum, "by_model", bym);
+  json_object_set_new(sum, "bias", bias);
+  json_object_set_new(sum, "pairs", json_pack("{s:f,s:I,s:I,s:o,s:o,s:I,s:I,s:o}",
+      "apart", 0.05, "pairs", (json_int_t)ps.pairs, "agree", (json_int_t)ps.agree,
+      "median_ratio_error", isnan(ps.median_ratio_error) ? json_null()
+                                                         : json_real(ps.median_ratio_error),
+      "max_ratio_error", isnan(ps.max_ratio_error) ? json_null()
+                                                   : json_real(ps.max_ratio_error),
+      "wide", (json_int_t)ps.wide, "wide_kept", (json_int_t)ps.wide_kept, "list", pl));
+  json_object_set_new(sum, "pull_end", pulls);
+  json_object_set_new(sum, "fitted_constants", json_array());
+  json_object_set_new(sum, "leave_one_out", json_pack("{s:o,s:o}", "by_source", bysrc,
+                                                      "by_kernel", byk));
+  return XS_OK;
+}
+
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
   /* arms in order of first appearance */
@@ -400,6 +514,29 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
         "source", r->source, "gpu", r->gpu, "tokens", r->tokens, "arm", r->arm,
         "measured_us", r->measured_us, "predicted_us", r->predicted_us,
         "error", r->error);
+    if (o && r->kind == 0) {
+      const xs_moe_config *c = &r->config;
+      json_object_set_new(o, "ep", json_real(c->ep));
+      json_object_set_new(o, "hidden", json_real(c->hidden));
+      json_object_set_new(o, "intermediate", json_real(c->intermediate));
+      json_object_set_new(o, "experts", json_real(c->experts));
+      json_object_set_new(o, "topk", json_real(c->topk));
+      json_object_set_new(o, "metric", json_string(r->metric[0] ? r->metric : "time"));
+      json_object_set_new(o, "knobs", xs__api_moe_knobs(&r->knobs));
+      json_t *m = json_object();
+      static const char *const mn[XS_MODEL_COUNT] = {"burstgap_us", "blocking_us",
+                                                     "serial_us", "ideal_us"};
+      for (int k = 0; k < XS_MODEL_COUNT; k++)
+        json_object_set_new(m, mn[k], isnan(r->model_us[k]) ? json_null()
+                                                            : json_real(r->model_us[k]));
+      json_object_set_new(o, "models", m);
+      if (!isnan(r->alt_us)) {
+        json_object_set_new(o, "other_bound_us", json_real(r->alt_us));
+        json_object_set_new(o, "other_bound_knobs", xs__api_moe_knobs(&r->alt_knobs));
+      }
+      if (r->breakdown.bound)
+        json_object_set_new(o, "breakdown", xs__api_moe_breakdown(&r->breakdown));
+    }
     if (o && r->kind == 1) {
       const xs_fa_breakdown *b = &r->fa_breakdown;
       json_object_set_new(o, "layout", json_string(r->layout));
@@ -417,10 +554,17 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
     json_object_set_new(byarm, arms[k], json_pack("{s:I,s:f}", "rows",
                                                   (json_int_t)n, "median_abs_error", m));
   }
-  free(arms);
+  json_t *sum = json_pack("{s:I,s:f,s:f,s:o}", "rows", (json_int_t)set->nrows,
+                          "median_abs_error", med, "max_abs_error", mx, "by_arm", byarm);
   json_object_set_new(root, "rows", rows);
-  json_object_set_new(root, "summary", json_pack("{s:I,s:f,s:f,s:o}", "rows",
-      (json_int_t)set->nrows, "median_abs_error", med, "max_abs_error", mx,
-      "by_arm", byarm));
+  json_object_set_new(root, "summary", sum);
+  xs_status st = XS_OK;
+  if (set->nrows && set->rows[0].kind == 0)
+    st = moe_summary(set, arms, narms, sum, err);
+  free(arms);
+  if (st) {
+    json_decref(root);
+    return st;
+  }
   return xs__api_dump(root, 10, out, err);
 }

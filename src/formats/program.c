@@ -505,6 +505,42 @@ static int by_need(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Sort n awaits by value. Builders emit them mostly in order: a few
+ * ascending runs are merged pairwise (tmp: room for n, or NULL), anything
+ * else goes to qsort. */
+static void sort_awaits(await_node *a, size_t n, await_node *tmp) {
+  enum { MAX_RUNS = 16 };
+  size_t cut[MAX_RUNS + 1], runs = 0;
+  cut[0] = 0;
+  for (size_t k = 1; k <= n && runs < MAX_RUNS; k++)
+    if (k == n || a[k].need < a[k - 1].need)
+      cut[++runs] = k;
+  if (n < 2 || runs == 1)
+    return;
+  if (!tmp || cut[runs] != n) {
+    qsort(a, n, sizeof *a, by_need);
+    return;
+  }
+  while (runs > 1) {
+    size_t r = 0;
+    for (size_t i = 0; i + 1 < runs; i += 2) {
+      size_t x = cut[i], y = cut[i + 1], end = cut[i + 2], o = x;
+      size_t p = x, q = y;
+      while (p < y && q < end)
+        tmp[o++] = a[q].need < a[p].need ? a[q++] : a[p++];
+      while (p < y)
+        tmp[o++] = a[p++];
+      while (q < end)
+        tmp[o++] = a[q++];
+      memcpy(a + x, tmp + x, (end - x) * sizeof *a);
+      cut[++r] = end;
+    }
+    if (runs % 2)
+      cut[++r] = cut[runs];
+    runs = r;
+  }
+}
+
 /* Kahn's algorithm over ops: op i of a worker follows op i-1, a wait
  * follows the send it waits on, and an await follows as many signals of
  * its counter as it needs. Counters only grow, so the ops this reaches are
@@ -572,10 +608,12 @@ static xs_status check_progress(xs_program *p, xs_error *err) {
         if (op->kind == XS_OP_AWAIT)
           aw[astart[op->aux + 1]++] = (await_node){op->value, base[w] + i};
       }
+    await_node *tmp = malloc(p->nawaits * sizeof *tmp + 1);
     for (size_t c = 0; c < nc; c++) {
-      qsort(aw + astart[c], astart[c + 1] - astart[c], sizeof *aw, by_need);
+      sort_awaits(aw + astart[c], astart[c + 1] - astart[c], tmp);
       apos[c] = astart[c];
     }
+    free(tmp);
   }
   size_t qh = 0, ndone = 0;
   while (qh < qn) {

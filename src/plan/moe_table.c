@@ -135,6 +135,67 @@ xs_status xs_moe_recommend(const xs_moe_config *c, const xs_profile *prof,
   return pick_at(c, prof, c->tokens, tol, schedules, NULL, out, err);
 }
 
+xs_status xs_moe_certainty_of(const xs_moe_config *c, const xs_profile *prof,
+                              const xs_moe_pick *pick, double tol,
+                              xs_moe_certainty *out, xs_error *err) {
+  memset(out, 0, sizeof *out);
+  const xs_moe_option *ch = &pick->chosen;
+  out->runner_up_margin = isnan(pick->runner_up.time_s)
+                              ? NAN
+                              : pick->runner_up.time_s / ch->time_s - 1;
+  out->finer = *ch;
+  out->holds = 1;
+  static const unsigned lags[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+  static const unsigned groups[] = {1, 2, 4, 8};
+  xs_moe_pattern grid[64];
+  size_t n = 0;
+  switch (ch->schedule) {
+  case XS_MOE_INTERLEAVED:
+  case XS_MOE_FUSED_LAG:
+    for (size_t i = 0; i < 12; i++)
+      for (size_t j = 0; j < 4 && n < 64; j++) {
+        grid[n] = ch->knobs;
+        grid[n].lag = lags[i];
+        grid[n++].group = groups[j];
+      }
+    n = n < 48 ? n : 48;
+    break;
+  case XS_MOE_FUSED_WAVE: {
+    double el = c->experts / c->ep;
+    for (unsigned e = 1; e <= 64 && e <= el; e++) {
+      grid[n] = ch->knobs;
+      grid[n++].experts_per_wave = e;
+    }
+    break;
+  }
+  case XS_MOE_FUSED_DYNAMIC:
+    for (unsigned w = 1; w <= 8; w++) {
+      grid[n] = ch->knobs;
+      grid[n++].warmup = w;
+    }
+    break;
+  default:
+    return XS_OK;
+  }
+  double best = ch->time_s;
+  for (size_t i = 0; i < n; i++) {
+    double t;
+    xs_moe_pattern k = grid[i];
+    xs_status st = xs__moe_time(c, prof, ch->schedule, &k, &t, err);
+    if (st)
+      return st;
+    out->settings++;
+    if (t < best) {
+      best = t;
+      out->finer.knobs = k;
+      out->finer.time_s = t;
+      out->finer.rule = UINT32_MAX;
+    }
+  }
+  out->holds = !(best < ch->time_s * (1 - tol));
+  return XS_OK;
+}
+
 /* The loss of taking chosen's knob values at this token count: their
  * time over the fastest option's there, minus 1 */
 static xs_status loss_at(const xs_moe_config *c, const xs_profile *prof,

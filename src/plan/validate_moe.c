@@ -109,8 +109,11 @@ xs_status xs__validate_moe_predict(xs_validate_row *row,
   row->alt_us = NAN;
   if (pull) {
     double t;
-    if ((st = pull_end(c, prof, s, &k, &t, err)))
+    /* the knobs the kernel takes (written back), then its pull's end */
+    if ((st = xs_moe_evaluate(c, prof, s, &k, NULL, NULL, err)) ||
+        (st = pull_end(c, prof, s, &k, &t, err)))
       return st;
+    row->knobs = k;
     row->predicted_us = t * 1e6;
     for (int m = 0; m < XS_MODEL_COUNT; m++)
       row->model_us[m] = m == XS_MODEL_BURSTGAP ? row->predicted_us : NAN;
@@ -268,4 +271,39 @@ xs_status xs_validate_pair_list(const xs_validate_set *set, double apart,
   *out = p;
   *n = k;
   return XS_OK;
+}
+
+void xs_validate_pair_stats_of(const xs_validate_pair *p, size_t n,
+                               xs_validate_pair_stats *out) {
+  memset(out, 0, sizeof *out);
+  double *v = malloc((n + 1) * sizeof *v), mx = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs(p[i].predicted_ratio / p[i].measured_ratio - 1);
+    if (v)
+      v[i] = e;
+    mx = fmax(mx, e);
+    out->agree += (size_t)p[i].agree;
+    double mr = p[i].measured_ratio, pr = p[i].predicted_ratio;
+    if (mr >= 1.2 || mr <= 1 / 1.2) {
+      out->wide++;
+      out->wide_kept += (mr > 1 && pr >= 1.1) || (mr < 1 && pr <= 1 / 1.1);
+    }
+  }
+  out->pairs = n;
+  out->median_ratio_error = v ? median_sorted(v, n) : NAN;
+  out->max_ratio_error = n ? mx : NAN;
+  free(v);
+}
+
+double xs_validate_band_bias(const xs_validate_set *set, const char *arm, int i,
+                             const char **label, size_t *n) {
+  static const double b[XS_VALIDATE_BANDS][2] = {{0, 64}, {128, 512}, {1024, INFINITY}};
+  static const char *const names[XS_VALIDATE_BANDS] = {"<=64", "128-512", ">=1024"};
+  i = i < 0 ? 0 : i >= XS_VALIDATE_BANDS ? XS_VALIDATE_BANDS - 1 : i;
+  *label = names[i];
+  size_t k;
+  double v = xs_validate_bias(set, arm, b[i][0], b[i][1], &k);
+  if (n)
+    *n = k;
+  return k >= 3 ? v : NAN;
 }

@@ -37,6 +37,9 @@
 
 #define HBM "hbm"
 
+/* the larger of two numbers that are never NaN (fmax is a call) */
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+
 struct xs__emit {
   const xs__moe_wl *wl;
   const xs__gemm_terms *g;
@@ -73,7 +76,8 @@ struct xs__emit {
   char name[64];
   double *need;      /* scratch: per class                                */
   xs__moe_audit *audit; /* tests: what is emitted, or NULL               */
-  uint32_t *ncompute;   /* compute ops so far per class (with an audit)   */
+  uint32_t *ncompute;   /* compute ops so far per class                  */
+  double *tt;           /* per block, its L1 and its L2 tile's seconds    */
   uint32_t phases;      /* phases so far                                  */
 };
 
@@ -157,6 +161,7 @@ void xs__emit_free(xs__emit *e) {
   free(e->pull_end);
   free(e->need);
   free(e->ncompute);
+  free(e->tt);
   free(e);
 }
 
@@ -193,9 +198,21 @@ static xs_status start(xs__emit *e) {
   e->l2cov = calloc(nb * nc + 1, sizeof *e->l2cov);
   e->pull_end = calloc(nb + 1, sizeof *e->pull_end);
   e->ncompute = calloc(nc, sizeof *e->ncompute);
+  e->tt = malloc((2 * nb + 1) * sizeof *e->tt);
   if (!e->p || !e->math || !e->done || !e->runs || !e->fixed || !e->l1cov ||
-      !e->l2cov || !e->pull_end || !e->ncompute)
+      !e->l2cov || !e->pull_end || !e->ncompute || !e->tt)
     return fail_nomem(e);
+  /* most blocks are full: one tile time per distinct row count */
+  for (size_t b = 0; b < nb; b++) {
+    double r = e->blocks[b].rows;
+    if (b && r == e->blocks[b - 1].rows) {
+      e->tt[2 * b] = e->tt[2 * b - 2];
+      e->tt[2 * b + 1] = e->tt[2 * b - 1];
+    } else {
+      e->tt[2 * b] = xs__tile_time(e->g, &e->tile, r, e->wl->H, 1);
+      e->tt[2 * b + 1] = xs__tile_time(e->g, &e->tile, r, e->wl->I, 2);
+    }
+  }
   if (e->audit && audit_blocks(e))
     return fail_nomem(e);
   for (size_t c = 0; c < nc; c++)
@@ -448,17 +465,13 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
                          size_t n, const unsigned char *dep, int pick,
                          double rows_needed, const double *need) {
   xs_error *err = e->err;
-  const xs__moe_wl *wl = e->wl;
   size_t nc = e->nclass, w = e->math[c];
   double g = (double)(e->cs[c + 1] - e->cs[c]);
   double secs = 0, hin = 0, hout = 0, lout = 0;
   for (size_t i = 0; i < n; i++) {
     if (dep[i] != pick)
       continue;
-    const xs__moe_block *b = &e->blocks[t[i].block];
-    secs += t[i].ntiles * xs__tile_time(e->g, &e->tile, b->rows,
-                                        t[i].layer == 1 ? wl->H : wl->I,
-                                        t[i].layer);
+    secs += t[i].ntiles * e->tt[2 * t[i].block + (t[i].layer == 2)];
     double a, o, l;
     task_bytes(e, &t[i], &a, &o, &l);
     hin += a;
@@ -570,11 +583,11 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
         double *nd = d ? need1 : e->need;
         if (cov)
           for (size_t x = 0; x < nc; x++)
-            nd[x] = fmax(nd[x], cov[x]);
+            nd[x] = dmax(nd[x], cov[x]);
         if (d)
-          rows1 = fmax(rows1, rn);
+          rows1 = dmax(rows1, rn);
         else
-          rows0 = fmax(rows0, rn);
+          rows0 = dmax(rows0, rn);
         mark[2 * bi + (t[i].layer == 2)] = stamp;
       }
       if (have[0])

@@ -41,14 +41,15 @@ int xs_moe_schedule_interleaves(xs_moe_schedule s) {
 /* ---- knob rules ---- */
 
 /* searched: lag and group of the lag machinery; "all-l1-first" is the
- * baseline's order */
+ * baseline's order (a lag of 0 would mean the kernel's default: the
+ * shortest lag is 1) */
 static const struct {
   const char *name;
   unsigned lag, group;
-} searched_rules[] = {{"all-l1-first", 0xffffff, 4}, {"lag-0", 0, 4},
+} searched_rules[] = {{"all-l1-first", 0xffffff, 4}, {"lag-1", 1, 4},
                       {"lag-2", 2, 4},   {"lag-4", 4, 4},
                       {"lag-8", 8, 4},   {"lag-16", 16, 4},
-                      {"lag-0/g1", 0, 1}, {"lag-8/g1", 8, 1}};
+                      {"lag-1/g1", 1, 1}, {"lag-8/g1", 8, 1}};
 #define NSEARCHED (sizeof searched_rules / sizeof searched_rules[0])
 static const char *const wave_rules[] = {"default", "half", "double", "one",
                                          "all"};
