@@ -121,10 +121,15 @@ int cmd_validate(int argc, char **argv);
  * (o->profile loaded, to free), else the exit code (help shown, or a bad
  * flag reported). */
 typedef struct cli_sweep_opts {
-  xs_profile *profile;
+  xs_profile *profile; /* with --fabric's */
   const char *grid;
+  const char *ep_library, *ep_kernel; /* megamoe's --ep-library, --ep-kernel */
   int json, csv;
 } cli_sweep_opts;
+/* --ep-library and --ep-kernel (NULL: as the config has them) into c,
+ * checked: 0, or the exit code (after saying what was wrong when say) */
+int cli_moe_ep_library(const char *cmd, const char *library, const char *kernel,
+                       xs_moe_config *c, int say);
 int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
                       cli_sweep_opts *o);
 

@@ -562,6 +562,10 @@ typedef struct xs_moe_config {
                           per SM)                                          */
   char dtype[16];      /* GEMM dtype in the profile: "fp8" (FP8 x FP8),
                           "fp8xfp4" (FP8 activations x FP4 weights)       */
+  /* the sequential arm's all-to-all library and mode, as ep.csv spells
+   * them (docs/ep.md); empty: "deepep-v2" "normal" */
+  char ep_library[24];
+  char ep_kernel[16];
 } xs_moe_config;
 
 /* Presets: deepseek-v3, deepseek-v4-flash, deepseek-v4-pro, qwen3.5, glm,

@@ -560,12 +560,86 @@ static void test_validate_errors(void **st) {
   assert_non_null(strstr(e.message, "no column \"fabric\""));
 }
 
+/* The MegaMoE planner across nodes: an EP past one node needs a fabric;
+ * with one, its sequential arm's dispatch and combine are the EP kernel
+ * programs' for the same shape (one model of the library, not two). */
+static void test_moe_across_nodes(void **st) {
+  (void)st;
+  xs_moe_config c;
+  assert_int_equal(xs_moe_preset("deepseek-v3", &c), 0);
+  c.ep = 32;
+  xs_profile *prof = load("h800-nvlink");
+  xs_moe_result r;
+  xs_error e;
+  assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "--fabric"));
+  assert_non_null(strstr(e.message, "4 nodes"));
+  xs_profile_free(prof);
+  static const struct {
+    const char *lib, *mode;
+    double tokens;
+  } arms[] = {{"", "", 4096}, {"deepep-v1", "normal", 4096},
+              {"deepep-v1", "low-latency", 128}, {"uccl-ep", "normal", 1024}};
+  prof = load("h800-nvlink+ib-400");
+  for (size_t a = 0; a < sizeof arms / sizeof arms[0]; a++) {
+    snprintf(c.ep_library, sizeof c.ep_library, "%s", arms[a].lib);
+    snprintf(c.ep_kernel, sizeof c.ep_kernel, "%s", arms[a].mode);
+    c.tokens = arms[a].tokens;
+    xs_program *p;
+    assert_int_equal(xs_moe_program(&c, prof, XS_MOE_SEQUENTIAL, NULL, &p, &e), XS_OK);
+    double got[2] = {NAN, NAN};
+    for (size_t w = 0; w < xs_program_worker_count(p); w++) {
+      const char *n = xs_program_worker_name(p, w);
+      int k = !strncmp(n, "rows.a2a", 8) ? 0 : !strncmp(n, "link.a2a", 8) ? 1 : -1;
+      for (size_t i = 0; k >= 0 && i < xs_program_op_count(p, w); i++) {
+        xs_op_info op;
+        xs_program_op(p, w, i, &op);
+        if (op.kind == XS_OP_COMPUTE)
+          got[k] = op.value;
+      }
+    }
+    xs_program_free(p);
+    for (int ph = 0; ph < 2; ph++) {
+      xs__ep_shape s = {0};
+      s.tokens = c.tokens, s.hidden = c.hidden, s.topk = c.topk;
+      s.experts = c.experts, s.ep = c.ep;
+      s.elem_bytes = ph ? c.combine_bytes : c.act_bytes;
+      s.align = 128, s.cpu_sync = 1, s.api_time = 1;
+      double t;
+      assert_int_equal(xs__ep_kernel(arms[a].lib[0] ? arms[a].lib : "deepep-v2",
+                                     arms[a].mode[0] ? arms[a].mode : "normal",
+                                     (xs__ep_phase)ph, &s, prof, NULL, NULL, &t, &e),
+                       XS_OK);
+      if (!(fabs(got[ph] / t - 1) <= 0.05))
+        fprintf(stderr, "%s %s %s: the plan's %g s, the EP kernel's %g s\n",
+                arms[a].lib, arms[a].mode, ph ? "combine" : "dispatch", got[ph], t);
+      assert_true(fabs(got[ph] / t - 1) <= 0.05);
+    }
+  }
+  /* the plan itself: every schedule, the fused ones' bytes partly over
+   * the NIC */
+  c.ep_library[0] = c.ep_kernel[0] = '\0';
+  c.tokens = 512;
+  assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
+  for (int s = 0; s < XS_MOE_SCHEDULES; s++)
+    assert_true(r.time_s[s][XS_MODEL_BURSTGAP] > 0 && isfinite(r.time_s[s][XS_MODEL_BURSTGAP]));
+  xs_program *p;
+  assert_int_equal(xs_moe_program(&c, prof, XS_MOE_FUSED_LAG, NULL, &p, &e), XS_OK);
+  assert_true(chan_bytes(p, prof, "nic") > 0);
+  xs_program_free(p);
+  xs_profile_free(prof);
+  /* an unknown library is refused with the known ones */
+  snprintf(c.ep_library, sizeof c.ep_library, "deepep-v9");
+  assert_int_equal(xs_moe_config_check(&c, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "deepep-hybrid normal"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fabric_profiles), cmocka_unit_test(test_node_gpus),
       cmocka_unit_test(test_routing),         cmocka_unit_test(test_program_bytes),
       cmocka_unit_test(test_needs_fabric),    cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
-      cmocka_unit_test(test_validate_errors)};
+      cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

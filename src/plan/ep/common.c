@@ -137,11 +137,7 @@ xs_status xs__ep_begin(xs__ep_ctx *c, const xs__ep_shape *s, xs__ep_phase ph,
   if (!link)
     return xs__fail(err, XS_INVALID, "profile \"%s\" has no channels",
                     xs_profile_name(prof));
-  if (strcmp(xs_profile_channel_name(prof, dc), "nvlink"))
-    return xs__fail(err, XS_INVALID,
-                    "profile \"%s\": the EP kernels send to peers on a "
-                    "channel named \"nvlink\" (its default channel is \"%s\")",
-                    xs_profile_name(prof), xs_profile_channel_name(prof, dc));
+  c->link = xs_profile_channel_name(prof, dc);
   xs_kernel_costs kc;
   xs_profile_kernel_costs(prof, &kc);
   c->gpu_sms = xs_profile_sms(prof) ? xs_profile_sms(prof) : 132;
@@ -205,8 +201,10 @@ xs_status xs__ep_send(xs__ep_ctx *c, size_t w, double bytes, const char *chan,
       *sid = SIZE_MAX;
     return hbm > 0 ? xs__ep_compute(c, w, bytes / hbm) : XS_OK;
   }
-  if (!strcmp(chan, "nvlink"))
+  if (!strcmp(chan, "nvlink")) { /* the peers' link, by any name */
     bytes /= c->par.nvl_eff;
+    chan = c->link;
+  }
   return xs_program_send(c->p, w, bytes, chan, NULL, sid, c->err);
 }
 

@@ -23,8 +23,8 @@ static double v2_sms(const xs__ep_ctx *c) {
   const xs__ep_route *r = &c->rt;
   double so = r->N > 1 ? r->Nn : 0, topk = r->R;
   double rd = 1 / topk, wr = 0, rdma = 0, nvl = 0;
-  long li = xs_profile_find_channel(c->prof, "nvlink");
-  double nvl_gbs = li >= 0 ? xs_profile_channel(c->prof, (size_t)li)->drain_Bps : 1;
+  double nvl_gbs =
+      xs_profile_channel(c->prof, xs_profile_default_channel(c->prof))->drain_Bps;
   if (r->N > 1) {
     wr += 1 / topk;
     wr += (1 / topk) * (so / r->N);

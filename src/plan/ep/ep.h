@@ -85,6 +85,8 @@ typedef struct xs__ep_ctx {
   double streams;      /* workers per SM on the NVLink channel, so that
                           streams x its per-worker rate = sm_Bps        */
   double launch_s, barrier_s, host_sync_s;
+  const char *link;    /* the channel to peers in the node: the profile's
+                          default (NVLink)                                */
   double nvl_latency_s;
   double nic_latency_s, nic_overhead_s, nic_Bps;
   int has_nic;
