@@ -35,7 +35,7 @@ static void help(FILE *f) {
           "                       errors (comma-separated; all: every model)\n"
           "  --by-source          leave one source out: the model's fitted constants\n"
           "                       refitted without each source and its rows predicted\n"
-          "                       with them (about a minute); lists every constant\n"
+          "                       with them (about 20 s); lists every constant\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against published time, log axes\n"
           "  --fail-above F       exit 1 when the median |error| of any library and\n"

@@ -58,8 +58,6 @@ xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  xs_kernel_costs kc;
-  xs_profile_kernel_costs(k->prof, &kc);
   xs__emit_flow flow = {0};
   flow.pull = 0;
   flow.combine_push = 0;
