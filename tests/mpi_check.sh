@@ -26,10 +26,20 @@ cmp "$dir/one.txt" "$dir/two.txt"
 "$xstage" sweep flashattn --profile h100-nvlink --json > "$dir/one.json"
 run -n 3 "$xstage" sweep flashattn --profile h100-nvlink --json > "$dir/three.json"
 cmp "$dir/one.json" "$dir/three.json"
+# the samples are real timings on a shared machine: under load a short
+# series can fail to fit (delivery not growing with size); up to 3 tries
 for mode in isend put; do
-  run -n 2 "$xstage" probe mpi --mode "$mode" --sizes 8 --repeats 2 -o "$dir/$mode.csv"
-  grep -q "^mpi-$mode," "$dir/$mode.csv"
-  "$xstage" fit "$dir/$mode.csv" > "$dir/$mode.fit"
+  ok=0
+  for try in 1 2 3; do
+    run -n 2 "$xstage" probe mpi --mode "$mode" --sizes 8 --repeats 2 -o "$dir/$mode.csv"
+    grep -q "^mpi-$mode," "$dir/$mode.csv"
+    if "$xstage" fit "$dir/$mode.csv" > "$dir/$mode.fit" 2> "$dir/$mode.err"; then
+      ok=1
+      break
+    fi
+    echo "probe mpi --mode $mode, try $try: $(cat "$dir/$mode.err")"
+  done
+  [ "$ok" = 1 ] || { echo "probe mpi --mode $mode: no try fit"; exit 1; }
   grep -q "drain rate" "$dir/$mode.fit"
 done
 echo "5 passed, 0 failed"
