@@ -295,7 +295,8 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
                        sizeof e->metric, err)))
     return st;
   snprintf(row->source, sizeof row->source, "%s", F[C_SOURCE]->s);
-  snprintf(row->arm, sizeof row->arm, "%s/%s", e->library, e->mode);
+  /* known names (checked below) fit: "deepep-hybrid/low-latency" at most */
+  snprintf(row->arm, sizeof row->arm, "%.15s/%.15s", e->library, e->mode);
   const struct {
     int col;
     double *dst;

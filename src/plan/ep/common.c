@@ -15,6 +15,9 @@
  * refits). */
 #define EP_PAIR_S 1.016e-07
 #define EP_API_S 5.155e-05
+#define EP_MAX_RANKS 65536
+#define EP_MAX_EXPERTS 1048576
+#define EP_MAX_TOPK 1024
 #define EP_NVL_EFF 0.8235
 
 void xs__ep_params_default(xs__ep_params *par) {
@@ -38,6 +41,13 @@ xs_status xs__ep_routing(const xs__ep_shape *s, double node_gpus,
                        xs__ep_route *r, xs_error *err) {
   memset(r, 0, sizeof *r);
   double P = s->ep, E = s->experts, K = s->topk;
+  /* bounds far past any deployment, so that no shape runs loops or
+   * programs without end (docs/ep.md, "The kernels as programs") */
+  if (!(P <= EP_MAX_RANKS && E <= EP_MAX_EXPERTS && K <= EP_MAX_TOPK))
+    return xs__fail(err, XS_INVALID,
+                    "EP %g, %g experts, top-%g: at most %d ranks, %d experts "
+                    "and a top-%d", P, E, K, EP_MAX_RANKS, EP_MAX_EXPERTS,
+                    EP_MAX_TOPK);
   if (!(P >= 1) || P != floor(P) || !(E >= 1) || E != floor(E) ||
       fmod(E, P) != 0)
     return xs__fail(err, XS_INVALID,
@@ -111,11 +121,14 @@ xs_status xs__ep_begin(xs__ep_ctx *c, const xs__ep_shape *s, xs__ep_phase ph,
     c->par = *par;
   else
     xs__ep_params_default(&c->par);
-  if (!(s->tokens >= 1) || !isfinite(s->tokens) || !(s->hidden >= 1) ||
-      !isfinite(s->hidden))
+  if (!(s->tokens >= 1 && s->tokens <= 1e9) || !(s->hidden >= 1 && s->hidden <= 1e7))
     return xs__fail(err, XS_INVALID,
-                    "tokens (%g) and hidden (%g) must be at least 1", s->tokens,
-                    s->hidden);
+                    "tokens (%g) must be from 1 to 1e9 and hidden (%g) from 1 "
+                    "to 1e7", s->tokens, s->hidden);
+  if (!(s->sms >= 0 && s->sms <= 1e5) || !(s->topk_groups >= 0 && s->topk_groups <= 1e5))
+    return xs__fail(err, XS_INVALID,
+                    "SMs (%g) and routing groups (%g) must be from 0 to 1e5",
+                    s->sms, s->topk_groups);
   if (s->elem_bytes != 1 && s->elem_bytes != 2)
     return xs__fail(err, XS_INVALID,
                     "bytes per element must be 1 (FP8) or 2 (BF16), got %g",
