@@ -354,15 +354,20 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   static const struct option opts[] = {
       {"profile", required_argument, 0, 'p'}, {"grid", required_argument, 0, 'g'},
       {"json", no_argument, 0, 'j'}, {"csv", no_argument, 0, 'c'},
+      {"fabric", required_argument, 0, 'F'}, {"ep-library", required_argument, 0, 'l'},
+      {"ep-kernel", required_argument, 0, 'k'},
       {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  const char *profile = NULL;
+  const char *profile = NULL, *fabric = NULL;
   int c;
   memset(o, 0, sizeof *o);
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":p:g:jch", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":p:g:jcF:l:k:h", opts, NULL)) != -1) {
     switch (c) {
     case 'p': profile = optarg; break;
+    case 'F': fabric = optarg; break;
+    case 'l': o->ep_library = optarg; break;
+    case 'k': o->ep_kernel = optarg; break;
     case 'g': o->grid = optarg; break;
     case 'j': o->json = 1; break;
     case 'c': o->csv = 1; break;
@@ -376,8 +381,10 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
     return cli_usage_error("sweep", "--profile is required");
   if (o->json && o->csv)
     return cli_usage_error("sweep", "--json and --csv exclude each other");
+  if ((o->ep_library || o->ep_kernel) && strcmp(argv[1], "megamoe"))
+    return cli_usage_error("sweep", "--ep-library and --ep-kernel are for megamoe");
   xs_error err;
-  if (xs_profile_load(profile, &o->profile, &err))
+  if (xs_profile_load_fabric(profile, fabric, &o->profile, &err))
     return cli_error("sweep", &err);
   return -1;
 }

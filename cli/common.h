@@ -105,6 +105,20 @@ void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
 
 int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
+/* cli/validate_ep.c: `xstage validate ep ...` (argv[1] is "ep") */
+int cli_validate_ep(int argc, char **argv);
+/* cli/validate.c, for every validator: --fail-above's fraction (0, or the
+ * exit code after saying what was wrong), and the data read and predicted
+ * (progress on a terminal; 0, or the exit code after saying why not) */
+typedef xs_status (*cli_validate_fn)(const char *text, size_t length,
+                                     const char *filename, xs_validate_set *out,
+                                     void (*progress)(size_t, void *), void *ctx,
+                                     xs_error *err);
+int cli_validate_fraction(const char *text, double *out);
+/* read and predict *datap (NULL: the published file dflt, as
+ * cli_data_file finds it into found, and *datap is set to it) */
+int cli_validate_load(const char **datap, const char *dflt, char *found, size_t size,
+                      const char *svg, cli_validate_fn fn, xs_validate_set *set);
 int cmd_demo(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
@@ -127,10 +141,15 @@ int cli_validate_fa_sections(const xs_validate_set *set);
  * (o->profile loaded, to free), else the exit code (help shown, or a bad
  * flag reported). */
 typedef struct cli_sweep_opts {
-  xs_profile *profile;
+  xs_profile *profile; /* with --fabric's */
   const char *grid;
+  const char *ep_library, *ep_kernel; /* megamoe's --ep-library, --ep-kernel */
   int json, csv;
 } cli_sweep_opts;
+/* --ep-library and --ep-kernel (NULL: as the config has them) into c,
+ * checked: 0, or the exit code (after saying what was wrong when say) */
+int cli_moe_ep_library(const char *cmd, const char *library, const char *kernel,
+                       xs_moe_config *c, int say);
 int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
                       cli_sweep_opts *o);
 

@@ -16,7 +16,8 @@
 static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
-          "                           [--ep P] --profile P [--json]\n"
+          "                           [--ep P] --profile P [--fabric F] [--json]\n"
+          "                           [--ep-library L] [--ep-kernel K]\n"
           "                           [--compute P2] [--schedule S]\n"
           "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
           "                           [--tolerance F] [--schedules LIST] [--sensitivity]\n"
@@ -38,6 +39,14 @@ static void plan_help(FILE *f) {
           "                     10^6) and Ki, Mi (2^10, 2^20): 4Ki = 4096, 4k = 4000\n"
           "  --ep P             expert-parallel ranks (default 8)\n"
           "  --profile P        a profile with a compute section\n"
+          "  --fabric F         the network between nodes (ib-400, roce-200, efa-400,\n"
+          "                     or a fabric profile's file): ranks past the profile's\n"
+          "                     node_gpus are on other nodes and their share of the\n"
+          "                     traffic crosses it; an EP past one node needs one\n"
+          "  --ep-library L     the sequential arm's all-to-all, as ep.csv names it:\n"
+          "                     deepep-v1, deepep-v2 (default), deepep-hybrid,\n"
+          "                     pplx-kernels, uccl-ep (docs/ep.md)\n"
+          "  --ep-kernel K      its mode: normal (default) or low-latency\n"
           "  --compute P2       take the compute section from P2 instead (a measured\n"
           "                     channel, e.g. from xstage calibrate, with a published GPU)\n"
           "  --json             machine-readable output\n"
@@ -68,7 +77,8 @@ static void plan_help(FILE *f) {
 
 static void sweep_help(FILE *f) {
   fprintf(f,
-          "usage: xstage sweep megamoe --profile P [--grid FILE] [--json | --csv]\n"
+          "usage: xstage sweep megamoe --profile P [--fabric F] [--grid FILE]\n"
+          "                            [--ep-library L] [--ep-kernel K] [--json | --csv]\n"
           "\n"
           "Plans every config of a grid; the default is the 7 presets x 12 token\n"
           "counts per rank (16 to 32768, powers of two) at EP 8. Prints one row per\n"
@@ -78,8 +88,25 @@ static void sweep_help(FILE *f) {
           "\n"
           "  --grid FILE   JSON: {\"presets\": [...], \"tokens\": [...], \"ep\": [...]};\n"
           "                at most 4096 values a list and 20000 configs in all\n"
+          "  --fabric F    the network between nodes, for an EP past the profile's\n"
+          "                node_gpus (ib-400, roce-200, efa-400)\n"
+          "  --ep-library L, --ep-kernel K  the sequential arm's all-to-all (as\n"
+          "                plan megamoe; default deepep-v2 normal)\n"
           "  --json        {\"profile\", \"configs\": [...], \"summary\": {...}}\n"
           "  --csv         one header line, one line per config\n");
+}
+
+int cli_moe_ep_library(const char *cmd, const char *library, const char *kernel,
+                       xs_moe_config *c, int say) {
+  if (library)
+    snprintf(c->ep_library, sizeof c->ep_library, "%s", library);
+  if (kernel)
+    snprintf(c->ep_kernel, sizeof c->ep_kernel, "%s", kernel);
+  xs_error err;
+  if ((library || kernel) && xs_moe_config_check(c, &err))
+    return say ? cli_usage_error(cmd, "--ep-library, --ep-kernel: %s", err.message)
+               : EXIT_INPUT;
+  return 0;
 }
 
 /* Config from a preset or a file, then the command-line overrides. */
@@ -134,9 +161,11 @@ int cmd_plan(int argc, char **argv) {
       {"tokens-grid", required_argument, 0, 'G'}, {"tolerance", required_argument, 0, 'L'},
       {"schedules", required_argument, 0, 'Q'}, {"emit-header", required_argument, 0, 'H'},
       {"header-prefix", required_argument, 0, 'X'}, {"sensitivity", no_argument, 0, 'V'},
-      {"tokens-range", required_argument, 0, 'R'},
+      {"tokens-range", required_argument, 0, 'R'}, {"fabric", required_argument, 0, 'F'},
+      {"ep-library", required_argument, 0, 'l'}, {"ep-kernel", required_argument, 0, 'k'},
       {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *tokens = NULL, *ep = NULL, *profile = NULL;
+  const char *fabric = NULL, *ep_library = NULL, *ep_kernel = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *compute = NULL;
   const char *grid_text = NULL, *range_text = NULL, *header = NULL, *prefix = NULL;
   xs_moe_schedule sched = XS_MOE_INTERLEAVED;
@@ -145,9 +174,12 @@ int cmd_plan(int argc, char **argv) {
   int json = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:", opts,
-                          NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:F:l:k:",
+                          opts, NULL)) != -1) {
     switch (c) {
+    case 'F': fabric = optarg; break;
+    case 'l': ep_library = optarg; break;
+    case 'k': ep_kernel = optarg; break;
     case 'G': grid_text = optarg; break;
     case 'R': range_text = optarg; break;
     case 'L':
@@ -211,13 +243,15 @@ int cmd_plan(int argc, char **argv) {
     return prc;
   xs_moe_config cfg;
   int rc = load_config("plan", preset, file, tokens, ep, &cfg);
+  if (!rc)
+    rc = cli_moe_ep_library("plan", ep_library, ep_kernel, &cfg, 1);
   if (rc) {
     free(grid);
     return rc;
   }
   xs_error err;
   xs_profile *prof;
-  if (xs_profile_load(profile, &prof, &err)) {
+  if (xs_profile_load_fabric(profile, fabric, &prof, &err)) {
     free(grid);
     return cli_error("plan", &err);
   }
@@ -290,10 +324,17 @@ int cmd_plan(int argc, char **argv) {
            cfg.experts / cfg.ep, w->flops / 1e12,
            xs_format_size(w->weights_B, a, sizeof a));
     printf("  MMA peak %.0f TFLOP/s on %g SMs, L2 %.1f TB/s; off-rank dispatch %s, "
-           "combine %s\n\n",
+           "combine %s\n",
            w->mma_flops_per_s / 1e12, w->sms, w->l2_Bps / 1e12,
            xs_format_size(w->dispatch_B, d, sizeof d),
            xs_format_size(w->combine_B, e, sizeof e));
+    double node = xs_profile_node_gpus(prof);
+    printf("  EP %g on %g node%s of %g GPUs%s%s; the sequential arm's all-to-all: %s "
+           "%s (docs/ep.md)\n\n", cfg.ep, ceil(cfg.ep / node), cfg.ep > node ? "s" : "",
+           node, xs_profile_fabric(prof) ? ", over " : "",
+           xs_profile_fabric(prof) ? xs_profile_fabric(prof) : "",
+           cfg.ep_library[0] ? cfg.ep_library : "deepep-v2",
+           cfg.ep_kernel[0] ? cfg.ep_kernel : "normal");
     char kb[64];
     printf("  %-18s %9s %9s %9s %9s  %-27s %-8s %8s %8s %8s %8s %8s %8s\n",
            "schedule", "burstgap", "blocking", "serial", "ideal", "knobs", "bound",
@@ -391,6 +432,13 @@ int cmd_sweep(int argc, char **argv) {
   size_t n;
   int rc = cli_sweep_grid(grid, 0, (void **)&rows, &n);
   if (rc) {
+    xs_profile_free(prof);
+    return rc;
+  }
+  for (size_t i = 0; i < n && !rc; i++)
+    rc = cli_moe_ep_library("sweep", so.ep_library, so.ep_kernel, &rows[i], i == 0);
+  if (rc) {
+    xs_free(rows);
     xs_profile_free(prof);
     return rc;
   }

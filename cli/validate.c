@@ -19,6 +19,7 @@ static void help(FILE *f) {
           "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
           "       xstage validate flashattn [--data FILE] [--model M] [--json] [--svg FILE]\n"
           "                       [--fail-above FRACTION]\n"
+          "       xstage validate ep --data FILE ... (xstage validate ep --help)\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
           "source, gpu, ep, hidden, intermediate, experts, topk, shared_experts,\n"
@@ -42,6 +43,9 @@ static void help(FILE *f) {
           "communication shows (rings measured more than 10%% above P x their local\n"
           "arm): their errors, the error on that overhead, and what they score with\n"
           "communication free.\n"
+          "\n"
+          "ep: expert-parallel dispatch and combine timings, each in its own metric\n"
+          "(xstage validate ep --help).\n"
           "\n"
           "  --data FILE          the CSV; by default the published one installed with\n"
           "                       xstage (share/xstage/published/megamoe.csv or\n"
@@ -70,6 +74,37 @@ static const char *source_text(const char *source, size_t width) {
 static void progress(size_t done, void *ctx) {
   (void)ctx;
   fprintf(stderr, "\r  predicting row %zu", done);
+}
+
+int cli_validate_fraction(const char *text, double *out) {
+  char *end;
+  *out = strtod(text, &end);
+  if (end == text || *end || !(*out >= 0) || !isfinite(*out))
+    return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
+                                       "got \"%s\"", text);
+  return 0;
+}
+
+int cli_validate_load(const char **datap, const char *dflt, char *found, size_t size,
+                      const char *svg, cli_validate_fn fn, xs_validate_set *set) {
+  const char *data = *datap;
+  if (!data && !(data = *datap = cli_data_file(dflt, found, size)))
+    return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
+                                       "folder of published/, or give --data)", found);
+  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
+    return EXIT_INPUT;
+  char *text;
+  size_t len;
+  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
+  if (rrc)
+    return rrc;
+  xs_error err;
+  int tty = isatty(2);
+  xs_status st = fn(text, len, data, set, tty ? progress : NULL, NULL, &err);
+  free(text);
+  if (tty)
+    fprintf(stderr, "\r%40s\r", "");
+  return st ? cli_error("validate", &err) : 0;
 }
 
 static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking",
@@ -251,8 +286,10 @@ int cmd_validate(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
+  if (argc >= 2 && !strcmp(argv[1], "ep"))
+    return cli_validate_ep(argc, argv);
   if (argc < 2 || (strcmp(argv[1], "megamoe") && strcmp(argv[1], "flashattn")))
-    return cli_usage_error("validate", "expected a planner: megamoe or flashattn");
+    return cli_usage_error("validate", "expected a planner: megamoe, flashattn or ep");
   int fa = !strcmp(argv[1], "flashattn");
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
@@ -283,14 +320,10 @@ int cmd_validate(int argc, char **argv) {
     }
     case 'j': json = 1; break;
     case 'S': svg = optarg; break;
-    case 'f': {
-      char *end;
-      fail_above = strtod(optarg, &end);
-      if (end == optarg || *end || !(fail_above >= 0) || !isfinite(fail_above))
-        return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
-                                           "got \"%s\"", optarg);
+    case 'f':
+      if (cli_validate_fraction(optarg, &fail_above))
+        return EXIT_INPUT;
       break;
-    }
     case 'h': help(stdout); return EXIT_OK;
     default: return cli_bad_flag("validate", argc, argv);
     }

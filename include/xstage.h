@@ -190,6 +190,10 @@ typedef struct xs_kernel_costs {
   double forward_sm_Bps; /* bytes/s one SM sends with bulk stores from
                             inside a kernel (0: the channel's per-worker
                             rate)                                         */
+  /* the EP kernels' (docs/ep.md) */
+  double sm_copy_Bps;    /* bytes/s one SM moves to peers over NVLink when
+                            all its warps (or its TMA unit) copy; 0: the
+                            link's worker_inject_Bps                      */
 } xs_kernel_costs;
 
 XS_API xs_status xs_profile_set_kernel_costs(xs_profile *profile,
@@ -262,6 +266,24 @@ XS_API double xs_profile_efficiency(const xs_profile *profile);
 XS_API double xs_profile_hbm_Bps(const xs_profile *profile);
 /* 0 when the dtype is not listed. */
 XS_API double xs_profile_flops_per_s(const xs_profile *profile, const char *dtype);
+
+/* Nodes and fabrics (docs/formats.md "Fabrics"). A GPU profile names how
+ * many GPUs share one NVLink domain ("node_gpus"; 8 when it does not say),
+ * so that expert-parallel ranks beyond it go over a scale-out NIC. A
+ * fabric is a profile whose channel "nic" is one GPU's NIC (ib-400,
+ * roce-200, efa-400 are built in); xs_profile_add_fabric copies its
+ * channels and their sources into a GPU profile, which is then named
+ * "GPU+FABRIC". xs_profile_load reads "GPU+FABRIC" the same way, and
+ * xs_profile_load_fabric(gpu, fabric) (fabric NULL: none) loads both. */
+XS_API unsigned xs_profile_node_gpus(const xs_profile *profile);
+XS_API xs_status xs_profile_set_node_gpus(xs_profile *profile, unsigned gpus,
+                                          xs_error *err);
+XS_API xs_status xs_profile_add_fabric(xs_profile *profile,
+                                       const xs_profile *fabric, xs_error *err);
+/* The fabric's name, NULL when none was added. */
+XS_API const char *xs_profile_fabric(const xs_profile *profile);
+XS_API xs_status xs_profile_load_fabric(const char *gpu, const char *fabric,
+                                        xs_profile **out, xs_error *err);
 
 /* Built-in profiles (profiles/ in the source tree), in name order. */
 XS_API size_t xs_builtin_profile_count(void);
@@ -559,6 +581,10 @@ typedef struct xs_moe_config {
                           per SM)                                          */
   char dtype[16];      /* GEMM dtype in the profile: "fp8" (FP8 x FP8),
                           "fp8xfp4" (FP8 activations x FP4 weights)       */
+  /* the sequential arm's all-to-all library and mode, as ep.csv spells
+   * them (docs/ep.md); empty: "deepep-v2" "normal" */
+  char ep_library[24];
+  char ep_kernel[16];
 } xs_moe_config;
 
 /* Presets: deepseek-v3, deepseek-v4-flash, deepseek-v4-pro, qwen3.5, glm,
@@ -1040,6 +1066,25 @@ XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
  * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,
  * tokens, arm, time_us, timing. Each row is predicted on the built-in
  * profile named by gpu, for its arm, without reading time_us. */
+/* What a row of `xstage validate ep` carries (kind 2; docs/validate.md
+ * "ep"): the library's kernel, the shape, and the row's own metric. */
+typedef struct xs_validate_ep_row {
+  char library[24], mode[16], phase[24], fabric[24], metric[16];
+  double ep, hidden, topk, experts, elem_bytes, sms;
+  double topk_groups; /* 0: uniform routing; g: group-limited to g nodes  */
+  int api_time;      /* timed around the Python call, not the kernel     */
+  int ll_nvlink;     /* low-latency kernels: same-node peers over NVLink */
+  double bytes;      /* what the library's figure divides its time by for
+                        one rank (0: the metric is a time)             */
+  double measured, predicted; /* in the metric: us or GB/s             */
+  double model[4];   /* each model's prediction in the metric (burstgap,
+                        blocking, serial, ideal: xs_model's order)     */
+  double loso;       /* predicted with the fitted constants refitted
+                        without the row's source (NAN until
+                        xs_validate_ep_by_source)                      */
+  double loso_error;
+} xs_validate_ep_row;
+
 typedef struct xs_validate_row {
   char source[96], gpu[48], arm[32];
   double tokens;
@@ -1063,6 +1108,7 @@ typedef struct xs_validate_row {
    * 8192), NAN for other arms */
   double alt_us;
   xs_moe_pattern alt_knobs;
+  xs_validate_ep_row ep; /* kind 2 */
 } xs_validate_row;
 
 typedef struct xs_validate_set {
@@ -1120,6 +1166,38 @@ typedef struct xs_validate_fa_stats {
 } xs_validate_fa_stats;
 XS_API xs_status xs_validate_fa_summary(const xs_validate_set *set, double threshold,
                                         xs_validate_fa_stats *out, xs_error *err);
+/* Expert-parallel dispatch and combine (docs/validate.md "ep"): a CSV
+ * with ep.csv's columns (source, gpu, fabric, library, kernel, phase,
+ * scope, ep, nodes, tokens, hidden, topk, experts, dtype, metric, value,
+ * timing; an optional knobs column). Each row's kernel is built as a
+ * program on the built-in GPU profile with its fabric and predicted before
+ * its value is read; error is in the row's own metric (a time, or the
+ * library's GB/s by its own formula). Rows are kind 2 with arm
+ * "LIBRARY/MODE"; metric is left empty so that xs_validate_median and
+ * xs_validate_same_arm / _source summarise them. */
+XS_API xs_status xs_validate_ep(const char *text, size_t length,
+                                const char *filename, xs_validate_set *out,
+                                void (*progress)(size_t, void *), void *ctx,
+                                xs_error *err);
+/* The EP model's fitted constants (docs/ep.md "Fitted constants"): name,
+ * what it is, and the value the library uses (fitted to every row of the
+ * project's data/published/ep.csv). */
+#define XS_EP_CONSTANTS 5
+XS_API const char *xs_ep_constant_name(size_t i);
+XS_API const char *xs_ep_constant_about(size_t i);
+XS_API double xs_ep_constant_value(size_t i);
+/* Fit the constants to the set's rows, leaving out those of one source
+ * (NULL: none): XS_EP_CONSTANTS values into values. */
+XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
+                                    const char *leave_out, double *values,
+                                    xs_error *err);
+/* Leave one source out: for every source, the constants refitted on the
+ * others (values[k * XS_EP_CONSTANTS + i] for the set's k-th distinct
+ * source, when values is not NULL; the caller sizes it) and its rows
+ * predicted with them (each row's ep.loso and ep.loso_error). */
+XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
+                                          xs_error *err);
+
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */
 XS_API double xs_validate_median(const xs_validate_set *set,

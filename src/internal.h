@@ -428,6 +428,30 @@ xs_status xs__validate_fa_predict(xs_validate_row *row, const xs_profile *prof,
 void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
                      double *a, double *g, double *mu, double *var);
 
+/* The validators' CSV reader (validate.c), for validators in other files:
+ * comment and blank lines skipped, the header mapping the needed columns
+ * (a missing one is an error naming need_list) and the optional ones;
+ * row() gets each data row's fields in that order (optional ones NULL
+ * when the header lacks them), each with its 1-based column, and fills
+ * the row; the set grows by it and progress is called. */
+typedef struct {
+  const char *s; /* into a copy of the line */
+  size_t col;    /* 1-based column of its first character */
+} xs__csv_field;
+typedef xs_status (*xs__csv_row_fn)(void *user, const xs__csv_field **f,
+                                    size_t lineno, xs_validate_row *row,
+                                    xs_error *err);
+xs_status xs__validate_csv(const char *file, const char *const *need,
+                           const char *const *maybe, const char *need_list,
+                           const char *text, size_t length, xs_validate_set *out,
+                           void (*progress)(size_t, void *), void *ctx,
+                           xs__csv_row_fn row, void *user, xs_error *err);
+/* A whole field as a finite number: 0, else -1. */
+int xs__csv_number(const char *s, double *out);
+/* "FILE:LINE:COLUMN: what" */
+xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
+                       const char *what);
+
 /* The burstgap time of one schedule with the given knob values. */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,

@@ -45,7 +45,8 @@ sweep_flashattn plan-flashattn
 validate_megamoe validate
 validate_megamoe tune
 validate_flashattn validate
-validate_flashattn tune"
+validate_flashattn tune
+validate_ep validate"
 # pages that also show flags of commands documented elsewhere, and flags
 # of other programs they show (mpirun's; pkg-config's, cmake's and the
 # linker's where docs/api.md shows how to build against the library; pip's

@@ -323,12 +323,22 @@ static void test_holdout(void **st) {
         base = load(all.rows[i].gpu);
     xs_moe_fit_result r;
     xs_profile *tuned;
+    /* rows that determine no term leave the built-in profile as it is
+     * (the fit says so and writes none): "after" is "before" */
+    int none = 0;
     if (xs_moe_fit(fcsv, strlen(fcsv), "fit.csv", base, NULL, &r, &tuned, &e)) {
-      fprintf(stderr, "%s: %s\n", sources[s], e.message);
-      fail();
+      if (e.status != XS_INVALID || !strstr(e.message, "determine no term")) {
+        fprintf(stderr, "%s: %s\n", sources[s], e.message);
+        fail();
+      }
+      printf("    %-28s: its fit rows determine no term; the built-in profile stands\n",
+             sources[s]);
+      none = 1;
+      tuned = NULL;
+      memset(&r, 0, sizeof r);
     }
     xs_validate_set vb, va;
-    const xs_profile *tp = tuned;
+    const xs_profile *tp = none ? base : tuned;
     assert_int_equal(xs_validate_megamoe(rcsv, strlen(rcsv), "rest", &vb, NULL, NULL, &e),
                      XS_OK);
     assert_int_equal(xs_validate_megamoe_with(rcsv, strlen(rcsv), "rest", &tp, 1, &va, NULL,
@@ -349,7 +359,8 @@ static void test_holdout(void **st) {
     nsrc++;
     xs_validate_free(&vb);
     xs_validate_free(&va);
-    xs_moe_fit_free(&r);
+    if (!none)
+      xs_moe_fit_free(&r);
     xs_profile_free(tuned);
     xs_profile_free(base);
     free(fcsv);

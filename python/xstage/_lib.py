@@ -160,7 +160,8 @@ class MoeConfig(ctypes.Structure):
             "tokens", "hidden", "intermediate", "experts", "topk", "ep",
             "act_bytes", "combine_bytes", "weight_bytes", "shared_experts",
             "block_m", "block_n", "sms", "imbalance", "capacity", "sm_groups")
-    ] + [("dtype", ctypes.c_char * 16)]
+    ] + [("dtype", ctypes.c_char * 16), ("ep_library", ctypes.c_char * 24),
+         ("ep_kernel", ctypes.c_char * 16)]
 
 
 class FaConfig(ctypes.Structure):

@@ -54,7 +54,8 @@ static const struct {
     {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1},
     {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4},
     {"comm_cta_Bps", offsetof(xs_kernel_costs, comm_cta_Bps), 1e15},
-    {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps), 1e15}};
+    {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps), 1e15},
+    {"sm_copy_Bps", offsetof(xs_kernel_costs, sm_copy_Bps), 1e13}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
 
@@ -69,6 +70,10 @@ struct xs_profile {
   xs_kernel_costs costs;
   source_entry *sources;
   size_t nsources, sources_cap;
+  /* GPUs that share one NVLink domain (0: not stated) and the fabric
+   * merged in by xs_profile_add_fabric (NULL: none) */
+  unsigned node_gpus;
+  char *fabric;
 };
 
 /* generated from the JSON files in profiles/ by cmake/embed.cmake */
@@ -170,6 +175,7 @@ void xs_profile_free(xs_profile *p) {
     free(p->sources[i].text);
   }
   free(p->sources);
+  free(p->fabric);
   free(p->channels);
   free(p->name);
   free(p->source);
@@ -421,6 +427,79 @@ double xs_profile_flops_per_s(const xs_profile *p, const char *dtype) {
   return f ? f->flops_per_s : 0;
 }
 
+/* ---- node size and fabrics (docs/formats.md "Fabrics") ---- */
+
+#define NODE_GPUS_DEFAULT 8
+#define NODE_GPUS_MAX 65536
+
+unsigned xs_profile_node_gpus(const xs_profile *p) {
+  return p->node_gpus ? p->node_gpus : NODE_GPUS_DEFAULT;
+}
+
+xs_status xs_profile_set_node_gpus(xs_profile *p, unsigned gpus,
+                                   xs_error *err) {
+  if (gpus < 1 || gpus > NODE_GPUS_MAX)
+    return xs__fail(err, XS_INVALID,
+                    "node_gpus must be a whole number from 1 to %d, got %u",
+                    NODE_GPUS_MAX, gpus);
+  p->node_gpus = gpus;
+  return XS_OK;
+}
+
+const char *xs_profile_fabric(const xs_profile *p) { return p->fabric; }
+
+static xs_status set_fabric_name(xs_profile *p, const char *name,
+                                 xs_error *err) {
+  char *c = xs__strdup(name);
+  if (!c)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  free(p->fabric);
+  p->fabric = c;
+  return XS_OK;
+}
+
+xs_status xs_profile_add_fabric(xs_profile *p, const xs_profile *fabric,
+                                xs_error *err) {
+  if (p->fabric)
+    return xs__fail(err, XS_INVALID,
+                    "profile \"%s\" already has the fabric \"%s\"", p->name,
+                    p->fabric);
+  if (xs_profile_find_channel(fabric, "nic") < 0)
+    return xs__fail(err, XS_INVALID,
+                    "\"%s\" is not a fabric: a fabric profile has a channel "
+                    "named \"nic\" (docs/formats.md \"Fabrics\")",
+                    fabric->name);
+  for (size_t i = 0; i < fabric->nchannels; i++)
+    if (xs_profile_find_channel(p, fabric->channels[i].name) >= 0)
+      return xs__fail(err, XS_INVALID,
+                      "fabric \"%s\": profile \"%s\" already has a channel "
+                      "named \"%s\"",
+                      fabric->name, p->name, fabric->channels[i].name);
+  size_t len = strlen(p->name) + strlen(fabric->name) + 2;
+  char *name = malloc(len);
+  if (!name)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  snprintf(name, len, "%s+%s", p->name, fabric->name);
+  xs_status st = XS_OK;
+  for (size_t i = 0; !st && i < fabric->nchannels; i++)
+    st = xs_profile_add_channel(p, fabric->channels[i].name,
+                                &fabric->channels[i].ch, err);
+  /* the fabric's numbers keep their sources, under the same keys
+   * ("channels.nic.drain_Bps") */
+  for (size_t i = 0; !st && i < fabric->nsources; i++)
+    if (!xs_profile_number_source(p, fabric->sources[i].key))
+      st = set_source(p, fabric->sources[i].key, fabric->sources[i].text, err);
+  if (!st)
+    st = set_fabric_name(p, fabric->name, err);
+  if (st) {
+    free(name);
+    return st;
+  }
+  free(p->name);
+  p->name = name;
+  return XS_OK;
+}
+
 /* ---- parsing ---- */
 
 static xs_status parse_channel(xs__jdoc *d, xs_profile *p, const char *name,
@@ -484,7 +563,7 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "mma_clock_hz", "wgmma_cycles",   "l2_Bps",       "promotion",
       "setup_s",      "host_sync_s",    "attn_flops_per_s", "attn_cta_s",
       "attn_causal_efficiency", "copy_efficiency", "ring_step_s", "comm_sms",
-      "comm_cta_Bps", "forward_sm_Bps", NULL};
+      "comm_cta_Bps", "forward_sm_Bps", "sm_copy_Bps", NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);
@@ -566,7 +645,8 @@ xs_status xs_profile_parse(const char *text, size_t length,
                            xs_error *err) {
   static const char *const keys[] = {"name",    "source",          "channels",
                                      "compute", "default_channel", "notes",
-                                     "sources", NULL};
+                                     "sources", "node_gpus",       "fabric",
+                                     NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   *out = NULL;
@@ -629,6 +709,25 @@ xs_status xs_profile_parse(const char *text, size_t length,
       goto done;
     }
   }
+  double node_gpus;
+  if ((st = xs__jnumber(&d, root, "node_gpus", XS__J_POSITIVE | XS__J_INTEGER,
+                        "a number of GPUs in one NVLink domain", &node_gpus,
+                        &have)))
+    goto done;
+  if (have) {
+    xs_error e2;
+    if (xs_profile_set_node_gpus(p, node_gpus > NODE_GPUS_MAX ? 0 : (unsigned)node_gpus,
+                                 &e2)) {
+      xs__jpath_key(&d.path, "node_gpus");
+      st = xs__jfail(&d, "%s", e2.message);
+      goto done;
+    }
+  }
+  const char *fab;
+  if ((st = xs__jstring(&d, root, "fabric", &fab, &have)))
+    goto done;
+  if (have && (st = set_fabric_name(p, fab, err)))
+    goto done;
   json_t *comp = json_object_get(root, "compute");
   if (comp) {
     xs__jpath_key(&d.path, "compute");
@@ -653,6 +752,9 @@ done:
   return XS_OK;
 }
 
+static xs_status load_with_fabric(const char *spec, const char *plus,
+                                  xs_profile **out, xs_error *err);
+
 xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
                           xs_error *err) {
   *out = NULL;
@@ -664,6 +766,9 @@ xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
                               strlen(xs__builtin_texts[i]), fn, out, err);
     }
   struct stat sb;
+  const char *plus = strchr(name_or_path, '+');
+  if (plus && stat(name_or_path, &sb) != 0)
+    return load_with_fabric(name_or_path, plus, out, err);
   if (stat(name_or_path, &sb) != 0) {
     char list[512];
     size_t n = 0;
@@ -728,6 +833,10 @@ char *xs_profile_to_json(const xs_profile *p) {
   bad |= xs__jput(root, "channels", chs);
   if (p->default_channel)
     bad |= xs__jput(root, "default_channel", json_string(p->default_channel));
+  if (p->node_gpus)
+    bad |= xs__jput(root, "node_gpus", json_integer(p->node_gpus));
+  if (p->fabric)
+    bad |= xs__jput(root, "fabric", json_string(p->fabric));
   int have_costs = 0, have_attn = 0;
   for (size_t i = 0; i < NCOSTS; i++)
     have_costs |= COST(&p->costs, i) != 0;
@@ -847,4 +956,43 @@ xs_status xs__profile_set_text(xs_profile *p, const char *name,
     p->source = s;
   }
   return XS_OK;
+}
+
+xs_status xs_profile_load_fabric(const char *gpu, const char *fabric,
+                                 xs_profile **out, xs_error *err) {
+  *out = NULL;
+  xs_profile *p, *f;
+  xs_status st = xs_profile_load(gpu, &p, err);
+  if (st)
+    return st;
+  if (!fabric) {
+    *out = p;
+    return XS_OK;
+  }
+  if ((st = xs_profile_load(fabric, &f, err))) {
+    xs_profile_free(p);
+    return st;
+  }
+  st = xs_profile_add_fabric(p, f, err);
+  xs_profile_free(f);
+  if (st) {
+    xs_profile_free(p);
+    return st;
+  }
+  *out = p;
+  return XS_OK;
+}
+
+/* "GPU+FABRIC", when no file has that name */
+static xs_status load_with_fabric(const char *spec, const char *plus,
+                                  xs_profile **out, xs_error *err) {
+  size_t n = (size_t)(plus - spec);
+  char *gpu = malloc(n + 1);
+  if (!gpu)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  memcpy(gpu, spec, n);
+  gpu[n] = '\0';
+  xs_status st = xs_profile_load_fabric(gpu, plus + 1, out, err);
+  free(gpu);
+  return st;
 }

@@ -16,10 +16,7 @@
 
 #define MAX_COLS 32
 
-typedef struct {
-  const char *s; /* into a copy of the line */
-  size_t col;    /* 1-based column of its first character */
-} field;
+typedef xs__csv_field field;
 
 /* Splits one CSV line (fields may be double-quoted, "" inside quotes is a
  * quote); line is modified in place. Returns the field count, or -1 for
@@ -144,6 +141,8 @@ typedef struct {
    * name use it instead of the built-in */
   const xs_profile *const *given;
   size_t ngiven;
+  xs__csv_row_fn ext; /* a validator of another file, and its data */
+  void *user;
 } csv_job;
 
 /* the built-in profile a row's gpu names (loaded once) */
@@ -206,7 +205,12 @@ static xs_status row_measured(csv_job *j, const field *f, size_t lineno,
 static void row_key(const xs_validate_row *r, int with_arm, xs__sbuf *b) {
   b->n = 0;
   xs__sb_printf(b, "%d|%s|%s|%s|", r->kind, r->source, r->gpu, r->metric);
-  if (r->kind == 1) {
+  if (r->kind == 2) {
+    const xs_validate_ep_row *x = &r->ep;
+    xs__sb_printf(b, "%s|%s|%s|%a %a %a %a %a %a %a %a %d %d", x->phase, x->fabric,
+                  x->metric, r->tokens, x->ep, x->hidden, x->topk, x->experts,
+                  x->elem_bytes, x->sms, x->topk_groups, x->api_time, x->ll_nvlink);
+  } else if (r->kind == 1) {
     const xs_fa_config *x = &r->fa;
     xs__sb_printf(b, "%a %a %a %a %a %d %d %a %s", x->seq, x->cp, x->heads_q,
                   x->heads_kv, x->head_dim, x->causal, x->backward, x->batch,
@@ -384,7 +388,8 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
       st = row_fail(err, j->file, lineno, 1,
                     "measures what line %zu does (the same source, gpu, shape, "
                     "arm%s): one row each", j->out->rows[first].line,
-                    r->kind ? ", layout and pass" : ", metric and knobs");
+                    r->kind == 2 ? ", phase, metric and knobs"
+                    : r->kind ? ", layout and pass" : ", metric and knobs");
       break;
     }
     if (j->out->nrows > UINT32_MAX ||
@@ -509,7 +514,7 @@ xs_status xs_validate_megamoe_with(const char *text, size_t length,
   csv_job j = {filename ? filename : "<data>", need, maybe,
                "source, gpu, ep, hidden, intermediate, experts, topk, "
                "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx, profiles, nprofiles};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, profiles, nprofiles, NULL, NULL};
   return csv_rows(&j, text, length, moe_row, err);
 }
 
@@ -591,8 +596,38 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
   csv_job j = {filename ? filename : "<data>", fa_need, fa_maybe,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0, NULL, NULL};
   return csv_rows(&j, text, length, fa_row, err);
+}
+
+/* ---- the reader for validators in other files (validate_ep.c) ---- */
+
+static xs_status ext_row(csv_job *j, const field **F, size_t lineno,
+                         xs_validate_row *row, xs_error *err) {
+  xs_status st = j->ext(j->user, F, lineno, row, err);
+  if (st)
+    return st;
+  j->out->nrows++;
+  if (j->progress)
+    j->progress(j->out->nrows, j->ctx);
+  return XS_OK;
+}
+
+xs_status xs__validate_csv(const char *file, const char *const *needed,
+                           const char *const *optional, const char *need_list,
+                           const char *text, size_t length, xs_validate_set *out,
+                           void (*progress)(size_t, void *), void *ctx,
+                           xs__csv_row_fn row, void *user, xs_error *err) {
+  csv_job j = {file ? file : "<data>", needed, optional, need_list, out, 0,
+               {{{0}, NULL}}, 0, progress, ctx, NULL, 0, row, user};
+  return csv_rows(&j, text, length, ext_row, err);
+}
+
+int xs__csv_number(const char *s, double *out) { return number(s, out); }
+
+xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
+                       const char *what) {
+  return row_fail(err, file, line, col, "%s", what);
 }
 
 void xs_validate_free(xs_validate_set *set) {

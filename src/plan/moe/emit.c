@@ -263,6 +263,29 @@ static xs_status all_fixed(xs__emit *e, double s) {
   return XS_OK;
 }
 
+/* Bytes from worker w to other ranks. Across nodes the share bound for
+ * other nodes goes over the NIC, the node's own over NVLink, as expert-
+ * parallel kernels that span nodes move them; each send's index into
+ * s[0] (link) and s[1] (NIC), SIZE_MAX for none. */
+static xs_status link_send(xs__emit *e, size_t w, double bytes, size_t s[2]) {
+  double f = e->flow.nic_share;
+  s[0] = s[1] = SIZE_MAX;
+  xs_status st = xs_program_send(e->p, w, bytes * (1 - f), e->flow.link, NULL,
+                                 &s[0], e->err);
+  if (!st && f > 0)
+    st = xs_program_send(e->p, w, bytes * f, "nic", NULL, &s[1], e->err);
+  return st;
+}
+
+/* worker w waits until both of link_send's sends are delivered */
+static xs_status link_wait(xs__emit *e, size_t w, const size_t s[2]) {
+  xs_status st = XS_OK;
+  for (int i = 0; i < 2 && !st; i++)
+    if (s[i] != SIZE_MAX)
+      st = xs_program_wait_send(e->p, w, s[i], e->err);
+  return st;
+}
+
 xs_status xs__emit_fixed(xs__emit *e, double seconds, const char *why,
                          xs_error *err) {
   (void)why;
@@ -286,7 +309,7 @@ static xs_status arrive(xs__emit *e, const char *what, size_t *ctr) {
  * (symmetry); then the grid syncs around it. Returns the release counter. */
 static xs_status barrier_rank(xs__emit *e, size_t *out) {
   xs_error *err = e->err;
-  size_t in, s;
+  size_t in, f[2];
   xs_status st;
   if ((st = sync_worker(e)) || (st = arrive(e, "arrive", &in)))
     return st;
@@ -295,9 +318,8 @@ static xs_status barrier_rank(xs__emit *e, size_t *out) {
   return (st = xs_program_counter(e->p, nm, out, err)) ||
                  (st = xs_program_await_index(e->p, e->sync, in,
                                               (double)e->S, err)) ||
-                 (st = xs_program_send(e->p, e->sync, 0, e->flow.link, NULL,
-                                       &s, err)) ||
-                 (st = xs_program_wait_send(e->p, e->sync, s, err)) ||
+                 (st = link_send(e, e->sync, 0, f)) ||
+                 (st = link_wait(e, e->sync, f)) ||
                  (e->g->barrier_s > 0 &&
                   (st = xs_program_compute(e->p, e->sync, e->g->barrier_s,
                                            err))) ||
@@ -336,13 +358,12 @@ xs_status xs__emit_await_barrier(xs__emit *e, xs_error *err) {
 xs_status xs__emit_handshake(xs__emit *e, xs_error *err) {
   e->err = err;
   xs_status st = start(e);
-  size_t out, s;
+  size_t out, s[2];
   char nm[32];
   snprintf(nm, sizeof nm, "counts.%u", ++e->nbar);
   if (st || (st = sync_worker(e)) ||
       (st = xs_program_counter(e->p, nm, &out, err)) ||
-      (st = xs_program_send(e->p, e->sync, 0, e->flow.link, NULL, &s, err)) ||
-      (st = xs_program_wait_send(e->p, e->sync, s, err)) ||
+      (st = link_send(e, e->sync, 0, s)) || (st = link_wait(e, e->sync, s)) ||
       (st = xs_program_signal_index(e->p, e->sync, out, 1, err)))
     return st;
   e->gate = out;
@@ -499,8 +520,9 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
     st = xs_program_wait_send(e->p, w, load, err);
   if (!st && hout > 0)
     st = xs_program_send(e->p, w, hout / g, HBM, NULL, NULL, err);
+  size_t ls[2];
   if (!st && lout > 0)
-    st = xs_program_send(e->p, w, lout / g, e->flow.link, NULL, NULL, err);
+    st = link_send(e, w, lout / g, ls);
   if (!st)
     st = xs_program_signal_index(e->p, w, e->done[c], 1, err);
   /* coverage: the tiles' blocks are done on this class at this count */
@@ -622,26 +644,27 @@ xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
   return st ? st : all_fixed(e, fixed_s);
 }
 
-xs_status xs__emit_a2a(xs__emit *e, double bytes, double sms, double fixed_s,
-                       xs_error *err) {
+xs_status xs__emit_ep(xs__emit *e, double seconds, int dispatch,
+                      xs_error *err) {
   e->err = err;
   xs_status st = start(e);
   if (st)
     return st;
-  /* the senders are the first `sms` SMs' classes; a class part way in
-   * sends its share */
-  double left = sms, per = bytes / fmax(1, sms);
-  if ((st = all_fixed(e, fixed_s)))
+  /* a worker of the library's kernel: once every SM has arrived, its time,
+   * then it lets them go; they wait on a counter the breakdown reads as
+   * the dispatch ("rows...") or the link ("link...") */
+  size_t in, out, w;
+  char nm[32];
+  snprintf(nm, sizeof nm, "%s.%u", dispatch ? "rows.a2a" : "link.a2a", ++e->nbar);
+  if ((st = arrive(e, "a2a", &in)) ||
+      (st = xs_program_counter(e->p, nm, &out, err)) ||
+      (st = xs_program_add_worker(e->p, nm, &w, err)) ||
+      (st = xs_program_await_index(e->p, w, in, (double)e->S, err)) ||
+      (seconds > 0 && (st = xs_program_compute(e->p, w, seconds, err))) ||
+      (st = xs_program_signal_index(e->p, w, out, 1, err)))
     return st;
-  for (size_t c = 0; c < e->nclass && left > 0 && !st; c++) {
-    double g = (double)(e->cs[c + 1] - e->cs[c]);
-    double mine = fmin(g, left);
-    left -= mine;
-    st = xs_program_send(e->p, e->math[c], per * mine / g, e->flow.link, NULL,
-                         NULL, err);
-    if (!st)
-      st = xs_program_fence(e->p, e->math[c], err);
-  }
+  for (size_t c = 0; c < e->nclass && !st; c++)
+    st = xs_program_await_index(e->p, e->math[c], out, 1, err);
   return st;
 }
 
@@ -683,8 +706,11 @@ void xs__moe_fused_flow(const xs__moe_kctx *k, xs__emit_flow *flow) {
   flow->combine_push = 1;
   flow->l1_out_bytes = 1;
   flow->l2_in_bytes = 1;
-  flow->pull_request_s = k->link_latency_s;
+  /* a trip's rows wait for the farthest: across nodes, the NIC's */
+  flow->pull_request_s = k->nic_share > 0 ? fmax(k->link_latency_s, k->nic_latency_s)
+                                          : k->link_latency_s;
   flow->link = k->link;
+  flow->nic_share = k->nic_share;
 }
 
 double xs__moe_reduce_bytes(const xs__moe_kctx *k) {
@@ -762,11 +788,10 @@ static xs_status emit_pull_workers(xs__emit *e) {
                 e->p, w, e->done[x],
                 cov[x] * (double)(e->cs[x + 1] - e->cs[x]), err);
       }
-      size_t s;
+      size_t s, ls[2];
       if (st || (lat > 0 && (st = xs_program_compute(e->p, w, lat, err))) ||
-          (st = xs_program_send(e->p, w, per * row_B * wl->offrank,
-                                e->flow.link, NULL, &s, err)) ||
-          (st = xs_program_wait_send(e->p, w, s, err)) ||
+          (st = link_send(e, w, per * row_B * wl->offrank, ls)) ||
+          (st = link_wait(e, w, ls)) ||
           (st = xs_program_send(e->p, w, per * row_B, HBM, NULL, &s, err)) ||
           (e->flow.pull_store_wait &&
            (st = xs_program_wait_send(e->p, w, s, err))) ||

@@ -9,13 +9,32 @@
  * sums them. Each is its own launch; nothing overlaps.
  */
 #include "plan/moe/moe.h"
+#include "plan/ep/ep.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-/* SMs the all-to-all kernels run on: DeepEP V2 uses 24 to 64 on SM100's
- * NVLink (its README); the SM90 count is not published, 24 is taken */
-#define A2A_SMS 24
+/* One of the library's kernels for this config's shape, through the EP
+ * kernel programs (src/plan/ep/, docs/ep.md): its burstgap time. The
+ * harness asks for the counts on the host (do_cpu_sync) and a receive
+ * layout of 128 rows per expert. */
+static xs_status a2a_time(const xs__moe_kctx *k, xs__ep_phase phase,
+                          double *t, xs_error *err) {
+  const xs_moe_config *c = k->wl->c;
+  xs__ep_shape s = {0};
+  s.tokens = c->tokens;
+  s.hidden = c->hidden;
+  s.topk = c->topk;
+  s.experts = c->experts;
+  s.ep = c->ep;
+  s.elem_bytes = phase == XS__EP_DISPATCH ? c->act_bytes : c->combine_bytes;
+  s.align = 128;
+  s.cpu_sync = 1;
+  s.api_time = 1; /* the harness calls the library's Python API */
+  return xs__ep_kernel(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
+                       c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL, phase,
+                       &s, k->prof, NULL, NULL, t, err);
+}
 
 xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
                                     xs_program **out, xs_moe_breakdown *bd,
@@ -39,30 +58,25 @@ xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  xs_kernel_costs kc;
-  xs_profile_kernel_costs(k->prof, &kc);
   xs__emit_flow flow = {0};
   flow.pull = 0;
   flow.combine_push = 0;
   flow.l1_out_bytes = 4; /* 2I BF16 columns per row: I x 4 bytes */
   flow.l2_in_bytes = 1;  /* the SwiGLU kernel's FP8 */
   flow.link = k->link;
-  double tok_B = wl->H * g->act_bytes, comb_B = wl->H * g->combine_bytes;
-  double dispatch_B = wl->T * wl->a2a_dest * tok_B;
-  double combine_B = wl->T * wl->a2a_dest * comb_B;
+  double comb_B = wl->H * g->combine_bytes, dispatch_s, combine_s;
   /* SwiGLU reads L1's BF16 output (2I per row) and writes FP8 (I) */
   double swiglu_B = rows * wl->I * (2 * 2 + 1);
   /* the combine sums each token's copies from every rank it went to */
   double reduce_B = wl->T * (wl->a2a_dest + 1) * comb_B;
   size_t S = (size_t)g->S, sizes[2] = {l1.n % S, l2.n % S};
-  if (!(st = xs__emit_new(k, &tile, blocks, nb, &flow, &e, err)) &&
+  if (!(st = a2a_time(k, XS__EP_DISPATCH, &dispatch_s, err)) &&
+      !(st = a2a_time(k, XS__EP_COMBINE, &combine_s, err)) &&
+      !(st = xs__emit_new(k, &tile, blocks, nb, &flow, &e, err)) &&
       !(st = xs__emit_split(e, sizes, 2)) &&
-      /* dispatch: notify (counts to every rank), the host, the kernel */
-      !(st = xs__emit_fixed(e, g->launch_s, "launch", err)) &&
-      !(st = xs__emit_barrier(e, err)) &&
-      !(st = xs__emit_fixed(e, kc.host_sync_s, "host", err)) &&
-      !(st = xs__emit_kernel(e, 0, err)) &&
-      !(st = xs__emit_a2a(e, dispatch_B, A2A_SMS, kc.a2a_fixed_s, err)) &&
+      /* the dispatch kernel: its launch, notify and the host's wait for
+       * the counts are the EP program's */
+      !(st = xs__emit_ep(e, dispatch_s, 1, err)) &&
       !(st = xs__emit_kernel(e, 0, err)) &&
       !(st = xs__emit_phase(e, l1.t, l1.n, err)) &&
       !(st = xs__emit_kernel(e, 0, err)) &&
@@ -70,7 +84,7 @@ xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
       !(st = xs__emit_kernel(e, 0, err)) &&
       !(st = xs__emit_phase(e, l2.t, l2.n, err)) &&
       !(st = xs__emit_kernel(e, 0, err)) &&
-      !(st = xs__emit_a2a(e, combine_B, A2A_SMS, kc.a2a_fixed_s, err)) &&
+      !(st = xs__emit_ep(e, combine_s, 0, err)) &&
       !(st = xs__emit_stream(e, reduce_B, 0, "reduce", err)))
     st = xs__emit_finish(e, out, bd, err);
 done:

@@ -12,6 +12,11 @@
 
 #include "internal.h"
 
+/* The sequential arm's all-to-all when the config names none: DeepEP V2's
+ * high-throughput kernels, as DeepGEMM's harness runs its baseline */
+#define XS__MOE_EP_LIBRARY "deepep-v2"
+#define XS__MOE_EP_KERNEL "normal"
+
 /* ---- the workload of one rank (workload.c) ---- */
 
 typedef struct {
@@ -117,6 +122,8 @@ typedef struct {
   double pull_request_s; /* a remote read's request on its way: the
                             link's latency                              */
   const char *link;   /* the channel to other ranks                      */
+  double nic_share;   /* of the bytes to other ranks, the share to other
+                         nodes, which go over the NIC (0: one domain)     */
   double l1_out_bytes;/* bytes per element of L1's output (FP8: 1; the
                          sequential kernels' BF16: 2)                    */
   double l2_in_bytes; /* what L2 reads of it per element                 */
@@ -162,10 +169,12 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
  * kernel, the combine reduction): each SM's share of the bytes. */
 xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
                           const char *why, xs_error *err);
-/* Bytes sent over the link from every SM, spread evenly (an all-to-all
- * kernel's payload), with sms of the S doing it. */
-xs_status xs__emit_a2a(xs__emit *e, double bytes, double sms, double fixed_s,
-                       xs_error *err);
+/* An all-to-all library's kernel between two of the arm's kernels: every
+ * SM waits `seconds` (its time, from the EP kernel programs of
+ * src/plan/ep/), counted as waiting for the dispatch (dispatch) or as
+ * link time (the combine). */
+xs_status xs__emit_ep(xs__emit *e, double seconds, int dispatch,
+                      xs_error *err);
 /* A growable list of tasks. */
 typedef struct {
   xs__task *t;
@@ -195,6 +204,9 @@ struct xs__moe_kctx {
   const char *link;   /* the channel to other ranks */
   double link_latency_s;
   xs__moe_audit *audit; /* tests: record the tiles and runs, or NULL */
+  double nic_share;   /* of the bytes to other ranks, the share that
+                         crosses the NIC to other nodes (0: one domain) */
+  double nic_latency_s;
 };
 
 typedef xs_status (*xs__moe_kernel_fn)(const xs__moe_kctx *k,

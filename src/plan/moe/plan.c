@@ -105,6 +105,21 @@ static xs_status planner_init(planner *pl, const xs_moe_config *c,
   pl->k.groups = c->sm_groups > 0 ? (unsigned)c->sm_groups : DEFAULT_GROUPS;
   pl->k.link = xs_profile_channel_name(prof, link);
   pl->k.link_latency_s = xs_profile_channel(prof, link)->latency_s;
+  /* ranks beyond one NVLink domain are on other nodes: their share of the
+   * traffic goes over the fabric's NIC, which the profile must have */
+  double node = xs_profile_node_gpus(prof), P = c->ep;
+  if (P > node) {
+    long nic = xs_profile_find_channel(prof, "nic");
+    if (nic < 0)
+      return xs__fail(err, XS_INVALID,
+                      "EP %g spans %g nodes of %g GPUs on profile \"%s\", "
+                      "which has no network between them: name a fabric "
+                      "(--fabric ib-400, roce-200 or efa-400; in C, "
+                      "xs_profile_add_fabric)",
+                      P, ceil(P / node), node, xs_profile_name(prof));
+    pl->k.nic_share = (P - node) / (P - 1);
+    pl->k.nic_latency_s = xs_profile_channel(prof, (size_t)nic)->latency_s;
+  }
   return XS_OK;
 }
 
@@ -242,8 +257,10 @@ static xs_status breakdown(const xs_program *p, const xs_profile *prof,
     case XS_SEG_BLOCKED:
       if (s->counter != UINT32_MAX) {
         const char *c = xs_program_counter_name(p, s->counter);
-        if (strcmp(c, "rows") == 0)
+        if (strncmp(c, "rows", 4) == 0)
           bd->dispatch_s += d;
+        else if (strncmp(c, "link", 4) == 0) /* an all-to-all's combine */
+          bd->link_s += d;
         else
           bd->sync_s += d;
       } else if (on_hbm) {

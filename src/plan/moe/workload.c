@@ -7,6 +7,7 @@
  * (max over ranks) or wait for it at a barrier.
  */
 #include "plan/moe/moe.h"
+#include "plan/ep/ep.h"
 
 #include "formats/jsonutil.h"
 
@@ -104,6 +105,15 @@ xs_status xs_moe_config_check(const xs_moe_config *c, xs_error *err) {
                     c->capacity, c->tokens);
   if (!c->dtype[0])
     return xs__fail(err, XS_INVALID, "dtype must name a compute dtype");
+  if ((c->ep_library[0] || c->ep_kernel[0]) &&
+      !xs__ep_known(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
+                    c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL))
+    return xs__fail(err, XS_INVALID,
+                    "ep_library \"%s\" and ep_kernel \"%s\": no such all-to-all "
+                    "kernel (deepep-v1 normal or low-latency, deepep-v2 normal, "
+                    "deepep-hybrid normal, pplx-kernels low-latency, uccl-ep "
+                    "normal or low-latency)",
+                    c->ep_library, c->ep_kernel);
   return XS_OK;
 }
 
@@ -115,7 +125,8 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
       "intermediate", "experts",        "topk",      "ep",
       "act_bytes",    "combine_bytes",  "block_m",   "block_n",
       "sms",          "imbalance",      "dtype",     "weight_bytes",
-      "shared_experts", "capacity",     "sm_groups", NULL};
+      "shared_experts", "capacity",     "sm_groups", "ep_library",
+      "ep_kernel",    NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   xs_status st = xs__jparse(&d, &root);
@@ -141,7 +152,10 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
     goto done;
   }
   if ((st = xs__jstrcpy(&d, root, "name", c.name, sizeof c.name)) ||
-      (st = xs__jstrcpy(&d, root, "dtype", c.dtype, sizeof c.dtype)))
+      (st = xs__jstrcpy(&d, root, "dtype", c.dtype, sizeof c.dtype)) ||
+      (st = xs__jstrcpy(&d, root, "ep_library", c.ep_library,
+                        sizeof c.ep_library)) ||
+      (st = xs__jstrcpy(&d, root, "ep_kernel", c.ep_kernel, sizeof c.ep_kernel)))
     goto done;
   const xs__jfield nums[] = {{"tokens", &c.tokens},
                              {"hidden", &c.hidden},

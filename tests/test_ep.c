@@ -1,0 +1,645 @@
+/*
+ * test_ep.c: fabrics and node sizes in profiles, the EP kernel programs
+ * and `validate ep`: routing expectations against a Monte Carlo routing,
+ * every program's bytes on each channel against the traffic worked out
+ * from the shape by hand, the refusal of an EP that spans nodes without a
+ * fabric, predictions that never read the published value, and the
+ * shipped constants as the fit's fixed point.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/ep/ep.h"
+#include "testio.h"
+#include "testutil.h"
+#include "xstage.h"
+
+static xs_profile *load(const char *name) {
+  xs_profile *p = NULL;
+  xs_error e;
+  if (xs_profile_load(name, &p, &e))
+    fail_msg("%s: %s", name, e.message);
+  return p;
+}
+
+/* ---- fabrics ---- */
+
+static const char *const fabrics[] = {"ib-400", "roce-200", "efa-400"};
+
+static void check_kind(const xs_profile *p, const char *key) {
+  const char *s = xs_profile_number_source(p, key);
+  if (!s)
+    fprintf(stderr, "%s: %s: no source\n", xs_profile_name(p), key);
+  assert_non_null(s);
+  static const char *const kinds[] = {"measurement", "derived", "datasheet", "lead"};
+  int ok = 0;
+  for (size_t k = 0; k < 4; k++)
+    ok |= !strncmp(s, kinds[k], strlen(kinds[k]));
+  if (!ok)
+    fprintf(stderr, "%s: %s: \"%s\" has no kind\n", xs_profile_name(p), key, s);
+  assert_true(ok);
+}
+
+static void test_fabric_profiles(void **st) {
+  (void)st;
+  static const char *const keys[] = {"inject_Bps", "drain_Bps", "capacity_B",
+                                     "latency_s", "issue_overhead_s"};
+  for (size_t f = 0; f < 3; f++) {
+    xs_profile *p = load(fabrics[f]);
+    long nic = xs_profile_find_channel(p, "nic");
+    assert_true(nic >= 0);
+    const xs_channel *c = xs_profile_channel(p, (size_t)nic);
+    /* the wire's rate is under the line rate of its name */
+    double line = f == 1 ? 25e9 : 50e9;
+    assert_true(c->drain_Bps > 0.8 * line && c->drain_Bps <= line);
+    for (size_t k = 0; k < 5; k++) {
+      char key[64];
+      snprintf(key, sizeof key, "channels.nic.%s", keys[k]);
+      check_kind(p, key);
+    }
+    /* with a GPU: its channels and the fabric's, sources and all */
+    char spec[64];
+    snprintf(spec, sizeof spec, "h800-nvlink+%s", fabrics[f]);
+    xs_profile *g = load(spec);
+    assert_string_equal(xs_profile_name(g), spec);
+    assert_string_equal(xs_profile_fabric(g), fabrics[f]);
+    assert_true(xs_profile_find_channel(g, "nvlink") >= 0);
+    assert_true(xs_profile_find_channel(g, "hbm") >= 0);
+    long gn = xs_profile_find_channel(g, "nic");
+    assert_true(gn >= 0);
+    assert_memory_equal(xs_profile_channel(g, (size_t)gn), c, sizeof *c);
+    check_kind(g, "channels.nic.drain_Bps");
+    assert_int_equal(xs_profile_node_gpus(g), 8);
+    /* the same profile back from its JSON */
+    char *json = xs_profile_to_json(g);
+    assert_non_null(json);
+    xs_profile *back;
+    xs_error e;
+    assert_int_equal(xs_profile_parse(json, strlen(json), "back", &back, &e), XS_OK);
+    assert_string_equal(xs_profile_fabric(back), fabrics[f]);
+    assert_int_equal(xs_profile_node_gpus(back), 8);
+    char *json2 = xs_profile_to_json(back);
+    assert_string_equal(json, json2);
+    free(json);
+    free(json2);
+    /* a second fabric, or a GPU profile as one, is refused */
+    assert_int_equal(xs_profile_add_fabric(back, p, &e), XS_INVALID);
+    assert_non_null(strstr(e.message, "already has the fabric"));
+    xs_profile *h = load("h100-nvlink");
+    assert_int_equal(xs_profile_add_fabric(h, h, &e), XS_INVALID);
+    assert_non_null(strstr(e.message, "is not a fabric"));
+    xs_profile_free(h);
+    xs_profile_free(back);
+    xs_profile_free(g);
+    xs_profile_free(p);
+  }
+  /* load_fabric without one is the GPU alone */
+  xs_profile *p;
+  xs_error e;
+  assert_int_equal(xs_profile_load_fabric("b200-nvlink", NULL, &p, &e), XS_OK);
+  assert_null(xs_profile_fabric(p));
+  xs_profile_free(p);
+  assert_int_equal(xs_profile_load("h800-nvlink+nvlink-9000", &p, &e), XS_NOTFOUND);
+  assert_non_null(strstr(e.message, "nvlink-9000"));
+}
+
+static void test_node_gpus(void **st) {
+  (void)st;
+  xs_profile *p = load("gb200-nvl72");
+  assert_int_equal(xs_profile_node_gpus(p), 72);
+  check_kind(p, "compute.sm_copy_Bps");
+  xs_profile_free(p);
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++) {
+    const char *n = xs_builtin_profile_name(i);
+    p = load(n);
+    if (xs_profile_find_channel(p, "nvlink") >= 0)
+      check_kind(p, "node_gpus");
+    xs_profile_free(p);
+  }
+  /* not stated: 8, an HGX board; a bad one: where it is */
+  static const char ok[] = "{\"name\": \"x\", \"channels\": {\"nvlink\": "
+                           "{\"inject_Bps\": 1e9, \"drain_Bps\": 1e9}}}";
+  static const char bad[] = "{\"name\": \"x\", \"node_gpus\": 0, \"channels\": "
+                            "{\"nvlink\": {\"inject_Bps\": 1e9, \"drain_Bps\": 1e9}}}";
+  xs_error e;
+  assert_int_equal(xs_profile_parse(ok, strlen(ok), "ok.json", &p, &e), XS_OK);
+  assert_int_equal(xs_profile_node_gpus(p), 8);
+  assert_int_equal(xs_profile_set_node_gpus(p, 0, &e), XS_INVALID);
+  xs_profile_free(p);
+  assert_int_not_equal(xs_profile_parse(bad, strlen(bad), "bad.json", &p, &e), XS_OK);
+  assert_non_null(strstr(e.message, "bad.json:1:"));
+  assert_non_null(strstr(e.message, "node_gpus"));
+}
+
+/* ---- routing against a Monte Carlo ---- */
+
+/* tokens drawn as the model says routing goes: k distinct experts of e,
+ * uniform, or of the g nodes a token picks first */
+static void mc_route(rng *g0, const xs__ep_shape *s, double G, double *R,
+                     double *pself, double *Nn, double *own) {
+  int E = (int)s->experts, K = (int)s->topk, P = (int)s->ep;
+  int N = P / (int)G, g = s->topk_groups > 0 && s->topk_groups < N ? (int)s->topk_groups : N;
+  int El = E / P, En = E / N;
+  const int tokens = 100000;
+  double r = 0, ps = 0, nn = 0, ow = 0;
+  int *pick = malloc((size_t)E * sizeof *pick);
+  int *nodes = malloc((size_t)N * sizeof *nodes);
+  for (int t = 0; t < tokens; t++) {
+    for (int i = 0; i < N; i++)
+      nodes[i] = i;
+    for (int i = 0; i < g; i++) { /* the token's nodes */
+      int j = i + rng_int(g0, N - i), x = nodes[i];
+      nodes[i] = nodes[j];
+      nodes[j] = x;
+    }
+    int ne = 0;
+    for (int i = 0; i < g; i++)
+      for (int x = 0; x < En; x++)
+        pick[ne++] = nodes[i] * En + x;
+    char hit_rank[1024] = {0}, hit_node[1024] = {0};
+    for (int i = 0; i < K; i++) { /* k distinct experts among them */
+      int j = i + rng_int(g0, ne - i), x = pick[i];
+      pick[i] = pick[j];
+      pick[j] = x;
+      hit_rank[pick[i] / El] = 1;
+      hit_node[pick[i] / En] = 1;
+    }
+    for (int i = 0; i < P; i++)
+      r += hit_rank[i];
+    for (int i = 0; i < N; i++)
+      nn += hit_node[i];
+    ps += hit_rank[0];
+    ow += hit_node[0];
+  }
+  free(pick);
+  free(nodes);
+  *R = r / tokens, *pself = ps / tokens, *Nn = nn / tokens, *own = ow / tokens;
+}
+
+static void close_to(const char *what, uint64_t seed, double got, double want,
+                     double tol) {
+  if (!(fabs(got - want) <= tol * fmax(fabs(want), 0.05))) {
+    fprintf(stderr, "%s (seed %llu): expectation %g, Monte Carlo %g\n", what,
+            (unsigned long long)seed, got, want);
+    fail();
+  }
+}
+
+static void test_routing(void **st) {
+  (void)st;
+  static const struct {
+    double E, K, P, G, groups;
+  } cases[] = {{256, 8, 8, 8, 0},   {256, 8, 16, 8, 0},  {256, 8, 64, 8, 4},
+               {288, 8, 24, 8, 3},  {128, 8, 16, 8, 0},  {256, 6, 32, 8, 2},
+               {288, 8, 36, 72, 0}, {64, 2, 16, 4, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    xs__ep_shape s = {0};
+    s.tokens = 128;
+    s.hidden = 7168;
+    s.experts = cases[c].E;
+    s.topk = cases[c].K;
+    s.ep = cases[c].P;
+    s.elem_bytes = 1;
+    s.topk_groups = cases[c].groups;
+    xs__ep_route r;
+    xs_error e;
+    assert_int_equal(xs__ep_routing(&s, cases[c].G, &r, &e), XS_OK);
+    uint64_t seed = 0x9e3779b97f4a7c15ull + c;
+    rng g0 = {seed};
+    double R, ps, Nn, own;
+    mc_route(&g0, &s, fmin(cases[c].G, cases[c].P), &R, &ps, &Nn, &own);
+    close_to("ranks a token goes to", seed, r.R, R, 0.01);
+    close_to("its own rank among them", seed, r.pself, ps, 0.03);
+    close_to("nodes a token goes to", seed, r.Nn, Nn, 0.01);
+    close_to("its own node among them", seed, r.own, own, 0.03);
+  }
+  /* a shape that cannot be split is refused */
+  xs__ep_shape s = {0};
+  s.experts = 288, s.topk = 8, s.ep = 64, s.tokens = 1, s.hidden = 1;
+  xs__ep_route r;
+  xs_error e;
+  assert_int_equal(xs__ep_routing(&s, 8, &r, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "multiple of the EP ranks"));
+}
+
+/* ---- the programs' bytes ---- */
+
+static double chan_bytes(const xs_program *p, const xs_profile *prof,
+                         const char *name) {
+  xs_result *r;
+  xs_error e;
+  xs_eval_options o = {0};
+  o.summary_only = 1;
+  assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, &e), XS_OK);
+  long c = xs_profile_find_channel(prof, name);
+  double b = c < 0 ? 0 : r->channels[c].bytes;
+  xs_result_free(r);
+  return b;
+}
+
+static void same_bytes(const char *what, double got, double want) {
+  if (!(fabs(got - want) <= 1e-6 * fmax(want, 1))) {
+    fprintf(stderr, "%s: program %.6g B, from the shape %.6g B\n", what, got, want);
+    fail();
+  }
+}
+
+/* Each library's traffic worked out by hand from its source: what the
+ * NIC carries and what NVLink carries, against the program's channels
+ * (NVLink's bytes are sent / nvl_eff). */
+static void test_program_bytes(void **st) {
+  (void)st;
+  xs__ep_params par;
+  xs__ep_params_default(&par);
+  const double T = 4096, H = 7168, K = 8;
+  xs__ep_shape s = {0};
+  s.tokens = T, s.hidden = H, s.topk = K, s.experts = 256, s.elem_bytes = 1;
+  xs_error e;
+  xs_program *p;
+  double t;
+  double fp8 = H + H / 128 * 4, bf16 = 2 * H;
+  static const struct {
+    const char *gpu, *lib, *mode;
+    double ep, groups;
+  } cases[] = {{"h800-nvlink", "deepep-v1", "normal", 8, 0},
+               {"h800-nvlink+ib-400", "deepep-v1", "normal", 32, 4},
+               {"h800-nvlink+ib-400", "deepep-v1", "low-latency", 16, 0},
+               {"h200-nvlink+efa-400", "uccl-ep", "normal", 16, 2},
+               {"h200-nvlink+efa-400", "uccl-ep", "low-latency", 32, 0},
+               {"h100-nvlink+ib-400", "deepep-hybrid", "normal", 32, 0},
+               {"gb200-nvl72", "deepep-hybrid", "normal", 36, 0},
+               {"h100-nvlink+ib-400", "deepep-v2", "normal", 16, 0},
+               {"b200-nvlink", "deepep-v2", "normal", 8, 0},
+               {"h100-nvlink+ib-400", "pplx-kernels", "low-latency", 64, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int ph = 0; ph < 2; ph++) {
+      xs_profile *prof = load(cases[c].gpu);
+      s.ep = cases[c].ep;
+      s.experts = fmod(256, s.ep) ? 288 : 256;
+      s.topk_groups = cases[c].groups;
+      s.elem_bytes = ph ? 2 : 1;
+      s.tokens = !strcmp(cases[c].mode, "low-latency") ? 128 : T;
+      xs__ep_route r;
+      assert_int_equal(xs__ep_routing(&s, xs_profile_node_gpus(prof), &r, &e), XS_OK);
+      double payload = ph ? bf16 : fp8, nic = 0, nvl = 0;
+      const char *lib = cases[c].lib;
+      int v1 = !strcmp(lib, "deepep-v1") || !strcmp(lib, "uccl-ep");
+      int ll = !strcmp(cases[c].mode, "low-latency");
+      double Tn = s.tokens;
+      if (v1 && !ll) {
+        /* a record: payload, source metadata, top-k indexes and weights in
+         * the dispatch, 16-aligned */
+        double rec = ceil((payload + (ph ? 0 : 8 + 8 * K)) / 16) * 16;
+        if (r.N == 1) {
+          nvl = Tn * (r.R - r.pself) * rec;
+        } else {
+          nic = Tn * (r.Nn - r.own) * rec;
+          nvl = Tn * r.R * (r.G - 1) / r.G * rec;
+        }
+      } else if (ll) {
+        /* one message per selection: 16-byte header in the dispatch */
+        double msg = ph ? bf16 : 16 + fp8;
+        if (!strcmp(lib, "pplx-kernels"))
+          msg = ph ? bf16 : ceil((fp8 + 4) / 16) * 16;
+        nic = Tn * K * r.sel_remote * msg;
+        nvl = Tn * K * r.sel_node * msg;
+      } else if (!strcmp(lib, "deepep-hybrid")) {
+        nic = r.N > 1 ? Tn * (r.Nn - r.own) * payload : 0;
+        nvl = Tn * r.R * (r.G - 1) / r.G * payload;
+      } else { /* V2: the top-k indexes and weights travel too */
+        double b = payload + (ph ? K * 4 : K * 12);
+        if (r.N > 1) {
+          nic = Tn * (r.Nn - r.own) * b;
+          nvl = Tn * r.R * (r.G - 1) / r.G * b;
+        } else {
+          nvl = Tn * (r.R - r.pself) * b;
+        }
+      }
+      char what[160];
+      assert_int_equal(xs__ep_kernel(lib, cases[c].mode, (xs__ep_phase)ph, &s, prof,
+                                     &par, &p, &t, &e),
+                       XS_OK);
+      assert_true(t > 0 && isfinite(t));
+      snprintf(what, sizeof what, "%s %s %s EP%g on %s: NIC", lib, cases[c].mode,
+               ph ? "combine" : "dispatch", s.ep, cases[c].gpu);
+      same_bytes(what, chan_bytes(p, prof, "nic"), nic);
+      snprintf(what, sizeof what, "%s %s %s EP%g on %s: NVLink", lib, cases[c].mode,
+               ph ? "combine" : "dispatch", s.ep, cases[c].gpu);
+      same_bytes(what, chan_bytes(p, prof, "nvlink") * par.nvl_eff, nvl);
+      /* the time is the program's: burstgap on the program returned */
+      xs_result *res;
+      assert_int_equal(xs_evaluate(p, prof, XS_MODEL_BURSTGAP, NULL, &res, &e), XS_OK);
+      assert_true(fabs(res->makespan_s - t) <= 1e-12 * t);
+      /* and no faster than its bytes through the tightest link allow */
+      for (size_t ch = 0; ch < res->nchannels; ch++) {
+        const xs_channel *k = xs_profile_channel(prof, ch);
+        assert_true(t >= res->channels[ch].bytes / k->drain_Bps * (1 - 1e-9));
+      }
+      xs_result_free(res);
+      xs_program_free(p);
+      xs_profile_free(prof);
+    }
+}
+
+static void test_needs_fabric(void **st) {
+  (void)st;
+  xs_profile *prof = load("h800-nvlink");
+  xs__ep_shape s = {0};
+  s.tokens = 4096, s.hidden = 7168, s.topk = 8, s.experts = 256, s.ep = 32;
+  s.elem_bytes = 1;
+  xs_error e;
+  double t;
+  assert_int_equal(xs__ep_kernel("deepep-v1", "normal", XS__EP_DISPATCH, &s, prof, NULL,
+                                 NULL, &t, &e),
+                   XS_INVALID);
+  assert_non_null(strstr(e.message, "--fabric"));
+  assert_non_null(strstr(e.message, "4 nodes"));
+  xs_profile_free(prof);
+  /* 72 GPUs share one NVLink domain on a GB200 rack: no fabric needed */
+  prof = load("gb200-nvl72");
+  s.ep = 64;
+  assert_int_equal(xs__ep_kernel("deepep-hybrid", "normal", XS__EP_DISPATCH, &s, prof,
+                                 NULL, NULL, &t, &e),
+                   XS_OK);
+  s.ep = 144;
+  s.experts = 288;
+  assert_int_equal(xs__ep_kernel("deepep-hybrid", "normal", XS__EP_DISPATCH, &s, prof,
+                                 NULL, NULL, &t, &e),
+                   XS_INVALID);
+  xs_profile_free(prof);
+  /* an unknown library names the known ones */
+  prof = load("h800-nvlink");
+  s.ep = 8;
+  s.experts = 256;
+  assert_int_equal(xs__ep_kernel("deepep-v3", "normal", XS__EP_DISPATCH, &s, prof, NULL,
+                                 NULL, &t, &e),
+                   XS_NOTFOUND);
+  assert_non_null(strstr(e.message, "pplx-kernels low-latency"));
+  xs_profile_free(prof);
+}
+
+/* more SMs never make DeepEP's intranode kernels slower, and a wider
+ * NIC never makes an internode kernel slower */
+static void test_monotone(void **st) {
+  (void)st;
+  xs_profile *prof = load("b200-nvlink");
+  xs__ep_shape s = {0};
+  s.tokens = 4096, s.hidden = 7168, s.topk = 8, s.experts = 64, s.ep = 8;
+  s.elem_bytes = 1;
+  double prev = INFINITY, t;
+  xs_error e;
+  for (double sms = 8; sms <= 64; sms += 8) {
+    s.sms = sms;
+    assert_int_equal(xs__ep_kernel("deepep-v1", "normal", XS__EP_DISPATCH, &s, prof,
+                                   NULL, NULL, &t, &e),
+                     XS_OK);
+    /* (where the link binds, fewer chunks a channel leave a slightly
+     * longer last drain: within 1%) */
+    assert_true(t <= prev * 1.01);
+    prev = t;
+  }
+  xs_profile_free(prof);
+  s.sms = 0, s.ep = 32, s.experts = 256;
+  double slow, fast;
+  prof = load("h800-nvlink+roce-200");
+  assert_int_equal(xs__ep_kernel("deepep-v1", "normal", XS__EP_DISPATCH, &s, prof, NULL,
+                                 NULL, &slow, &e),
+                   XS_OK);
+  xs_profile_free(prof);
+  prof = load("h800-nvlink+ib-400");
+  assert_int_equal(xs__ep_kernel("deepep-v1", "normal", XS__EP_DISPATCH, &s, prof, NULL,
+                                 NULL, &fast, &e),
+                   XS_OK);
+  xs_profile_free(prof);
+  assert_true(fast < slow);
+}
+
+/* ---- validate ep ---- */
+
+static char *data_file(size_t *len) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/data/published/ep.csv", XSTAGE_SRC);
+  char *t = xs_test_read_file(path, len);
+  assert_non_null(t);
+  return t;
+}
+
+/* every value times 3: not one prediction moves */
+static void test_validate_honest(void **st) {
+  (void)st;
+  size_t len;
+  char *text = data_file(&len);
+  xs_validate_set a, b;
+  xs_error e;
+  assert_int_equal(xs_validate_ep(text, len, "ep.csv", &a, NULL, NULL, &e), XS_OK);
+  assert_int_equal(a.nrows, 325);
+  /* the value column is the 16th: triple it on every data line */
+  size_t cap = 2 * len + 1, n = 0;
+  char *t3 = malloc(cap);
+  const char *p = text;
+  int header = 1;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+    if (*p == '#' || header) {
+      header = header && *p == '#';
+      memcpy(t3 + n, p, ll);
+      n += ll;
+    } else {
+      int field = 0, quoted = 0;
+      for (size_t i = 0; i < ll; i++) {
+        char ch = p[i];
+        if (ch == '"')
+          quoted = !quoted;
+        if (field == 15 && !quoted && ch != ',') {
+          size_t j = i;
+          while (j < ll && p[j] != ',')
+            j++;
+          char num[64];
+          snprintf(num, sizeof num, "%.*s", (int)(j - i), p + i);
+          n += (size_t)snprintf(t3 + n, cap - n, "%.17g", 3 * strtod(num, NULL));
+          i = j - 1;
+          continue;
+        }
+        if (ch == ',' && !quoted)
+          field++;
+        t3[n++] = ch;
+      }
+    }
+    if (nl)
+      t3[n++] = '\n';
+    p = nl ? nl + 1 : p + ll;
+  }
+  t3[n] = '\0';
+  assert_int_equal(xs_validate_ep(t3, n, "ep3.csv", &b, NULL, NULL, &e), XS_OK);
+  assert_int_equal(b.nrows, a.nrows);
+  for (size_t i = 0; i < a.nrows; i++) {
+    assert_memory_equal(&a.rows[i].ep.predicted, &b.rows[i].ep.predicted, sizeof(double));
+    assert_true(fabs(b.rows[i].ep.measured / a.rows[i].ep.measured - 3) < 1e-12);
+    assert_true(a.rows[i].error != b.rows[i].error);
+  }
+  xs_validate_free(&a);
+  xs_validate_free(&b);
+  free(t3);
+  free(text);
+}
+
+/* The constants the library ships are what the fit finds on the project's
+ * data: the fit started from them does not move them by more than 2%. */
+static void test_constants_fit(void **st) {
+  (void)st;
+  size_t len;
+  char *text = data_file(&len);
+  xs_validate_set set;
+  xs_error e;
+  assert_int_equal(xs_validate_ep(text, len, "ep.csv", &set, NULL, NULL, &e), XS_OK);
+  double v[XS_EP_CONSTANTS];
+  assert_int_equal(xs_validate_ep_fit(&set, NULL, v, &e), XS_OK);
+  for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {
+    double shipped = xs_ep_constant_value(i);
+    if (fabs(v[i] / shipped - 1) > 0.02)
+      fprintf(stderr, "%s: shipped %g, the fit finds %g\n", xs_ep_constant_name(i),
+              shipped, v[i]);
+    assert_true(fabs(v[i] / shipped - 1) <= 0.02);
+  }
+  xs_validate_free(&set);
+  free(text);
+}
+
+static void bad_csv(const char *body, const char *want) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "source,gpu,fabric,library,kernel,phase,scope,ep,nodes,tokens,hidden,"
+           "topk,experts,dtype,metric,value,timing,knobs\n%s\n",
+           body);
+  xs_validate_set set;
+  xs_error e;
+  assert_int_equal(xs_validate_ep(text, strlen(text), "bad.csv", &set, NULL, NULL, &e),
+                   XS_INVALID);
+  if (!strstr(e.message, want))
+    fprintf(stderr, "wanted \"%s\" in: %s\n", want, e.message);
+  assert_non_null(strstr(e.message, want));
+}
+
+static void test_validate_errors(void **st) {
+  (void)st;
+  bad_csv("s,h800-nvlink,none,deepep-v3,normal,dispatch,intranode,8,1,4096,7168,8,256,"
+          "fp8,nvl_GBps,153,t,",
+          "bad.csv:2:");
+  bad_csv("s,h800-nvlink,none,deepep-v1,normal,dispatch,intranode,8,1,4096,7168,8,256,"
+          "fp8,nvl_GBps,-1,t,",
+          "value: expected a positive number");
+  bad_csv("s,h800-nvlink,none,deepep-v1,normal,dispatch,intranode,8,1,4096,7168,8,256,"
+          "fp4,nvl_GBps,153,t,",
+          "dtype: expected fp8 or bf16");
+  bad_csv("s,h800-nvlink,none,deepep-v1,normal,dispatch,intranode,32,4,4096,7168,8,256,"
+          "fp8,rdma_GBps,40,t,",
+          "--fabric");
+  bad_csv("s,h800-nvlink,ib-800,deepep-v1,normal,dispatch,internode,32,4,4096,7168,8,"
+          "256,fp8,rdma_GBps,40,t,",
+          "ib-800");
+  bad_csv("s,h800-nvlink,none,deepep-v1,normal,dispatch,intranode,8,1,4096,7168,8,256,"
+          "fp8,nvl_GBps,153,t,sms=two",
+          "knobs: sms: expected a whole number");
+  bad_csv("s,h800-nvlink,none,pplx-kernels,low-latency,dispatch,intranode,8,1,128,7168,"
+          "8,256,fp8,rdma_GBps,50,t,",
+          "does not print rdma_GBps");
+  xs_validate_set set;
+  xs_error e;
+  const char *nocol = "source,gpu\ns,h800-nvlink\n";
+  assert_int_equal(xs_validate_ep(nocol, strlen(nocol), "n.csv", &set, NULL, NULL, &e),
+                   XS_INVALID);
+  assert_non_null(strstr(e.message, "no column \"fabric\""));
+}
+
+/* The MegaMoE planner across nodes: an EP past one node needs a fabric;
+ * with one, its sequential arm's dispatch and combine are the EP kernel
+ * programs' for the same shape (one model of the library, not two). */
+static void test_moe_across_nodes(void **st) {
+  (void)st;
+  xs_moe_config c;
+  assert_int_equal(xs_moe_preset("deepseek-v3", &c), 0);
+  c.ep = 32;
+  xs_profile *prof = load("h800-nvlink");
+  xs_moe_result r;
+  xs_error e;
+  assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "--fabric"));
+  assert_non_null(strstr(e.message, "4 nodes"));
+  xs_profile_free(prof);
+  static const struct {
+    const char *lib, *mode;
+    double tokens;
+  } arms[] = {{"", "", 4096}, {"deepep-v1", "normal", 4096},
+              {"deepep-v1", "low-latency", 128}, {"uccl-ep", "normal", 1024}};
+  prof = load("h800-nvlink+ib-400");
+  for (size_t a = 0; a < sizeof arms / sizeof arms[0]; a++) {
+    snprintf(c.ep_library, sizeof c.ep_library, "%s", arms[a].lib);
+    snprintf(c.ep_kernel, sizeof c.ep_kernel, "%s", arms[a].mode);
+    c.tokens = arms[a].tokens;
+    xs_program *p;
+    assert_int_equal(xs_moe_program(&c, prof, XS_MOE_SEQUENTIAL, NULL, &p, &e), XS_OK);
+    double got[2] = {NAN, NAN};
+    for (size_t w = 0; w < xs_program_worker_count(p); w++) {
+      const char *n = xs_program_worker_name(p, w);
+      int k = !strncmp(n, "rows.a2a", 8) ? 0 : !strncmp(n, "link.a2a", 8) ? 1 : -1;
+      for (size_t i = 0; k >= 0 && i < xs_program_op_count(p, w); i++) {
+        xs_op_info op;
+        xs_program_op(p, w, i, &op);
+        if (op.kind == XS_OP_COMPUTE)
+          got[k] = op.value;
+      }
+    }
+    xs_program_free(p);
+    for (int ph = 0; ph < 2; ph++) {
+      xs__ep_shape s = {0};
+      s.tokens = c.tokens, s.hidden = c.hidden, s.topk = c.topk;
+      s.experts = c.experts, s.ep = c.ep;
+      s.elem_bytes = ph ? c.combine_bytes : c.act_bytes;
+      s.align = 128, s.cpu_sync = 1, s.api_time = 1;
+      double t;
+      assert_int_equal(xs__ep_kernel(arms[a].lib[0] ? arms[a].lib : "deepep-v2",
+                                     arms[a].mode[0] ? arms[a].mode : "normal",
+                                     (xs__ep_phase)ph, &s, prof, NULL, NULL, &t, &e),
+                       XS_OK);
+      if (!(fabs(got[ph] / t - 1) <= 0.05))
+        fprintf(stderr, "%s %s %s: the plan's %g s, the EP kernel's %g s\n",
+                arms[a].lib, arms[a].mode, ph ? "combine" : "dispatch", got[ph], t);
+      assert_true(fabs(got[ph] / t - 1) <= 0.05);
+    }
+  }
+  /* the plan itself: every schedule, the fused ones' bytes partly over
+   * the NIC */
+  c.ep_library[0] = c.ep_kernel[0] = '\0';
+  c.tokens = 512;
+  assert_int_equal(xs_moe_plan(&c, prof, &r, &e), XS_OK);
+  for (int s = 0; s < XS_MOE_SCHEDULES; s++)
+    assert_true(r.time_s[s][XS_MODEL_BURSTGAP] > 0 && isfinite(r.time_s[s][XS_MODEL_BURSTGAP]));
+  xs_program *p;
+  assert_int_equal(xs_moe_program(&c, prof, XS_MOE_FUSED_LAG, NULL, &p, &e), XS_OK);
+  assert_true(chan_bytes(p, prof, "nic") > 0);
+  xs_program_free(p);
+  xs_profile_free(prof);
+  /* an unknown library is refused with the known ones */
+  snprintf(c.ep_library, sizeof c.ep_library, "deepep-v9");
+  assert_int_equal(xs_moe_config_check(&c, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "deepep-hybrid normal"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fabric_profiles), cmocka_unit_test(test_node_gpus),
+      cmocka_unit_test(test_routing),         cmocka_unit_test(test_program_bytes),
+      cmocka_unit_test(test_needs_fabric),    cmocka_unit_test(test_monotone),
+      cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
+      cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
