@@ -140,6 +140,15 @@ xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
                                     uint32_t *first_worker,
                                     uint32_t *first_send, xs_error *err);
 
+/* For builders that send many times on a few channels: the channel's code
+ * in the program (0 for NULL, the profile's default; the name added when
+ * new), and a send of no id on the channel of a code. */
+xs_status xs__program_channel(xs_program *p, const char *channel,
+                              uint32_t *code, xs_error *err);
+xs_status xs__program_send_code(xs_program *p, size_t w, double bytes,
+                                uint32_t code, size_t *send_index,
+                                xs_error *err);
+
 /* Fail naming op i of worker w: "file:line:col: workers[w].ops[i].key: ..."
  * for parsed programs, "worker NAME, op I: ..." otherwise. */
 xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
