@@ -79,6 +79,11 @@ struct xs__emit {
   uint32_t *ncompute;   /* compute ops so far per class                  */
   double *tt;           /* per block, its L1 and its L2 tile's seconds    */
   uint32_t phases;      /* phases so far                                  */
+  /* the highest value each math class (then the two pull workers) has
+   * awaited on each class's done counter (then on rows): a lower await
+   * of the same worker is met already, as counters only grow */
+  double *seen;
+  uint32_t code_hbm, code_link; /* the program's channel codes, or NONE */
 };
 
 static int audit_blocks(xs__emit *e);
@@ -124,6 +129,7 @@ xs_status xs__emit_new(const xs__moe_kctx *k, const xs__tile_cfg *tile,
   e->ids = k->ids;
   e->audit = k->audit;
   e->gate = SIZE_MAX;
+  e->code_hbm = e->code_link = XS__NONE;
   snprintf(e->name, sizeof e->name, "%s", k->name);
   size_t S = e->S;
   if (groups < 1)
@@ -162,6 +168,7 @@ void xs__emit_free(xs__emit *e) {
   free(e->need);
   free(e->ncompute);
   free(e->tt);
+  free(e->seen);
   free(e);
 }
 
@@ -199,8 +206,9 @@ static xs_status start(xs__emit *e) {
   e->pull_end = calloc(nb + 1, sizeof *e->pull_end);
   e->ncompute = calloc(nc, sizeof *e->ncompute);
   e->tt = malloc((2 * nb + 1) * sizeof *e->tt);
+  e->seen = calloc((nc + 2) * (nc + 1), sizeof *e->seen);
   if (!e->p || !e->math || !e->done || !e->runs || !e->fixed || !e->l1cov ||
-      !e->l2cov || !e->pull_end || !e->ncompute || !e->tt)
+      !e->l2cov || !e->pull_end || !e->ncompute || !e->tt || !e->seen)
     return fail_nomem(e);
   /* most blocks are full: one tile time per distinct row count */
   for (size_t b = 0; b < nb; b++) {
@@ -246,6 +254,31 @@ static xs_status sync_worker(xs__emit *e) {
     return XS_OK;
   e->have_sync = 1;
   return xs_program_add_worker(e->p, "sync", &e->sync, e->err);
+}
+
+/* A send of worker w on HBM or on the link (the channel's code looked up
+ * once per program). */
+static xs_status send_on(xs__emit *e, size_t w, double bytes, int link,
+                         size_t *sid) {
+  uint32_t *code = link ? &e->code_link : &e->code_hbm;
+  xs_status st;
+  if (*code == XS__NONE &&
+      (st = xs__program_channel(e->p, link ? e->flow.link : HBM, code,
+                                e->err)))
+    return st;
+  return xs__program_send_code(e->p, w, bytes, *code, sid, e->err);
+}
+
+/* Worker w (slot: its math class, or nclass + part for the pull workers)
+ * awaits counter ctr (cslot: the class whose done counter it is, nclass
+ * for rows) reaching value, unless it awaited as much before. */
+static xs_status await_new(xs__emit *e, size_t slot, size_t w, size_t cslot,
+                           size_t ctr, double value) {
+  double *s = &e->seen[slot * (e->nclass + 1) + cslot];
+  if (value <= *s)
+    return XS_OK;
+  *s = value;
+  return xs_program_await_index(e->p, w, ctr, value, e->err);
 }
 
 /* Every class: compute s seconds counted as fixed. */
@@ -294,8 +327,7 @@ static xs_status barrier_rank(xs__emit *e, size_t *out) {
   return (st = xs_program_counter(e->p, nm, out, err)) ||
                  (st = xs_program_await_index(e->p, e->sync, in,
                                               (double)e->S, err)) ||
-                 (st = xs_program_send(e->p, e->sync, 0, e->flow.link, NULL,
-                                       &s, err)) ||
+                 (st = send_on(e, e->sync, 0, 1, &s)) ||
                  (st = xs_program_wait_send(e->p, e->sync, s, err)) ||
                  (e->g->barrier_s > 0 &&
                   (st = xs_program_compute(e->p, e->sync, e->g->barrier_s,
@@ -340,7 +372,7 @@ xs_status xs__emit_handshake(xs__emit *e, xs_error *err) {
   snprintf(nm, sizeof nm, "counts.%u", ++e->nbar);
   if (st || (st = sync_worker(e)) ||
       (st = xs_program_counter(e->p, nm, &out, err)) ||
-      (st = xs_program_send(e->p, e->sync, 0, e->flow.link, NULL, &s, err)) ||
+      (st = send_on(e, e->sync, 0, 1, &s)) ||
       (st = xs_program_wait_send(e->p, e->sync, s, err)) ||
       (st = xs_program_signal_index(e->p, e->sync, out, 1, err)))
     return st;
@@ -357,8 +389,8 @@ xs_status xs__emit_kernel(xs__emit *e, int pdl, xs_error *err) {
   if (e->pull_wanted) {
     /* the dispatch warps belong to this kernel: it ends once they did */
     for (size_t c = 0; c < e->nclass && !st; c++)
-      st = xs_program_await_index(e->p, e->math[c], e->rows,
-                                  fmax(1, e->routed), err);
+      st = await_new(e, c, e->math[c], e->nclass, e->rows,
+                     fmax(1, e->routed));
     if (st)
       return st;
   }
@@ -480,15 +512,14 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
   }
   xs_status st = XS_OK;
   if (rows_needed > 0)
-    st = xs_program_await_index(e->p, w, e->rows, ceil(rows_needed), err);
+    st = await_new(e, c, w, nc, e->rows, ceil(rows_needed));
   for (size_t x = 0; x < nc && !st; x++)
     if (need[x] > 0 && x != c)
-      st = xs_program_await_index(e->p, w, e->done[x],
-                                  need[x] * (double)(e->cs[x + 1] - e->cs[x]),
-                                  err);
+      st = await_new(e, c, w, x, e->done[x],
+                     need[x] * (double)(e->cs[x + 1] - e->cs[x]));
   size_t load = 0;
   if (!st && hin > 0)
-    st = xs_program_send(e->p, w, hin / g, HBM, NULL, &load, err);
+    st = send_on(e, w, hin / g, 0, &load);
   if (!st)
     st = xs_program_compute(e->p, w, secs / g, err);
   if (!st && e->audit && audit_run(e, c, k, t, n, dep, pick))
@@ -497,9 +528,9 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
   if (!st && hin > 0)
     st = xs_program_wait_send(e->p, w, load, err);
   if (!st && hout > 0)
-    st = xs_program_send(e->p, w, hout / g, HBM, NULL, NULL, err);
+    st = send_on(e, w, hout / g, 0, NULL);
   if (!st && lout > 0)
-    st = xs_program_send(e->p, w, lout / g, e->flow.link, NULL, NULL, err);
+    st = send_on(e, w, lout / g, 1, NULL);
   if (!st)
     st = xs_program_signal_index(e->p, w, e->done[c], 1, err);
   /* coverage: the tiles' blocks are done on this class at this count */
@@ -615,7 +646,7 @@ xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
   for (size_t c = 0; c < e->nclass && !st; c++) {
     size_t w = e->math[c], s;
     if (per > 0 &&
-        !(st = xs_program_send(e->p, w, per, HBM, NULL, &s, err)))
+        !(st = send_on(e, w, per, 0, &s)))
       st = xs_program_wait_send(e->p, w, s, err);
   }
   return st ? st : all_fixed(e, fixed_s);
@@ -636,8 +667,7 @@ xs_status xs__emit_a2a(xs__emit *e, double bytes, double sms, double fixed_s,
     double g = (double)(e->cs[c + 1] - e->cs[c]);
     double mine = fmin(g, left);
     left -= mine;
-    st = xs_program_send(e->p, e->math[c], per * mine / g, e->flow.link, NULL,
-                         NULL, err);
+    st = send_on(e, e->math[c], per * mine / g, 1, NULL);
     if (!st)
       st = xs_program_fence(e->p, e->math[c], err);
   }
@@ -743,7 +773,8 @@ static xs_status emit_pull_workers(xs__emit *e) {
                                      e->pull_gate_value, err)))
       break;
     if (part == 1 && trips > 0 &&
-        (st = xs_program_await_index(e->p, w, e->rows, trips * W, err)))
+        (st = await_new(e, e->nclass + (size_t)part, w, e->nclass, e->rows,
+                        trips * W)))
       break;
     size_t blk = 0;
     for (double j = 0; j < ntrips && !st; j++) {
@@ -757,16 +788,14 @@ static xs_status emit_pull_workers(xs__emit *e) {
         const double *cov = &e->l1cov[(blk - (size_t)Rb) * e->nclass];
         for (size_t x = 0; x < e->nclass && !st; x++)
           if (cov[x] > 0)
-            st = xs_program_await_index(
-                e->p, w, e->done[x],
-                cov[x] * (double)(e->cs[x + 1] - e->cs[x]), err);
+            st = await_new(e, e->nclass + (size_t)part, w, x, e->done[x],
+                           cov[x] * (double)(e->cs[x + 1] - e->cs[x]));
       }
       size_t s;
       if (st || (lat > 0 && (st = xs_program_compute(e->p, w, lat, err))) ||
-          (st = xs_program_send(e->p, w, per * row_B * wl->offrank,
-                                e->flow.link, NULL, &s, err)) ||
+          (st = send_on(e, w, per * row_B * wl->offrank, 1, &s)) ||
           (st = xs_program_wait_send(e->p, w, s, err)) ||
-          (st = xs_program_send(e->p, w, per * row_B, HBM, NULL, &s, err)) ||
+          (st = send_on(e, w, per * row_B, 0, &s)) ||
           (e->flow.pull_store_wait &&
            (st = xs_program_wait_send(e->p, w, s, err))) ||
           (st = xs_program_signal_index(e->p, w, e->rows, per, err)))
