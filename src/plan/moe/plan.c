@@ -77,12 +77,16 @@ const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
   }
 }
 
-/* The workload and terms a plan shares between its programs. */
+/* The workload and terms a plan shares between its programs, and each
+ * schedule's default knobs once a program of rule 0 has been built (the
+ * other rules vary them). */
 typedef struct {
   xs_moe_config c;
   xs__moe_wl wl;
   xs__gemm_terms g;
   xs__moe_kctx k;
+  xs_moe_pattern dflt[XS_MOE_SCHEDULES];
+  int have_dflt[XS_MOE_SCHEDULES];
 } planner;
 
 static xs_status planner_init(planner *pl, const xs_moe_config *c,
@@ -110,9 +114,9 @@ static xs_status planner_init(planner *pl, const xs_moe_config *c,
 
 static void planner_free(planner *pl) { xs__moe_wl_free(&pl->wl); }
 
-static xs_status build(const planner *pl, xs_moe_schedule s,
-                       xs_moe_pattern *kn, int ids, xs_program **out,
-                       xs_moe_breakdown *bd, xs_error *err) {
+static xs_status build_kernel(const planner *pl, xs_moe_schedule s,
+                              xs_moe_pattern *kn, int ids, xs_program **out,
+                              xs_moe_breakdown *bd, xs_error *err) {
   xs__moe_kctx k = pl->k;
   k.ids = ids;
   switch (s) {
@@ -136,25 +140,43 @@ static xs_status build(const planner *pl, xs_moe_schedule s,
   }
 }
 
+/* A schedule's program with knobs kn (zeros: the kernel's defaults,
+ * written back); a build with the defaults keeps them for rule_knobs. */
+static xs_status build(planner *pl, xs_moe_schedule s, xs_moe_pattern *kn,
+                       int ids, xs_program **out, xs_moe_breakdown *bd,
+                       xs_error *err) {
+  static const xs_moe_pattern zero = {0};
+  int dflt = (unsigned)s < XS_MOE_SCHEDULES && s != XS_MOE_BASELINE &&
+             memcmp(kn, &zero, sizeof zero) == 0;
+  xs_status st = build_kernel(pl, s, kn, ids, out, bd, err);
+  if (!st && dflt) {
+    pl->dflt[s] = *kn;
+    pl->have_dflt[s] = 1;
+  }
+  return st;
+}
+
 /* The knobs of rule r of schedule s, or 0 when the rule does not apply
  * (-1 past the last rule). Rule 0 leaves every knob to the kernel. */
-static int rule_knobs(const planner *pl, xs_moe_schedule s, unsigned r,
+static int rule_knobs(planner *pl, xs_moe_schedule s, unsigned r,
                       xs_moe_pattern *kn, xs_error *err) {
   memset(kn, 0, sizeof *kn);
   if (!xs_moe_rule_name(s, r))
     return -1;
   if (r == 0 && s != XS_MOE_INTERLEAVED)
     return 1;
-  /* the default's values, to vary */
-  xs_moe_pattern d = {0};
-  if (s == XS_MOE_FUSED_WAVE || s == XS_MOE_FUSED_LAG ||
-      s == XS_MOE_FUSED_DYNAMIC) {
+  /* the default's values, to vary (the wave and lag kernels'; the
+   * interleaved kernel's rules are literal) */
+  if ((s == XS_MOE_FUSED_WAVE || s == XS_MOE_FUSED_LAG) &&
+      !pl->have_dflt[s]) {
+    xs_moe_pattern zero = {0};
     xs_program *p = NULL;
-    xs_status st = build(pl, s, &d, 0, &p, NULL, err);
+    xs_status st = build(pl, s, &zero, 0, &p, NULL, err);
     xs_program_free(p);
     if (st)
       return -2;
   }
+  const xs_moe_pattern d = pl->dflt[s];
   double el = pl->wl.El;
   switch (s) {
   case XS_MOE_INTERLEAVED:
@@ -287,7 +309,7 @@ static xs_status breakdown(const xs_program *p, const xs_profile *prof,
 
 /* Search one schedule's rules under burstgap: the best program (kept when
  * keep is not NULL), its time and knobs. */
-static xs_status search(const planner *pl, const xs_profile *prof,
+static xs_status search(planner *pl, const xs_profile *prof,
                         xs_moe_schedule s, double *time_s,
                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
                         xs_program **keep, xs_result **spare,
