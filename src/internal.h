@@ -210,6 +210,24 @@ static inline double xs__chan_comm_s(const xs__chan *c, double bytes) {
          c->latency_s;
 }
 
+/* Per-worker sums of the segments a timeline would record, by class, kept
+ * during an evaluation instead of the timeline (a planner's breakdown of
+ * where the time goes). A segment's class comes from its kind and whether
+ * it is marked: a send's segment when the send's program channel code is
+ * marked, a segment blocked in an await when its counter is. Each segment
+ * of end > start adds end - start to sums[worker * ncls + cls[kind][mark]]
+ * (skipped for -1) and to also[kind][mark] (the same); they are added in
+ * the order the timeline records them, so each sum is bit for bit the
+ * timeline's segments of that worker and class added up in order. */
+#define XS__SEG_AWAIT 5 /* kind index of a segment blocked in an await */
+typedef struct xs__seg_sums {
+  const uint8_t *chan_marked;    /* per program channel code            */
+  const uint8_t *counter_marked; /* per counter                         */
+  signed char cls[XS__SEG_AWAIT + 1][2], also[XS__SEG_AWAIT + 1][2];
+  size_t ncls;
+  double *sums; /* nworkers x ncls, zeroed by the caller                */
+} xs__seg_sums;
+
 typedef struct xs__eval {
   const xs_program *prog;
   const xs__chan *chans;
@@ -220,7 +238,27 @@ typedef struct xs__eval {
   xs_timeline *tl; /* record into it, or NULL */
   double packet_B;  /* simulator: 0 = per channel */
   int arbitration;  /* simulator: xs_arbitration */
+  xs__seg_sums *sums; /* fluid evaluation: sum segments into it, or NULL */
+  /* fluid evaluation: stop once the makespan is certain to exceed this
+   * (INFINITY: never); *stopped is then set and the result not filled */
+  double stop_s;
+  int *stopped;
 } xs__eval;
+
+/* What a planner adds to an evaluation (xs__evaluate_ex), NULL fields
+ * and stop_s INFINITY for none. */
+typedef struct xs__eval_extra {
+  xs__seg_sums *sums;
+  double stop_s;
+  int stopped; /* out: 1 when the evaluation stopped past stop_s */
+} xs__eval_extra;
+/* xs_evaluate with the extras above (burstgap and blocking, multi-worker
+ * programs: the fluid evaluation); with extra->stopped set on return the
+ * result is not filled, only *out given back (for reuse). */
+xs_status xs__evaluate_ex(const xs_program *p, const xs_profile *prof,
+                          xs_model model, const xs_eval_options *opt,
+                          xs__eval_extra *extra, xs_result **out,
+                          xs_error *err);
 
 /* Append to a timeline; out of memory drops the record (a plot with a
  * gap beats a failed evaluation). */
@@ -279,6 +317,10 @@ typedef struct xs__wm {
   uint32_t *ready;   /* workers an await let go, still to run at now */
   size_t nready, ready_head;
   double last_deliver;
+  int rec;           /* segments go to a timeline or sums              */
+  double stop_s;     /* ev->stop_s with a rounding margin               */
+  double *compute_total; /* per worker, with stop_s finite: its computes */
+  int stopped;       /* a worker cannot finish by stop_s                */
 } xs__wm;
 
 int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
