@@ -87,6 +87,12 @@ typedef struct {
   xs__moe_kctx k;
   xs_moe_pattern dflt[XS_MOE_SCHEDULES];
   int have_dflt[XS_MOE_SCHEDULES];
+  /* eval_burstgap's: per worker, its segments' sums by class; the marks
+   * of channel codes and counters */
+  double *sums;
+  size_t sums_cap;
+  uint8_t *marks;
+  size_t marks_cap;
 } planner;
 
 static xs_status planner_init(planner *pl, const xs_moe_config *c,
@@ -112,7 +118,11 @@ static xs_status planner_init(planner *pl, const xs_moe_config *c,
   return XS_OK;
 }
 
-static void planner_free(planner *pl) { xs__moe_wl_free(&pl->wl); }
+static void planner_free(planner *pl) {
+  xs__moe_wl_free(&pl->wl);
+  free(pl->sums);
+  free(pl->marks);
+}
 
 static xs_status build_kernel(const planner *pl, xs_moe_schedule s,
                               xs_moe_pattern *kn, int ids, xs_program **out,
@@ -219,20 +229,60 @@ static xs_status eval_model(const xs_program *p, const xs_profile *prof,
   return st;
 }
 
-/* The six-way breakdown of a program's time on its SMs that finish last,
- * from a timeline of its burstgap evaluation. */
-static xs_status breakdown(const xs_program *p, const xs_profile *prof,
-                           xs_moe_breakdown *bd, xs_error *err) {
-  xs_timeline *tl = xs_timeline_new();
-  if (!tl)
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  xs_eval_options o = {1, 0, NULL, tl};
-  xs_result *r = NULL;
-  xs_status st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err);
-  if (st) {
-    xs_timeline_free(tl);
-    return st;
+/* The classes of the breakdown's sums of segments (docs/plan-megamoe.md
+ * "Output"): stall is a part of link */
+enum { BD_COMPUTE, BD_HBM, BD_DISPATCH, BD_SYNC, BD_LINK, BD_STALL, BD_N };
+
+/* The burstgap makespan of p (INFINITY when it is sure to pass stop_s,
+ * where the evaluation stops), and with bd where that time goes on the
+ * SMs that finish last (bd->fixed_s in: the fixed seconds the build
+ * counted). The evaluation sums each worker's segments by class as it
+ * goes (xs__seg_sums), in the order a timeline would record them: a
+ * segment of a send on the "hbm" channel is hbm, of another send link
+ * (and stall, for its backpressure stall), a wait in an await on the
+ * dispatch's "rows" dispatch, in another await sync. */
+static xs_status eval_burstgap(planner *pl, const xs_program *p,
+                               const xs_profile *prof, double stop_s,
+                               xs_result **spare, double *t,
+                               xs_moe_breakdown *bd, xs_error *err) {
+  xs__seg_sums S = {NULL, NULL, {{0}}, {{0}}, BD_N, NULL};
+  xs__eval_extra x = {bd ? &S : NULL, stop_s, 0};
+  if (bd) {
+    size_t nw = p->nworkers, ncode = p->nchan_names + 1, nk = p->ncounters;
+    if (xs__grow(&pl->sums, &pl->sums_cap, nw * BD_N, sizeof *pl->sums) ||
+        xs__grow(&pl->marks, &pl->marks_cap, ncode + nk, 1))
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    memset(pl->sums, 0, nw * BD_N * sizeof *pl->sums);
+    int hbm = xs_profile_find_channel(prof, "hbm") >= 0;
+    pl->marks[0] = 0; /* the default channel */
+    for (size_t k = 0; k + 1 < ncode; k++)
+      pl->marks[k + 1] = hbm && strcmp(p->chan_names[k], "hbm") == 0;
+    for (size_t c = 0; c < nk; c++)
+      pl->marks[ncode + c] = strcmp(p->counter_names[c], "rows") == 0;
+    S.chan_marked = pl->marks;
+    S.counter_marked = pl->marks + ncode;
+    S.sums = pl->sums;
+    static const signed char cls[XS__SEG_AWAIT + 1][2] = {
+        [XS_SEG_COMPUTE] = {BD_COMPUTE, BD_COMPUTE},
+        [XS_SEG_OVERHEAD] = {BD_LINK, BD_HBM},
+        [XS_SEG_ISSUE] = {BD_LINK, BD_HBM},
+        [XS_SEG_STALL] = {BD_LINK, BD_HBM},
+        [XS_SEG_BLOCKED] = {BD_LINK, BD_HBM},
+        [XS__SEG_AWAIT] = {BD_SYNC, BD_DISPATCH}};
+    memcpy(S.cls, cls, sizeof cls);
+    memset(S.also, -1, sizeof S.also);
+    S.also[XS_SEG_STALL][0] = BD_STALL;
   }
+  xs_eval_options o = {0, 1, *spare, NULL};
+  *spare = NULL;
+  xs_status st = xs__evaluate_ex(p, prof, XS_MODEL_BURSTGAP, &o, &x, spare,
+                                 err);
+  if (st)
+    return st;
+  const xs_result *r = *spare;
+  *t = x.stopped ? INFINITY : r->makespan_s;
+  if (!bd || x.stopped)
+    return XS_OK;
   /* the math class that finishes last (dispatch and sync are helpers) */
   size_t last = 0;
   double fin = -1;
@@ -243,72 +293,33 @@ static xs_status breakdown(const xs_program *p, const xs_profile *prof,
       last = w;
     }
   }
+  const double *v = pl->sums + last * BD_N;
   double fixed = bd->fixed_s;
   memset(bd, 0, sizeof *bd);
-  long hbm = xs_profile_find_channel(prof, "hbm");
-  double compute = 0;
-  for (size_t i = 0; i < tl->nsegments; i++) {
-    const xs_segment *s = &tl->segments[i];
-    if (s->worker != last)
-      continue;
-    double d = s->end_s - s->start_s;
-    const char *cn = s->send != UINT32_MAX
-                         ? xs_program_send_channel(p, s->send)
-                         : NULL;
-    int on_hbm = s->send != UINT32_MAX && hbm >= 0 && cn &&
-                 strcmp(cn, "hbm") == 0;
-    switch (s->kind) {
-    case XS_SEG_COMPUTE:
-      compute += d;
-      break;
-    case XS_SEG_BLOCKED:
-      if (s->counter != UINT32_MAX) {
-        const char *c = xs_program_counter_name(p, s->counter);
-        if (strcmp(c, "rows") == 0)
-          bd->dispatch_s += d;
-        else
-          bd->sync_s += d;
-      } else if (on_hbm) {
-        bd->hbm_s += d;
-      } else {
-        bd->link_s += d;
-      }
-      break;
-    case XS_SEG_STALL:
-      if (on_hbm)
-        bd->hbm_s += d;
-      else {
-        bd->link_s += d;
-        bd->stall_s += d;
-      }
-      break;
-    default: /* issue, overhead */
-      if (on_hbm)
-        bd->hbm_s += d;
-      else
-        bd->link_s += d;
-      break;
-    }
-  }
-  bd->fixed_s = fmin(fixed, compute);
-  bd->compute_s = compute - bd->fixed_s;
+  bd->hbm_s = v[BD_HBM];
+  bd->dispatch_s = v[BD_DISPATCH];
+  bd->sync_s = v[BD_SYNC];
+  bd->link_s = v[BD_LINK];
+  bd->stall_s = v[BD_STALL];
+  bd->fixed_s = fmin(fixed, v[BD_COMPUTE]);
+  bd->compute_s = v[BD_COMPUTE] - bd->fixed_s;
   bd->xstage_tail_s = fmax(0, r->makespan_s - fin);
   bd->link_s += bd->xstage_tail_s;
   const char *names[6] = {"compute", "hbm", "fixed", "dispatch", "sync", "link"};
-  double v[6] = {bd->compute_s, bd->hbm_s, bd->fixed_s, bd->dispatch_s,
-                 bd->sync_s, bd->link_s};
+  double six[6] = {bd->compute_s, bd->hbm_s, bd->fixed_s, bd->dispatch_s,
+                   bd->sync_s, bd->link_s};
   int best = 0;
   for (int i = 1; i < 6; i++)
-    if (v[i] > v[best])
+    if (six[i] > six[best])
       best = i;
   bd->bound = names[best];
-  xs_result_free(r);
-  xs_timeline_free(tl);
   return XS_OK;
 }
 
 /* Search one schedule's rules under burstgap: the best program (kept when
- * keep is not NULL), its time and knobs. */
+ * keep is not NULL), its time, knobs and breakdown. A rule's evaluation
+ * stops once its makespan is sure to pass the best so far: it could not
+ * be chosen, and nothing else of it is reported. */
 static xs_status search(planner *pl, const xs_profile *prof,
                         xs_moe_schedule s, double *time_s,
                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
@@ -321,8 +332,10 @@ static xs_status search(planner *pl, const xs_profile *prof,
   for (unsigned r = 0;; r++) {
     xs_moe_pattern kn;
     int have = rule_knobs(pl, s, r, &kn, err);
-    if (have == -2)
-      return err->status;
+    if (have == -2) {
+      st = err->status;
+      break;
+    }
     if (have < 0)
       break;
     if (!have)
@@ -331,7 +344,8 @@ static xs_status search(planner *pl, const xs_profile *prof,
     xs_moe_breakdown b;
     double t;
     if ((st = build(pl, s, &kn, keep != NULL, &p, &b, err)) ||
-        (st = eval_model(p, prof, XS_MODEL_BURSTGAP, spare, &t, err))) {
+        (st = eval_burstgap(pl, p, prof, best_t, spare, &t, bd ? &b : NULL,
+                            err))) {
       xs_program_free(p);
       break;
     }
@@ -496,14 +510,14 @@ xs_status xs_moe_evaluate(const xs_moe_config *c, const xs_profile *prof,
     st = build(&pl, s, &kn, 0, &p, &b, err);
   for (int m = 0; m < XS_MODEL_COUNT && !st; m++) {
     double t = NAN;
-    st = eval_model(p, prof, (xs_model)m, &r, &t, err);
+    st = m == XS_MODEL_BURSTGAP
+             ? eval_burstgap(&pl, p, prof, INFINITY, &r, &t, &b, err)
+             : eval_model(p, prof, (xs_model)m, &r, &t, err);
     if (time_s)
       time_s[m] = t;
   }
-  if (!st && bd) {
+  if (!st && bd)
     *bd = b;
-    st = breakdown(p, prof, bd, err);
-  }
   if (!st && knobs)
     *knobs = kn;
   xs_result_free(r);
@@ -521,15 +535,11 @@ xs_status xs_moe_predict(const xs_moe_config *c, const xs_profile *prof,
   planner pl;
   xs_status st = planner_init(&pl, c, prof, NULL, err);
   xs_result *r = NULL;
-  xs_program *p = NULL;
   double t = NAN;
   if (!st)
-    st = search(&pl, prof, s, &t, knobs, bd, bd ? &p : NULL, &r, NULL, err);
-  if (!st && bd)
-    st = breakdown(p, prof, bd, err);
+    st = search(&pl, prof, s, &t, knobs, bd, NULL, &r, NULL, err);
   if (!st && time_s)
     *time_s = t;
-  xs_program_free(p);
   xs_result_free(r);
   planner_free(&pl);
   return st;
@@ -588,8 +598,6 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
                 err);
     for (int m = 1; m < XS_MODEL_COUNT && !st; m++)
       st = eval_model(p, prof, (xs_model)m, &r, &out->time_s[s][m], err);
-    if (!st)
-      st = breakdown(p, prof, &out->breakdown[s], err);
     xs_program_free(p);
     if (!st && s != XS_MOE_SEQUENTIAL && out->time_s[s][0] < best) {
       best = out->time_s[s][0];
