@@ -178,18 +178,30 @@ static inline size_t xs__hleast4(const xs__hnode *v, size_t c) {
   size_t b = c + 2 + xs__hbefore(&v[c + 3], &v[c + 2]);
   return a + (b - a) * xs__hbefore(&v[b], &v[a]);
 }
+/* Keys set in ascending (key, id) order (a worker that starts a compute
+ * of the same length as the workers before it) go to the end of a sorted
+ * ring instead of into the heap: a run of them costs no sifting. Entries
+ * of the ring whose entity has moved since are skipped when they come to
+ * its head (a ticket per entry tells). Only from XS__IHEAP_RING entities. */
+#define XS__IHEAP_RING 32
 typedef struct xs__iheap {
-  xs__hnode *node;
+  xs__hnode *node; /* the heap: entities not in the ring, INFINITY too */
   uint32_t *pos;
   size_t n;
+  xs__hnode *ring;  /* [head, head + len) mod cap, ascending */
+  uint32_t *ticket; /* per ring slot */
+  size_t cap, head, len;
+  uint32_t *in_ring; /* per entity: the ticket of its ring entry, 0: none */
+  uint32_t next_ticket;
+  const xs__hnode *top; /* the least of the ring's head and the heap's */
 } xs__iheap;
 /* n entities 0..n-1, all at INFINITY; -1 when out of memory */
 int xs__iheap_init(xs__iheap *h, size_t n);
 void xs__iheap_free(xs__iheap *h);
 void xs__iheap_set(xs__iheap *h, uint32_t id, double key);
-static inline double xs__iheap_top(const xs__iheap *h) { return h->node[0].key; }
+static inline double xs__iheap_top(const xs__iheap *h) { return h->top->key; }
 static inline uint32_t xs__iheap_top_id(const xs__iheap *h) {
-  return h->node[0].id;
+  return h->top->id;
 }
 
 /* ---- Evaluation internals ---- */

@@ -350,8 +350,13 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
     xs_status st = step(m, top, now, &blocked, err);
     if (st)
       return st;
-    if (blocked)
+    if (blocked) {
+      /* the op it resumes at is read an event or a hundred later: ask
+       * for its line now (one stream a worker is more than a hardware
+       * prefetcher follows) */
+      __builtin_prefetch(&m->p->workers[top].ops[ws->pc]);
       n--;
+    }
     /* workers a signal let go run once the stack is empty, in order */
     if (n == 0 && m->nready) {
       m->stack[n++] = m->ready[m->ready_head];
