@@ -182,8 +182,11 @@ static inline size_t xs__hleast4(const xs__hnode *v, size_t c) {
  * of the same length as the workers before it) go to the end of a sorted
  * ring instead of into the heap: a run of them costs no sifting. Entries
  * of the ring whose entity has moved since are skipped when they come to
- * its head (a ticket per entry tells). Only from XS__IHEAP_RING entities. */
+ * its head (a ticket per entry tells). Only from XS__IHEAP_RING entities;
+ * up to XS__IHEAP_LINEAR, the nodes stay in id order and the least is
+ * found by a scan when it moves back (a program's few channels). */
 #define XS__IHEAP_RING 32
+#define XS__IHEAP_LINEAR 4
 typedef struct xs__iheap {
   xs__hnode *node; /* the heap: entities not in the ring, INFINITY too */
   uint32_t *pos;

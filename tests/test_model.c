@@ -724,13 +724,14 @@ static void test_finish_after_many_bytes(void **state) {
   xs_profile_free(prof);
 }
 
-/* The queue of next events (xs__iheap: a heap, and from XS__IHEAP_RING
- * entities a sorted ring beside it) against a scan for the least (key,
- * id), after every change: keys that rise in step (the ring), at random,
- * repeated (ties go by id), and INFINITY. */
+/* The queue of next events (xs__iheap: up to XS__IHEAP_LINEAR entities a
+ * scan, above a heap, and from XS__IHEAP_RING entities a sorted ring beside
+ * it) against a scan for the least (key, id), after every change: keys
+ * that rise in step (the ring), at random, repeated (ties go by id), and
+ * INFINITY. */
 static void test_queue_vs_scan(void **state) {
   (void)state;
-  const size_t sizes[] = {1, 2, 5, 31, 32, 33, 200};
+  const size_t sizes[] = {1, 2, 3, 4, 5, 31, 32, 33, 200};
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
     size_t n = sizes[si];
     uint64_t seed = 7000 + si;

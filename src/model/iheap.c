@@ -5,7 +5,8 @@
  * children), where a key change moves the node only in the direction it
  * changed; and beside it a sorted ring for keys that come in ascending
  * order, which many workers that compute and send in turn do: their timers
- * then cost an append and a pop instead of two sifts (internal.h).
+ * then cost an append and a pop instead of two sifts; and for a few
+ * entities a scan (internal.h).
  */
 #include "internal.h"
 
@@ -128,8 +129,28 @@ static void ring_set(xs__iheap *h, uint32_t e, double t) {
                : &h->node[0];
 }
 
+/* A few entities (a program's channels): node e is entity e. The top
+ * moves to a node whose key passes it, and is looked for again when its
+ * own key grows. */
+static void linear_set(xs__iheap *h, uint32_t e, double t) {
+  xs__hnode *x = &h->node[e];
+  double old = x->key;
+  x->key = t;
+  if (xs__hbefore(x, h->top)) {
+    h->top = x;
+  } else if (x == h->top && t > old) {
+    const xs__hnode *m = h->node;
+    for (size_t i = 1; i < h->n; i++)
+      if (xs__hbefore(&h->node[i], m))
+        m = &h->node[i];
+    h->top = m;
+  }
+}
+
 void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
-  if (h->cap)
+  if (h->n <= XS__IHEAP_LINEAR)
+    linear_set(h, e, t);
+  else if (h->cap)
     ring_set(h, e, t);
   else
     heap_set(h, e, t);
