@@ -2,8 +2,9 @@
  * plan.c: the MegaMoE planner's entry points. A schedule is one of the
  * kernels (kernel_*.c) with knobs; a plan builds each schedule's program
  * for its knob candidates, evaluates them under burstgap, keeps the
- * fastest, and evaluates the chosen ones under every model. The knob rules
- * (a rule per candidate, rule 0 the kernel's default) are what knob
+ * fastest, and evaluates the chosen ones under every model; a program
+ * that two schedules or rules share is built and evaluated once. The knob
+ * rules (a rule per candidate, rule 0 the kernel's default) are what knob
  * tables keep from one token count to the next (moe_table.c).
  */
 #include "plan/moe/moe.h"
@@ -77,9 +78,32 @@ const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
   }
 }
 
-/* The workload and terms a plan shares between its programs, and each
+/* The kernels that build programs: the baseline, searched and fused-lag
+ * schedules share the lag kernel. */
+enum { K_SEQUENTIAL, K_LAG, K_SPLIT, K_WAVE, K_INTERLEAVED };
+
+/* A program a plan has evaluated, by the kernel that builds it and the
+ * knobs the kernel was given (which, with the plan's workload, make the
+ * program): schedules that share a kernel and rules whose knobs come out
+ * the same build the same program, so it is built and evaluated once.
+ * The baseline is the searched schedule's all-L1-first rule; fused-lag's
+ * rules often equal searched ones. */
+typedef struct {
+  int kernel;
+  xs_moe_pattern in, used; /* given, and as the kernel wrote them back */
+  double time_s[XS_MODEL_COUNT]; /* NAN until evaluated */
+  double above;            /* burstgap evaluation stopped: its time is
+                              past this (time_s[0] NAN)                 */
+  xs_moe_breakdown bd;
+  int have_bd;
+} evaluated;
+/* every rule of every schedule (xs_moe_rule_name): 1 + 1 + 8 + 1 + 5 + 4
+ * + 4 */
+#define MAX_EVALUATED 32
+
+/* The workload and terms a plan shares between its programs, each
  * schedule's default knobs once a program of rule 0 has been built (the
- * other rules vary them). */
+ * other rules vary them), and the programs evaluated so far. */
 typedef struct {
   xs_moe_config c;
   xs__moe_wl wl;
@@ -93,6 +117,8 @@ typedef struct {
   size_t sums_cap;
   uint8_t *marks;
   size_t marks_cap;
+  evaluated memo[MAX_EVALUATED];
+  size_t nmemo;
 } planner;
 
 static xs_status planner_init(planner *pl, const xs_moe_config *c,
@@ -124,30 +150,55 @@ static void planner_free(planner *pl) {
   free(pl->marks);
 }
 
-static xs_status build_kernel(const planner *pl, xs_moe_schedule s,
-                              xs_moe_pattern *kn, int ids, xs_program **out,
-                              xs_moe_breakdown *bd, xs_error *err) {
-  xs__moe_kctx k = pl->k;
-  k.ids = ids;
+/* The kernel of schedule s, with the knobs it is given (the baseline's
+ * order is the lag kernel's all-L1-first); -1 for no schedule. */
+static int kernel_of(xs_moe_schedule s, xs_moe_pattern *kn) {
   switch (s) {
   case XS_MOE_SEQUENTIAL:
-    return xs__moe_kernel_sequential(&k, kn, out, bd, err);
+    return K_SEQUENTIAL;
   case XS_MOE_BASELINE:
     kn->lag = searched_rules[0].lag;
     kn->group = 4;
-    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+    return K_LAG;
   case XS_MOE_INTERLEAVED:
   case XS_MOE_FUSED_LAG:
-    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+    return K_LAG;
   case XS_MOE_FUSED_SPLIT:
-    return xs__moe_kernel_split(&k, kn, out, bd, err);
+    return K_SPLIT;
   case XS_MOE_FUSED_WAVE:
-    return xs__moe_kernel_wave(&k, kn, out, bd, err);
+    return K_WAVE;
   case XS_MOE_FUSED_DYNAMIC:
-    return xs__moe_kernel_interleaved(&k, kn, out, bd, err);
+    return K_INTERLEAVED;
   default:
-    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+    return -1;
   }
+}
+
+static xs_status run_kernel(const planner *pl, int kernel, xs_moe_pattern *kn,
+                            int ids, xs_program **out, xs_moe_breakdown *bd,
+                            xs_error *err) {
+  xs__moe_kctx k = pl->k;
+  k.ids = ids;
+  switch (kernel) {
+  case K_SEQUENTIAL:
+    return xs__moe_kernel_sequential(&k, kn, out, bd, err);
+  case K_LAG:
+    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+  case K_SPLIT:
+    return xs__moe_kernel_split(&k, kn, out, bd, err);
+  case K_WAVE:
+    return xs__moe_kernel_wave(&k, kn, out, bd, err);
+  default:
+    return xs__moe_kernel_interleaved(&k, kn, out, bd, err);
+  }
+}
+
+/* Whether knobs kn of schedule s are its kernel's defaults (zeros; the
+ * baseline has none of its own). */
+static int default_knobs(xs_moe_schedule s, const xs_moe_pattern *kn) {
+  static const xs_moe_pattern zero = {0};
+  return (unsigned)s < XS_MOE_SCHEDULES && s != XS_MOE_BASELINE &&
+         memcmp(kn, &zero, sizeof zero) == 0;
 }
 
 /* A schedule's program with knobs kn (zeros: the kernel's defaults,
@@ -155,10 +206,11 @@ static xs_status build_kernel(const planner *pl, xs_moe_schedule s,
 static xs_status build(planner *pl, xs_moe_schedule s, xs_moe_pattern *kn,
                        int ids, xs_program **out, xs_moe_breakdown *bd,
                        xs_error *err) {
-  static const xs_moe_pattern zero = {0};
-  int dflt = (unsigned)s < XS_MOE_SCHEDULES && s != XS_MOE_BASELINE &&
-             memcmp(kn, &zero, sizeof zero) == 0;
-  xs_status st = build_kernel(pl, s, kn, ids, out, bd, err);
+  int dflt = default_knobs(s, kn);
+  int kernel = kernel_of(s, kn);
+  if (kernel < 0)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  xs_status st = run_kernel(pl, kernel, kn, ids, out, bd, err);
   if (!st && dflt) {
     pl->dflt[s] = *kn;
     pl->have_dflt[s] = 1;
@@ -316,18 +368,91 @@ static xs_status eval_burstgap(planner *pl, const xs_program *p,
   return XS_OK;
 }
 
+/* Schedule s with knobs kn (the knobs used written back) under burstgap,
+ * from the plan's memo when its program was evaluated before (*out then
+ * NULL), else built (kept in *out when out is not NULL) and evaluated,
+ * stopping once its time is sure to pass stop_s; with want_bd, with its
+ * breakdown. *e: its memo entry. */
+static xs_status evaluate_rule(planner *pl, const xs_profile *prof,
+                               xs_moe_schedule s, xs_moe_pattern *kn,
+                               double stop_s, int want_bd, xs_result **spare,
+                               evaluated **e, xs_program **out,
+                               xs_error *err) {
+  if (out)
+    *out = NULL;
+  int dflt = default_knobs(s, kn);
+  xs_moe_pattern in = *kn;
+  int kernel = kernel_of(s, &in);
+  if (kernel < 0)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  evaluated *m = NULL;
+  int fresh = 0;
+  for (size_t i = 0; i < pl->nmemo && !m; i++)
+    if (pl->memo[i].kernel == kernel &&
+        memcmp(&pl->memo[i].in, &in, sizeof in) == 0)
+      m = &pl->memo[i];
+  int known = m && ((!isnan(m->time_s[0]) && (m->have_bd || !want_bd)) ||
+                    (isnan(m->time_s[0]) && m->above >= stop_s));
+  if (!known) {
+    if (!m) {
+      if (pl->nmemo == MAX_EVALUATED)
+        return xs__fail(err, XS_INTERNAL, "more than %d programs in a plan",
+                        MAX_EVALUATED);
+      m = &pl->memo[pl->nmemo++];
+      fresh = 1;
+      m->kernel = kernel;
+      m->in = in;
+      for (int k = 0; k < XS_MODEL_COUNT; k++)
+        m->time_s[k] = NAN;
+      m->have_bd = 0;
+    }
+    xs_program *p = NULL;
+    xs_moe_breakdown b;
+    double t = NAN;
+    m->used = in;
+    xs_status st = run_kernel(pl, kernel, &m->used, out != NULL, &p, &b, err);
+    if (!st)
+      st = eval_burstgap(pl, p, prof, stop_s, spare, &t, want_bd ? &b : NULL,
+                         err);
+    if (st) {
+      pl->nmemo -= fresh; /* nothing of it to keep */
+      xs_program_free(p);
+      return st;
+    }
+    if (t < INFINITY) {
+      m->time_s[0] = t;
+      m->bd = b;
+      m->have_bd = want_bd;
+    } else {
+      m->above = stop_s;
+    }
+    if (out)
+      *out = p;
+    else
+      xs_program_free(p);
+  }
+  *kn = m->used;
+  if (dflt) {
+    pl->dflt[s] = *kn;
+    pl->have_dflt[s] = 1;
+  }
+  *e = m;
+  return XS_OK;
+}
+
 /* Search one schedule's rules under burstgap: the best program (kept when
- * keep is not NULL), its time, knobs and breakdown. A rule's evaluation
- * stops once its makespan is sure to pass the best so far: it could not
- * be chosen, and nothing else of it is reported. */
+ * keep is not NULL and it was built for this search: NULL when it came
+ * from the memo), its memo entry, time, knobs and breakdown. A rule's
+ * evaluation stops once its makespan is sure to pass the best so far: it
+ * could not be chosen, and nothing else of it is reported. */
 static xs_status search(planner *pl, const xs_profile *prof,
                         xs_moe_schedule s, double *time_s,
                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
-                        xs_program **keep, xs_result **spare,
-                        unsigned *count, xs_error *err) {
+                        xs_program **keep, evaluated **entry,
+                        xs_result **spare, unsigned *count, xs_error *err) {
   double best_t = INFINITY;
   xs_program *best = NULL;
-  xs_moe_breakdown best_bd = {0};
+  evaluated *best_e = NULL;
   xs_status st = XS_OK;
   for (unsigned r = 0;; r++) {
     xs_moe_pattern kn;
@@ -341,19 +466,16 @@ static xs_status search(planner *pl, const xs_profile *prof,
     if (!have)
       continue;
     xs_program *p = NULL;
-    xs_moe_breakdown b;
-    double t;
-    if ((st = build(pl, s, &kn, keep != NULL, &p, &b, err)) ||
-        (st = eval_burstgap(pl, p, prof, best_t, spare, &t, bd ? &b : NULL,
-                            err))) {
-      xs_program_free(p);
+    evaluated *e;
+    if ((st = evaluate_rule(pl, prof, s, &kn, best_t, bd != NULL, spare, &e,
+                            keep ? &p : NULL, err)))
       break;
-    }
     if (count)
       (*count)++;
+    double t = isnan(e->time_s[0]) ? INFINITY : e->time_s[0];
     if (t < best_t) {
       best_t = t;
-      best_bd = b;
+      best_e = e;
       if (knobs)
         *knobs = kn;
       xs_program_free(best);
@@ -364,8 +486,10 @@ static xs_status search(planner *pl, const xs_profile *prof,
   }
   if (!st) {
     *time_s = best_t;
-    if (bd)
-      *bd = best_bd;
+    if (bd && best_e)
+      *bd = best_e->bd;
+    if (entry)
+      *entry = best_e;
     if (keep) {
       *keep = best;
       best = NULL;
@@ -445,14 +569,11 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
       xs_moe_option *o = &out[*n];
       o->schedule = (xs_moe_schedule)s;
       o->rule = k;
-      o->time_s = NAN;
-      xs_program *p = NULL;
-      if ((st = build(&pl, (xs_moe_schedule)s, &kn, 0, &p, NULL, err)) ||
-          (st = eval_model(p, prof, XS_MODEL_BURSTGAP, &r, &o->time_s, err))) {
-        xs_program_free(p);
+      evaluated *e;
+      if ((st = evaluate_rule(&pl, prof, (xs_moe_schedule)s, &kn, INFINITY,
+                              0, &r, &e, NULL, err)))
         break;
-      }
-      xs_program_free(p);
+      o->time_s = e->time_s[0];
       o->knobs = kn;
       if (!have0) {
         dflt = kn;
@@ -537,7 +658,7 @@ xs_status xs_moe_predict(const xs_moe_config *c, const xs_profile *prof,
   xs_result *r = NULL;
   double t = NAN;
   if (!st)
-    st = search(&pl, prof, s, &t, knobs, bd, NULL, &r, NULL, err);
+    st = search(&pl, prof, s, &t, knobs, bd, NULL, NULL, &r, NULL, err);
   if (!st && time_s)
     *time_s = t;
   xs_result_free(r);
@@ -593,11 +714,22 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
   double best = INFINITY, best_il = INFINITY, best_pl = INFINITY;
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
     xs_program *p = NULL;
+    evaluated *e = NULL;
     st = search(&pl, prof, (xs_moe_schedule)s, &out->time_s[s][0],
-                &out->knobs[s], &out->breakdown[s], &p, &r, &out->searched,
-                err);
-    for (int m = 1; m < XS_MODEL_COUNT && !st; m++)
-      st = eval_model(p, prof, (xs_model)m, &r, &out->time_s[s][m], err);
+                &out->knobs[s], &out->breakdown[s], &p, &e, &r,
+                &out->searched, err);
+    /* the other models, unless another schedule's search chose the same
+     * program (built again when it came from the memo) */
+    for (int m = 1; m < XS_MODEL_COUNT && !st && e; m++) {
+      if (isnan(e->time_s[m])) {
+        xs_moe_pattern in = e->in;
+        if (!p)
+          st = run_kernel(&pl, e->kernel, &in, 1, &p, NULL, err);
+        if (!st)
+          st = eval_model(p, prof, (xs_model)m, &r, &e->time_s[m], err);
+      }
+      out->time_s[s][m] = e->time_s[m];
+    }
     xs_program_free(p);
     if (!st && s != XS_MOE_SEQUENTIAL && out->time_s[s][0] < best) {
       best = out->time_s[s][0];
