@@ -149,6 +149,15 @@ xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
                                     uint32_t *first_worker,
                                     uint32_t *first_send, xs_error *err);
 
+/* For builders that send many times on a few channels: the channel's code
+ * in the program (0 for NULL, the profile's default; the name added when
+ * new), and a send of no id on the channel of a code. */
+xs_status xs__program_channel(xs_program *p, const char *channel,
+                              uint32_t *code, xs_error *err);
+xs_status xs__program_send_code(xs_program *p, size_t w, double bytes,
+                                uint32_t code, size_t *send_index,
+                                xs_error *err);
+
 /* Fail naming op i of worker w: "file:line:col: workers[w].ops[i].key: ..."
  * for parsed programs, "worker NAME, op I: ..." otherwise. */
 xs_status xs__program_op_fail(const xs_program *p, xs_error *err,
@@ -178,18 +187,33 @@ static inline size_t xs__hleast4(const xs__hnode *v, size_t c) {
   size_t b = c + 2 + xs__hbefore(&v[c + 3], &v[c + 2]);
   return a + (b - a) * xs__hbefore(&v[b], &v[a]);
 }
+/* Keys set in ascending (key, id) order (a worker that starts a compute
+ * of the same length as the workers before it) go to the end of a sorted
+ * ring instead of into the heap: a run of them costs no sifting. Entries
+ * of the ring whose entity has moved since are skipped when they come to
+ * its head (a ticket per entry tells). Only from XS__IHEAP_RING entities;
+ * up to XS__IHEAP_LINEAR, the nodes stay in id order and the least is
+ * found by a scan when it moves back (a program's few channels). */
+#define XS__IHEAP_RING 32
+#define XS__IHEAP_LINEAR 4
 typedef struct xs__iheap {
-  xs__hnode *node;
+  xs__hnode *node; /* the heap: entities not in the ring, INFINITY too */
   uint32_t *pos;
   size_t n;
+  xs__hnode *ring;  /* [head, head + len) mod cap, ascending */
+  uint32_t *ticket; /* per ring slot */
+  size_t cap, head, len;
+  uint32_t *in_ring; /* per entity: the ticket of its ring entry, 0: none */
+  uint32_t next_ticket;
+  const xs__hnode *top; /* the least of the ring's head and the heap's */
 } xs__iheap;
 /* n entities 0..n-1, all at INFINITY; -1 when out of memory */
 int xs__iheap_init(xs__iheap *h, size_t n);
 void xs__iheap_free(xs__iheap *h);
 void xs__iheap_set(xs__iheap *h, uint32_t id, double key);
-static inline double xs__iheap_top(const xs__iheap *h) { return h->node[0].key; }
+static inline double xs__iheap_top(const xs__iheap *h) { return h->top->key; }
 static inline uint32_t xs__iheap_top_id(const xs__iheap *h) {
-  return h->node[0].id;
+  return h->top->id;
 }
 
 /* ---- Evaluation internals ---- */
@@ -210,6 +234,27 @@ static inline double xs__chan_comm_s(const xs__chan *c, double bytes) {
          c->latency_s;
 }
 
+/* Per-worker sums of the segments a timeline would record, by class, kept
+ * during an evaluation instead of the timeline (a planner's breakdown of
+ * where the time goes). A segment's class comes from its kind and whether
+ * it is marked: a send's segment when the send's program channel code is
+ * marked, a segment blocked in an await when its counter is. Each segment
+ * of end > start adds end - start to sums[worker * ncls + cls[kind][mark]]
+ * (skipped for -1) and to also[kind][mark] (the same); they are added in
+ * the order the timeline records them, so each sum is bit for bit the
+ * timeline's segments of that worker and class added up in order. */
+#define XS__SEG_AWAIT 5 /* kind index of a segment blocked in an await */
+typedef struct xs__seg_sums {
+  const uint8_t *chan_marked;    /* per program channel code            */
+  const uint8_t *counter_marked; /* per counter: 0, 1 or 2             */
+  /* the class of a segment by its kind and its mark (a send's channel
+   * 0 or 1; an await's counter 0, 1 or 2), and a second class it also
+   * counts in; -1 for none */
+  signed char cls[XS__SEG_AWAIT + 1][3], also[XS__SEG_AWAIT + 1][3];
+  size_t ncls;
+  double *sums; /* nworkers x ncls, zeroed by the caller                */
+} xs__seg_sums;
+
 typedef struct xs__eval {
   const xs_program *prog;
   const xs__chan *chans;
@@ -220,7 +265,27 @@ typedef struct xs__eval {
   xs_timeline *tl; /* record into it, or NULL */
   double packet_B;  /* simulator: 0 = per channel */
   int arbitration;  /* simulator: xs_arbitration */
+  xs__seg_sums *sums; /* fluid evaluation: sum segments into it, or NULL */
+  /* fluid evaluation: stop once the makespan is certain to exceed this
+   * (INFINITY: never); *stopped is then set and the result not filled */
+  double stop_s;
+  int *stopped;
 } xs__eval;
+
+/* What a planner adds to an evaluation (xs__evaluate_ex), NULL fields
+ * and stop_s INFINITY for none. */
+typedef struct xs__eval_extra {
+  xs__seg_sums *sums;
+  double stop_s;
+  int stopped; /* out: 1 when the evaluation stopped past stop_s */
+} xs__eval_extra;
+/* xs_evaluate with the extras above (burstgap and blocking, multi-worker
+ * programs: the fluid evaluation); with extra->stopped set on return the
+ * result is not filled, only *out given back (for reuse). */
+xs_status xs__evaluate_ex(const xs_program *p, const xs_profile *prof,
+                          xs_model model, const xs_eval_options *opt,
+                          xs__eval_extra *extra, xs_result **out,
+                          xs_error *err);
 
 /* Append to a timeline; out of memory drops the record (a plot with a
  * gap beats a failed evaluation). */
@@ -279,6 +344,10 @@ typedef struct xs__wm {
   uint32_t *ready;   /* workers an await let go, still to run at now */
   size_t nready, ready_head;
   double last_deliver;
+  int rec;           /* segments go to a timeline or sums              */
+  double stop_s;     /* ev->stop_s with a rounding margin               */
+  double *compute_total; /* per worker, with stop_s finite: its computes */
+  int stopped;       /* a worker cannot finish by stop_s                */
 } xs__wm;
 
 int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,

@@ -4,7 +4,9 @@
  * worked cases, the naive evaluator (tests/naive_fluid.c, which runs
  * counters and copies from docs/formats.md alone), the same program with
  * its copies written out as workers of their own, and the packet
- * simulator. Fixed seeds; failures print seed and values.
+ * simulator; the sums and the early stop a planner asks of an evaluation
+ * against its timeline and its full run. Fixed seeds; failures print seed
+ * and values.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -359,6 +361,115 @@ static void test_random_vs_expanded(void **state) {
   }
 }
 
+/* The sums an evaluation keeps (xs__seg_sums, a planner's breakdown)
+ * against the same evaluation's timeline added up segment by segment in
+ * the order it records them: equal to the bit. Marked: channel "c1" and
+ * counter "k0"; each kind and mark its own class, and stall also one. */
+static void test_random_sums_vs_timeline(void **state) {
+  (void)state;
+  enum { NCLS = 2 * (XS__SEG_AWAIT + 1) + 1 };
+  for (uint64_t seed = 900; seed < 1100; seed++) {
+    rng g = {seed};
+    xs_profile *prof = random_profile(&g);
+    int nw = 1 + rng_int(&g, 8);
+    xs_program *p = random_program(&g, nw);
+    for (int m = 0; m < 2; m++) {
+      uint8_t chan[8] = {0}, ctr[8] = {0};
+      for (size_t k = 0; k < p->nchan_names; k++)
+        chan[k + 1] = strcmp(p->chan_names[k], "c1") == 0;
+      for (size_t c = 0; c < p->ncounters; c++)
+        ctr[c] = strcmp(p->counter_names[c], "k0") == 0;
+      double *sums = calloc((size_t)nw * NCLS, sizeof *sums);
+      double *want = calloc((size_t)nw * NCLS, sizeof *want);
+      xs__seg_sums S = {chan, ctr, {{0}}, {{0}}, NCLS, sums};
+      memset(S.also, -1, sizeof S.also);
+      for (int k = 0; k <= XS__SEG_AWAIT; k++)
+        for (int mk = 0; mk < 2; mk++)
+          S.cls[k][mk] = (signed char)(2 * k + mk);
+      S.also[XS_SEG_STALL][0] = NCLS - 1;
+      xs__eval_extra x = {&S, INFINITY, 0};
+      xs_eval_options o = {1, 0, NULL, NULL};
+      xs_result *a, *b;
+      xs_error e;
+      assert_int_equal(xs__evaluate_ex(p, prof, (xs_model)m, &o, &x, &a, &e),
+                       XS_OK);
+      assert_int_equal(x.stopped, 0);
+      xs_timeline *tl = xs_timeline_new();
+      o.timeline = tl;
+      assert_int_equal(xs_evaluate(p, prof, (xs_model)m, &o, &b, &e), XS_OK);
+      assert_true(a->makespan_s == b->makespan_s);
+      for (size_t i = 0; i < tl->nsegments; i++) {
+        const xs_segment *sg = &tl->segments[i];
+        int kind = sg->counter != UINT32_MAX ? XS__SEG_AWAIT : (int)sg->kind;
+        int mk = sg->counter != UINT32_MAX
+                     ? ctr[sg->counter]
+                     : sg->send != UINT32_MAX &&
+                           chan[p->send_chan[sg->send]];
+        double d = sg->end_s - sg->start_s;
+        want[sg->worker * NCLS + 2 * kind + mk] += d;
+        if (kind == XS_SEG_STALL && !mk)
+          want[sg->worker * NCLS + NCLS - 1] += d;
+      }
+      for (size_t i = 0; i < (size_t)nw * NCLS; i++)
+        if (sums[i] != want[i]) {
+          fprintf(stderr, "seed %llu model %d: sum %zu of worker %zu: %.17g, "
+                          "the timeline's %.17g\n",
+                  (unsigned long long)seed, m, i % NCLS, i / NCLS, sums[i],
+                  want[i]);
+          fail();
+        }
+      xs_result_free(a);
+      xs_result_free(b);
+      xs_timeline_free(tl);
+      free(sums);
+      free(want);
+    }
+    xs_program_free(p);
+    xs_profile_free(prof);
+  }
+}
+
+/* An evaluation asked to stop past stop_s stops only when the makespan is
+ * past it: never at stop_s = the makespan; below it, when it stops, the
+ * makespan is larger; when it does not, the result is the same. */
+static void test_random_early_stop(void **state) {
+  (void)state;
+  int stops = 0;
+  for (uint64_t seed = 1200; seed < 1500; seed++) {
+    rng g = {seed};
+    xs_profile *prof = random_profile(&g);
+    int nw = 1 + rng_int(&g, 8);
+    xs_program *p = random_program(&g, nw);
+    for (int m = 0; m < 2; m++) {
+      xs_result *full = eval(p, prof, (xs_model)m, 1);
+      double mk = full->makespan_s;
+      const double f[] = {1, 1 - 1e-6, 0.9, 0.5, 0.1};
+      for (int k = 0; k < 5; k++) {
+        xs__eval_extra x = {NULL, mk * f[k], 0};
+        xs_eval_options o = {1, 0, NULL, NULL};
+        xs_result *a;
+        xs_error e;
+        assert_int_equal(
+            xs__evaluate_ex(p, prof, (xs_model)m, &o, &x, &a, &e), XS_OK);
+        if (x.stopped && !(mk > x.stop_s)) {
+          fprintf(stderr, "seed %llu model %d: stopped past %.17g, makespan "
+                          "%.17g\n", (unsigned long long)seed, m, x.stop_s, mk);
+          fail();
+        }
+        if (!x.stopped)
+          check_close(a->makespan_s, mk, 0, mk, "makespan, not stopped", seed);
+        stops += x.stopped;
+        xs_result_free(a);
+      }
+      xs_result_free(full);
+    }
+    xs_program_free(p);
+    xs_profile_free(prof);
+  }
+  /* the check can fail: 2281 of these 3000 evaluations stop */
+  assert_true(stops > 1500);
+}
+
 /* the packet simulator (copies written out, small packets) against the
  * fluid evaluation of copies and counters */
 static void test_sim_vs_fluid(void **state) {
@@ -408,6 +519,8 @@ int main(void) {
       cmocka_unit_test(test_random_vs_naive),
       cmocka_unit_test(test_random_vs_expanded),
       cmocka_unit_test(test_sim_vs_fluid),
+      cmocka_unit_test(test_random_sums_vs_timeline),
+      cmocka_unit_test(test_random_early_stop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

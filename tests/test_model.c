@@ -3,7 +3,8 @@
  * it: hand-worked cases, the one-worker closed forms against the
  * event-driven evaluation, the event-driven evaluation against a naive one,
  * symmetry (n identical workers = one worker n times as wide), and the
- * invariants of docs/model.md. Fixed seeds; failures print seed and values.
+ * invariants of docs/model.md; the evaluations' queue of next events
+ * against a scan. Fixed seeds; failures print seed and values.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "evalutil.h"
+#include "internal.h"
 #include "naive_fluid.h"
 #include "testutil.h"
 #include "xstage.h"
@@ -722,6 +724,59 @@ static void test_finish_after_many_bytes(void **state) {
   xs_profile_free(prof);
 }
 
+/* The queue of next events (xs__iheap: up to XS__IHEAP_LINEAR entities a
+ * scan, above a heap, and from XS__IHEAP_RING entities a sorted ring beside
+ * it) against a scan for the least (key, id), after every change: keys
+ * that rise in step (the ring), at random, repeated (ties go by id), and
+ * INFINITY. */
+static void test_queue_vs_scan(void **state) {
+  (void)state;
+  const size_t sizes[] = {1, 2, 3, 4, 5, 31, 32, 33, 200};
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    size_t n = sizes[si];
+    uint64_t seed = 7000 + si;
+    rng g = {seed};
+    xs__iheap h;
+    assert_int_equal(xs__iheap_init(&h, n), 0);
+    double *key = malloc(n * sizeof *key);
+    for (size_t e = 0; e < n; e++)
+      key[e] = INFINITY;
+    double clock = 0;
+    for (int step = 0; step < 20000; step++) {
+      uint32_t e = (uint32_t)rng_int(&g, (int)n);
+      int how = rng_int(&g, 10);
+      double t;
+      if (how < 5) { /* the top moves on, as a worker that ran */
+        e = xs__iheap_top_id(&h) < n ? xs__iheap_top_id(&h) : e;
+        clock = xs__iheap_top(&h) < INFINITY ? xs__iheap_top(&h) : clock;
+        t = clock + (how < 3 ? 1.0 : rng_range(&g, 0, 2));
+      } else if (how < 7) {
+        t = INFINITY;
+      } else if (how < 8) {
+        t = clock + 1.0; /* a tie with others in step */
+      } else {
+        t = clock + rng_range(&g, 0, 3);
+      }
+      xs__iheap_set(&h, e, t);
+      key[e] = t;
+      size_t best = SIZE_MAX;
+      for (size_t x = 0; x < n; x++)
+        if (key[x] < INFINITY && (best == SIZE_MAX || key[x] < key[best]))
+          best = x;
+      double want = best == SIZE_MAX ? INFINITY : key[best];
+      if (xs__iheap_top(&h) != want ||
+          (best != SIZE_MAX && xs__iheap_top_id(&h) != best)) {
+        fprintf(stderr, "seed %llu n %zu step %d: top %.17g of %u, the scan "
+                        "%.17g of %zu\n", (unsigned long long)seed, n, step,
+                xs__iheap_top(&h), xs__iheap_top_id(&h), want, best);
+        fail();
+      }
+    }
+    free(key);
+    xs__iheap_free(&h);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_below_knee),
@@ -740,6 +795,7 @@ int main(void) {
       cmocka_unit_test(test_summary_only),
       cmocka_unit_test(test_ops_after_finish),
       cmocka_unit_test(test_finish_after_many_bytes),
+      cmocka_unit_test(test_queue_vs_scan),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

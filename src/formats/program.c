@@ -210,17 +210,9 @@ xs_status xs_program_add_workers(xs_program *p, const char *name,
   return XS_OK;
 }
 
-static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
-                         double value, uint32_t aux, xs__op **out,
-                         xs_error *err) {
-  if (w >= p->nworkers)
-    return xs__fail(err, XS_INVALID, "no worker %zu (the program has %zu)", w,
-                    p->nworkers);
-  xs__worker *wk = &p->workers[w];
-  if (wk->nops >= XS__NONE - 1)
-    return xs__fail(err, XS_INVALID, "worker \"%s\" has too many ops",
-                    wk->name);
-  /* cap 0: no array yet, or a stretch of the opblock, grown as a copy */
+/* Room for one more op of worker wk: its array grown, or made its own
+ * when it is a stretch of the opblock (cap 0), copied. */
+static xs_status grow_ops(xs__worker *wk, xs_error *err) {
   xs__op *borrowed = wk->cap ? NULL : wk->ops;
   if (borrowed)
     wk->ops = NULL;
@@ -231,11 +223,24 @@ static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
   }
   if (borrowed && wk->nops)
     memcpy(wk->ops, borrowed, wk->nops * sizeof *wk->ops);
+  return XS_OK;
+}
+
+static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
+                         double value, uint32_t aux, xs__op **out,
+                         xs_error *err) {
+  if (w >= p->nworkers)
+    return xs__fail(err, XS_INVALID, "no worker %zu (the program has %zu)", w,
+                    p->nworkers);
+  xs__worker *wk = &p->workers[w];
+  if (wk->nops >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID, "worker \"%s\" has too many ops",
+                    wk->name);
+  xs_status st;
+  if (wk->nops >= wk->cap && (st = grow_ops(wk, err)))
+    return st;
   xs__op *op = &wk->ops[wk->nops++];
-  memset(op, 0, sizeof *op);
-  op->kind = (uint8_t)kind;
-  op->value = value;
-  op->aux = aux;
+  *op = (xs__op){value, aux, (uint8_t)kind, 0, {0, 0}};
   if (kind == XS_OP_WAIT)
     p->nwaits++;
   else if (kind == XS_OP_SIGNAL)
@@ -271,9 +276,62 @@ static int grow_sends(xs_program *p) {
   return 0;
 }
 
-xs_status xs_program_send(xs_program *p, size_t w, double bytes,
-                          const char *channel, const char *id,
-                          size_t *send_index, xs_error *err) {
+/* The channel code of a name (k + 1 for chan_names[k]), added when new. */
+static xs_status channel_code(xs_program *p, const char *channel,
+                              uint32_t *code, xs_error *err) {
+  uint32_t chan;
+  if (!*channel)
+    return xs__fail(err, XS_INVALID, "a channel name must not be empty");
+  if (!xs__utf8_ok(channel))
+    return xs__fail(err, XS_INVALID, "a channel name must be UTF-8");
+  if (!xs__strmap_get(&p->chan_map, channel, &chan)) {
+    if (xs__grow(&p->chan_names, &p->chan_names_cap, p->nchan_names + 1,
+                 sizeof *p->chan_names))
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    char *c = xs__strdup(channel);
+    if (!c ||
+        xs__strmap_put(&p->chan_map, channel, (uint32_t)p->nchan_names) < 0) {
+      free(c);
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    }
+    chan = (uint32_t)p->nchan_names;
+    p->chan_names[p->nchan_names++] = c;
+  }
+  *code = chan + 1;
+  return XS_OK;
+}
+
+xs_status xs__program_channel(xs_program *p, const char *channel,
+                              uint32_t *code, xs_error *err) {
+  if (!channel) {
+    *code = 0;
+    return XS_OK;
+  }
+  return channel_code(p, channel, code, err);
+}
+
+/* A send of worker w with its channel code and id (idpool offset or
+ * XS__NONE), its arguments checked. */
+static xs_status add_send(xs_program *p, size_t w, double bytes, uint32_t code,
+                          uint32_t idoff, size_t *send_index, xs_error *err) {
+  if (grow_sends(p))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  size_t s = p->nsends;
+  xs_status st = push_op(p, w, XS_OP_SEND, bytes, (uint32_t)s, NULL, err);
+  if (st)
+    return st;
+  p->send_worker[s] = (uint32_t)w;
+  p->send_op[s] = (uint32_t)(p->workers[w].nops - 1);
+  p->send_idoff[s] = idoff;
+  p->send_chan[s] = code;
+  p->nsends++;
+  if (send_index)
+    *send_index = s;
+  return XS_OK;
+}
+
+static xs_status check_send(const xs_program *p, size_t w, double bytes,
+                            xs_error *err) {
   if (!(bytes >= 0) || !isfinite(bytes))
     return xs__fail(err, XS_INVALID,
                     "send must be a finite number of bytes >= 0, got %g",
@@ -283,26 +341,27 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
                     p->nworkers);
   if (p->nsends >= XS__NONE - 1)
     return xs__fail(err, XS_INVALID, "too many sends");
-  uint32_t chan = XS__NONE; /* index into chan_names */
-  if (channel) {
-    if (!*channel)
-      return xs__fail(err, XS_INVALID, "a channel name must not be empty");
-    if (!xs__utf8_ok(channel))
-      return xs__fail(err, XS_INVALID, "a channel name must be UTF-8");
-    if (!xs__strmap_get(&p->chan_map, channel, &chan)) {
-      if (xs__grow(&p->chan_names, &p->chan_names_cap, p->nchan_names + 1,
-                   sizeof *p->chan_names))
-        return xs__fail(err, XS_NOMEM, "out of memory");
-      char *c = xs__strdup(channel);
-      if (!c || xs__strmap_put(&p->chan_map, channel,
-                               (uint32_t)p->nchan_names) < 0) {
-        free(c);
-        return xs__fail(err, XS_NOMEM, "out of memory");
-      }
-      chan = (uint32_t)p->nchan_names;
-      p->chan_names[p->nchan_names++] = c;
-    }
-  }
+  return XS_OK;
+}
+
+xs_status xs__program_send_code(xs_program *p, size_t w, double bytes,
+                                uint32_t code, size_t *send_index,
+                                xs_error *err) {
+  xs_status st = check_send(p, w, bytes, err);
+  if (!st && code > p->nchan_names)
+    st = xs__fail(err, XS_INVALID, "no channel code %" PRIu32, code);
+  return st ? st : add_send(p, w, bytes, code, XS__NONE, send_index, err);
+}
+
+xs_status xs_program_send(xs_program *p, size_t w, double bytes,
+                          const char *channel, const char *id,
+                          size_t *send_index, xs_error *err) {
+  xs_status st = check_send(p, w, bytes, err);
+  if (st)
+    return st;
+  uint32_t code = 0;
+  if (channel && (st = channel_code(p, channel, &code, err)))
+    return st;
   uint32_t idoff = XS__NONE;
   if (id) {
     if (!*id)
@@ -310,15 +369,12 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
     if (!xs__utf8_ok(id))
       return xs__fail(err, XS_INVALID, "a send id must be UTF-8");
     uint32_t other;
-    if (xs__strmap_get(&p->id_map, id, &other)) {
-      char buf[256];
+    if (xs__strmap_get(&p->id_map, id, &other))
       return xs__fail(err, XS_INVALID,
                       "duplicate send id \"%s\" (also worker \"%s\", op %" PRIu32
                       ")",
                       id, p->workers[p->send_worker[other]].name,
                       p->send_op[other]);
-      (void)buf;
-    }
     size_t n = strlen(id) + 1;
     if (p->idpool_len + n > XS__NONE - 1 ||
         xs__grow(&p->idpool, &p->idpool_cap, p->idpool_len + n, 1))
@@ -329,20 +385,7 @@ xs_status xs_program_send(xs_program *p, size_t w, double bytes,
     memcpy(p->idpool + p->idpool_len, id, n);
     p->idpool_len += n;
   }
-  if (grow_sends(p))
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  size_t s = p->nsends;
-  xs_status st = push_op(p, w, XS_OP_SEND, bytes, (uint32_t)s, NULL, err);
-  if (st)
-    return st;
-  p->send_worker[s] = (uint32_t)w;
-  p->send_op[s] = (uint32_t)(p->workers[w].nops - 1);
-  p->send_idoff[s] = idoff;
-  p->send_chan[s] = chan == XS__NONE ? 0 : chan + 1;
-  p->nsends++;
-  if (send_index)
-    *send_index = s;
-  return XS_OK;
+  return add_send(p, w, bytes, code, idoff, send_index, err);
 }
 
 xs_status xs_program_wait(xs_program *p, size_t w, const char *id,
@@ -501,59 +544,65 @@ static const char *op_kind_name(int kind) {
   return kind >= 0 && kind < 6 ? names[kind] : "op";
 }
 
-/* An await op node and the counter value it needs, ordered by value. */
+/* The awaits blocked on one counter, least value first: a pairing heap
+ * threaded through per-worker arrays (a worker is blocked at one op at a
+ * time, so it is in at most one heap), which needs no memory per counter
+ * and costs O(log n) amortized per await that blocks. */
 typedef struct {
-  double need;
-  size_t node;
-} await_node;
-static int by_need(const void *a, const void *b) {
-  double x = ((const await_node *)a)->need, y = ((const await_node *)b)->need;
-  return (x > y) - (x < y);
+  double *need;      /* per worker: the value its blocked await needs */
+  uint32_t *child, *sib;
+} await_heap;
+
+static uint32_t ah_meld(const await_heap *h, uint32_t a, uint32_t b) {
+  if (a == XS__NONE)
+    return b;
+  if (b == XS__NONE)
+    return a;
+  if (h->need[b] < h->need[a]) {
+    uint32_t t = a;
+    a = b;
+    b = t;
+  }
+  h->sib[b] = h->child[a];
+  h->child[a] = b;
+  return a;
 }
 
-/* Sort n awaits by value. Builders emit them mostly in order: a few
- * ascending runs are merged pairwise (tmp: room for n, or NULL), anything
- * else goes to qsort. */
-static void sort_awaits(await_node *a, size_t n, await_node *tmp) {
-  enum { MAX_RUNS = 16 };
-  size_t cut[MAX_RUNS + 1], runs = 0;
-  cut[0] = 0;
-  for (size_t k = 1; k <= n && runs < MAX_RUNS; k++)
-    if (k == n || a[k].need < a[k - 1].need)
-      cut[++runs] = k;
-  if (n < 2 || runs == 1)
-    return;
-  if (!tmp || cut[runs] != n) {
-    qsort(a, n, sizeof *a, by_need);
-    return;
-  }
-  while (runs > 1) {
-    size_t r = 0;
-    for (size_t i = 0; i + 1 < runs; i += 2) {
-      size_t x = cut[i], y = cut[i + 1], end = cut[i + 2], o = x;
-      size_t p = x, q = y;
-      while (p < y && q < end)
-        tmp[o++] = a[q].need < a[p].need ? a[q++] : a[p++];
-      while (p < y)
-        tmp[o++] = a[p++];
-      while (q < end)
-        tmp[o++] = a[q++];
-      memcpy(a + x, tmp + x, (end - x) * sizeof *a);
-      cut[++r] = end;
+/* The heap left when its root is taken: the root's children melded in
+ * pairs from the left, then those melded from the right. */
+static uint32_t ah_pop(const await_heap *h, uint32_t root) {
+  uint32_t first = h->child[root], stack = XS__NONE;
+  h->child[root] = XS__NONE;
+  while (first != XS__NONE) {
+    uint32_t a = first, b = h->sib[a];
+    if (b == XS__NONE) {
+      h->sib[a] = stack;
+      stack = a;
+      break;
     }
-    if (runs % 2)
-      cut[++r] = cut[runs];
-    runs = r;
+    first = h->sib[b];
+    h->sib[a] = h->sib[b] = XS__NONE;
+    uint32_t m = ah_meld(h, a, b);
+    h->sib[m] = stack;
+    stack = m;
   }
+  uint32_t r = XS__NONE;
+  while (stack != XS__NONE) {
+    uint32_t next = h->sib[stack];
+    h->sib[stack] = XS__NONE;
+    r = ah_meld(h, r, stack);
+    stack = next;
+  }
+  return r;
 }
 
-/* Kahn's algorithm over ops: op i of a worker follows op i-1, a wait
- * follows the send it waits on, and an await follows as many signals of
- * its counter as it needs. Counters only grow, so the ops this reaches are
- * exactly the ops an evaluation reaches, in any order of events. Ops left
- * over lie behind an await that never gets its value or on a cycle of
- * waits; walking predecessors from one of them finds which. */
-static xs_status check_progress(xs_program *p, xs_error *err) {
+/* Why the program cannot finish, given how far each worker got (pc: its
+ * first op that never runs; the ops before it do) and each counter's
+ * final value: walk back through unfinished predecessors from the first
+ * op that never runs until an await that never gets its value, or an op
+ * that repeats (a cycle of waits). */
+static xs_status progress_fail(xs_program *p, const size_t *pc,
+                               const double *acc, xs_error *err) {
   size_t total = 0;
   size_t *base = malloc((p->nworkers + 1) * sizeof *base);
   if (!base)
@@ -563,101 +612,22 @@ static xs_status check_progress(xs_program *p, xs_error *err) {
     total += p->workers[w].nops;
   }
   base[p->nworkers] = total;
-  size_t nc = p->ncounters;
-  /* waiters of each send, as a linked list over op nodes */
-  uint32_t *head = malloc(p->nsends * sizeof *head + 1);
-  uint32_t *next = malloc(total * sizeof *next + 1);
-  uint8_t *done = calloc(total + 1, 1);
-  size_t *queue = malloc(total * sizeof *queue + 1);
   uint32_t *node_worker = malloc(total * sizeof *node_worker + 1);
-  uint8_t *indeg = malloc(total + 1);
-  /* awaits of each counter, by value: aw[astart[c] .. astart[c+1]) */
-  size_t *astart = calloc(nc + 2, sizeof *astart);
-  await_node *aw = malloc(p->nawaits * sizeof *aw + 1);
-  size_t *apos = calloc(nc + 1, sizeof *apos);
-  double *acc = calloc(nc + 1, sizeof *acc);
-  xs_status st = XS_OK;
-  if (!head || !next || !done || !queue || !node_worker || !indeg ||
-      !astart || !aw || !apos || !acc) {
-    st = xs__fail(err, XS_NOMEM, "out of memory");
-    goto out;
-  }
-  for (size_t s = 0; s < p->nsends; s++)
-    head[s] = XS__NONE;
-  size_t qn = 0;
-  for (size_t w = 0; w < p->nworkers; w++) {
-    const xs__worker *wk = &p->workers[w];
-    for (size_t i = 0; i < wk->nops; i++) {
-      size_t node = base[w] + i;
-      const xs__op *op = &wk->ops[i];
-      node_worker[node] = (uint32_t)w;
-      indeg[node] = (uint8_t)((i > 0) + (op->kind == XS_OP_WAIT ||
-                                         op->kind == XS_OP_AWAIT));
-      if (op->kind == XS_OP_WAIT) {
-        uint32_t s = op->aux;
-        next[node] = head[s];
-        head[s] = (uint32_t)node;
-      } else if (op->kind == XS_OP_AWAIT) {
-        astart[op->aux + 2]++;
-      }
-    }
-    if (wk->nops && indeg[base[w]] == 0)
-      queue[qn++] = base[w];
-  }
-  if (p->nawaits) {
-    /* bucket the awaits by counter, then sort each bucket by value */
-    for (size_t c = 0; c < nc; c++)
-      astart[c + 2] += astart[c + 1];
-    for (size_t w = 0; w < p->nworkers; w++)
-      for (size_t i = 0; i < p->workers[w].nops; i++) {
-        const xs__op *op = &p->workers[w].ops[i];
-        if (op->kind == XS_OP_AWAIT)
-          aw[astart[op->aux + 1]++] = (await_node){op->value, base[w] + i};
-      }
-    await_node *tmp = malloc(p->nawaits * sizeof *tmp + 1);
-    for (size_t c = 0; c < nc; c++) {
-      sort_awaits(aw + astart[c], astart[c + 1] - astart[c], tmp);
-      apos[c] = astart[c];
-    }
-    free(tmp);
-  }
-  size_t qh = 0, ndone = 0;
-  while (qh < qn) {
-    size_t node = queue[qh++];
-    done[node] = 1;
-    ndone++;
-    uint32_t w = node_worker[node];
-    size_t i = node - base[w];
-    const xs__op *op = &p->workers[w].ops[i];
-    if (op->kind == XS_OP_SEND) {
-      for (uint32_t x = head[op->aux]; x != XS__NONE; x = next[x])
-        if (--indeg[x] == 0)
-          queue[qn++] = x;
-    } else if (op->kind == XS_OP_SIGNAL) {
-      uint32_t c = op->aux;
-      acc[c] += op->value * p->workers[w].copies;
-      while (apos[c] < astart[c + 1] && aw[apos[c]].need <= acc[c]) {
-        size_t x = aw[apos[c]++].node;
-        if (--indeg[x] == 0)
-          queue[qn++] = x;
-      }
-    }
-    if (i + 1 < p->workers[w].nops && --indeg[node + 1] == 0)
-      queue[qn++] = node + 1;
-  }
-  if (ndone == total)
-    goto out;
-  /* walk back through unfinished predecessors until an await that never
-   * gets its value, or a node that repeats (a cycle of waits) */
-  size_t start = 0;
-  while (done[start])
-    start++;
-  size_t *trail = queue; /* reuse: positions along the walk */
+  size_t *trail = malloc(total * sizeof *trail + 1);
   size_t *seen_at = malloc(total * sizeof *seen_at + 1);
-  if (!seen_at) {
+  xs_status st = XS_OK;
+  if (!node_worker || !trail || !seen_at) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto out;
   }
+  size_t start = SIZE_MAX;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    for (size_t i = 0; i < p->workers[w].nops; i++)
+      node_worker[base[w] + i] = (uint32_t)w;
+    if (start == SIZE_MAX && pc[w] < p->workers[w].nops)
+      start = base[w] + pc[w];
+  }
+#define DONE(node) ((node) - base[node_worker[node]] < pc[node_worker[node]])
   for (size_t k = 0; k < total; k++)
     seen_at[k] = SIZE_MAX;
   size_t len = 0, node = start;
@@ -668,7 +638,7 @@ static xs_status check_progress(xs_program *p, xs_error *err) {
     size_t i = node - base[w];
     const xs__op *op = &p->workers[w].ops[i];
     size_t prev = SIZE_MAX;
-    if (op->kind == XS_OP_AWAIT && i > 0 && !done[node - 1]) {
+    if (op->kind == XS_OP_AWAIT && i > 0 && !DONE(node - 1)) {
       prev = node - 1; /* its own worker has not got here yet */
     } else if (op->kind == XS_OP_AWAIT) {
       double all = 0;
@@ -693,18 +663,18 @@ static xs_status check_progress(xs_program *p, xs_error *err) {
             "its signals add up to; the rest come after ops that wait for "
             "this one)",
             cn, op->value, cn, acc[op->aux], all);
-      free(seen_at);
       goto out;
     } else if (op->kind == XS_OP_WAIT) {
       uint32_t s = op->aux;
       size_t snode = base[p->send_worker[s]] + p->send_op[s];
-      if (!done[snode])
+      if (!DONE(snode))
         prev = snode;
     }
-    if (prev == SIZE_MAX && i > 0 && !done[node - 1])
+    if (prev == SIZE_MAX && i > 0 && !DONE(node - 1))
       prev = node - 1;
     node = prev;
   }
+#undef DONE
   char msg[700];
   size_t n = 0;
   msg[0] = '\0';
@@ -738,11 +708,87 @@ static xs_status check_progress(xs_program *p, xs_error *err) {
                            "waits form a cycle, so the program never "
                            "finishes: %s",
                            msg);
-  free(seen_at);
 out:
-  free(base), free(head), free(next), free(done), free(queue);
-  free(node_worker), free(indeg), free(astart), free(aw), free(apos);
-  free(acc);
+  free(base);
+  free(node_worker);
+  free(trail);
+  free(seen_at);
+  return st;
+}
+
+/* Whether every op is reached: each worker runs its ops in order until a
+ * wait whose send has not run or an await whose counter is short, and
+ * goes on when that send runs or the signals add up. Counters only grow,
+ * so the ops this reaches are exactly the ops an evaluation reaches, in
+ * any order of events; the order here is immaterial. O(ops) and, per
+ * await that blocks, O(log workers); memory per worker, send and counter,
+ * none per op. */
+static xs_status check_progress(xs_program *p, xs_error *err) {
+  size_t nw = p->nworkers, nc = p->ncounters, ns = p->nsends;
+  size_t *pc = calloc(nw + 1, sizeof *pc);
+  uint32_t *stack = malloc((nw + 1) * sizeof *stack);
+  uint32_t *wnext = malloc((nw + 1) * sizeof *wnext);
+  uint32_t *shead = malloc((ns + 1) * sizeof *shead);
+  uint8_t *sdone = calloc(ns + 1, 1);
+  double *acc = calloc(nc + 1, sizeof *acc);
+  uint32_t *root = malloc((nc + 1) * sizeof *root);
+  await_heap h = {malloc((nw + 1) * sizeof(double)),
+                  malloc((nw + 1) * sizeof(uint32_t)),
+                  malloc((nw + 1) * sizeof(uint32_t))};
+  xs_status st = XS_OK;
+  if (!pc || !stack || !wnext || !shead || !sdone || !acc || !root ||
+      !h.need || !h.child || !h.sib) {
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t s = 0; s < ns; s++)
+    shead[s] = XS__NONE;
+  for (size_t c = 0; c < nc; c++)
+    root[c] = XS__NONE;
+  /* each worker is on the stack at most once: only a blocked one is let go */
+  size_t top = 0;
+  for (size_t w = nw; w-- > 0;)
+    stack[top++] = (uint32_t)w;
+  while (top) {
+    uint32_t w = stack[--top];
+    const xs__worker *wk = &p->workers[w];
+    size_t i = pc[w];
+    for (; i < wk->nops; i++) {
+      const xs__op *op = &wk->ops[i];
+      uint32_t a = op->aux;
+      if (op->kind == XS_OP_SEND) {
+        sdone[a] = 1;
+        for (uint32_t x = shead[a]; x != XS__NONE; x = wnext[x])
+          stack[top++] = x;
+        shead[a] = XS__NONE;
+      } else if (op->kind == XS_OP_WAIT) {
+        if (!sdone[a]) {
+          wnext[w] = shead[a];
+          shead[a] = w;
+          break;
+        }
+      } else if (op->kind == XS_OP_SIGNAL) {
+        acc[a] += op->value * wk->copies;
+        while (root[a] != XS__NONE && h.need[root[a]] <= acc[a]) {
+          uint32_t x = root[a];
+          root[a] = ah_pop(&h, x);
+          stack[top++] = x;
+        }
+      } else if (op->kind == XS_OP_AWAIT && acc[a] < op->value) {
+        h.need[w] = op->value;
+        h.child[w] = h.sib[w] = XS__NONE;
+        root[a] = ah_meld(&h, root[a], w);
+        break;
+      }
+    }
+    pc[w] = i;
+  }
+  for (size_t w = 0; w < nw && !st; w++)
+    if (pc[w] < p->workers[w].nops)
+      st = progress_fail(p, pc, acc, err);
+out:
+  free(pc), free(stack), free(wnext), free(shead), free(sdone), free(acc);
+  free(root), free(h.need), free(h.child), free(h.sib);
   return st;
 }
 

@@ -314,8 +314,13 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       now = tc;
       st = channel_event(&f, xs__iheap_top_id(&f.ch), now, err);
     }
+    /* every event is at most the makespan */
+    if (f.wm.stopped || now > f.wm.stop_s) {
+      *ev->stopped = 1;
+      break;
+    }
   }
-  if (!st)
+  if (!st && !(ev->stopped && *ev->stopped))
     st = xs__wm_finish(&f.wm, err);
   r->events = events;
 done:

@@ -1,8 +1,12 @@
 /*
- * iheap.c: the indexed 4-ary min-heap of next-event times that the fluid
- * evaluation and the packet simulator schedule workers and channels with.
- * Keys live in the nodes (one cache line holds a node's four children), and
- * a key change moves the node only in the direction it changed.
+ * iheap.c: the indexed min-queue of next-event times that the fluid
+ * evaluation and the packet simulator schedule workers and channels with:
+ * a 4-ary heap, keys in the nodes (one cache line holds a node's four
+ * children), where a key change moves the node only in the direction it
+ * changed; and beside it a sorted ring for keys that come in ascending
+ * order, which many workers that compute and send in turn do: their timers
+ * then cost an append and a pop instead of two sifts; and for a few
+ * entities a scan (internal.h).
  */
 #include "internal.h"
 
@@ -14,7 +18,17 @@ int xs__iheap_init(xs__iheap *h, size_t n) {
   h->node = malloc((n + 4) * sizeof *h->node);
   h->pos = malloc((n + 1) * sizeof *h->pos);
   h->n = n;
-  if (!h->node || !h->pos)
+  /* the ring holds each entity at most once live, so a compaction (below)
+   * leaves room for at least n + 2 more; a few entities go without (a
+   * heap of them is about as cheap, and the ring's upkeep is not) */
+  h->cap = n >= XS__IHEAP_RING ? 2 * n + 2 : 0;
+  h->ring = malloc((h->cap + 1) * sizeof *h->ring);
+  h->ticket = malloc((h->cap + 1) * sizeof *h->ticket);
+  h->in_ring = calloc(n + 1, sizeof *h->in_ring);
+  h->head = h->len = 0;
+  h->next_ticket = 0;
+  h->top = h->node;
+  if (!h->node || !h->pos || !h->ring || !h->ticket || !h->in_ring)
     return -1;
   for (size_t e = 0; e < n + 4; e++) /* slot 0 of an empty heap: its top */
     h->node[e] = e < n ? (xs__hnode){INFINITY, (uint32_t)e} : XS__HSENTINEL;
@@ -26,11 +40,16 @@ int xs__iheap_init(xs__iheap *h, size_t n) {
 void xs__iheap_free(xs__iheap *h) {
   free(h->node);
   free(h->pos);
-  h->node = NULL;
-  h->pos = NULL;
+  free(h->ring);
+  free(h->ticket);
+  free(h->in_ring);
+  h->node = h->ring = NULL;
+  h->pos = h->ticket = h->in_ring = NULL;
+  h->top = NULL;
 }
 
-void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
+/* The heap alone: the node moves only in the direction its key changed. */
+static void heap_set(xs__iheap *h, uint32_t e, double t) {
   size_t i = h->pos[e];
   xs__hnode n = {t, e};
   if (h->node[i].key == t)
@@ -59,4 +78,80 @@ void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
   }
   h->node[i] = n;
   h->pos[e] = (uint32_t)i;
+}
+
+/* An entry is live while its entity's ring ticket is its own. */
+static int live(const xs__iheap *h, size_t s) {
+  return h->in_ring[h->ring[s].id] == h->ticket[s];
+}
+
+/* The ring is [head, head + len) of its array; when that reaches the end,
+ * its live entries move to the front, in order. */
+static void compact(xs__iheap *h) {
+  size_t k = 0;
+  for (size_t s = h->head; s < h->head + h->len; s++)
+    if (live(h, s)) {
+      h->ring[k] = h->ring[s];
+      h->ticket[k] = h->ticket[s];
+      k++;
+    }
+  h->head = 0;
+  h->len = k;
+}
+
+static void ring_set(xs__iheap *h, uint32_t e, double t) {
+  int was_ring = h->in_ring[e] != 0;
+  h->in_ring[e] = 0; /* an entry it had is left to be skipped */
+  xs__hnode n = {t, e};
+  if (t < INFINITY && h->head + h->len == h->cap)
+    compact(h);
+  if (t < INFINITY &&
+      (h->len == 0 || xs__hbefore(&h->ring[h->head + h->len - 1], &n))) {
+    if (!was_ring)
+      heap_set(h, e, INFINITY);
+    size_t s = h->head + h->len++;
+    h->ring[s] = n;
+    if (++h->next_ticket == 0) /* 0 means none: wrap past it */
+      h->next_ticket = 1;
+    h->ticket[s] = h->in_ring[e] = h->next_ticket;
+  } else {
+    heap_set(h, e, t); /* out of order, or none (its heap key is INFINITY
+                          when it was in the ring) */
+  }
+  while (h->len && !live(h, h->head)) {
+    h->head++;
+    h->len--;
+  }
+  if (!h->len)
+    h->head = 0;
+  h->top = h->len && xs__hbefore(&h->ring[h->head], &h->node[0])
+               ? &h->ring[h->head]
+               : &h->node[0];
+}
+
+/* A few entities (a program's channels): node e is entity e. The top
+ * moves to a node whose key passes it, and is looked for again when its
+ * own key grows. */
+static void linear_set(xs__iheap *h, uint32_t e, double t) {
+  xs__hnode *x = &h->node[e];
+  double old = x->key;
+  x->key = t;
+  if (xs__hbefore(x, h->top)) {
+    h->top = x;
+  } else if (x == h->top && t > old) {
+    const xs__hnode *m = h->node;
+    for (size_t i = 1; i < h->n; i++)
+      if (xs__hbefore(&h->node[i], m))
+        m = &h->node[i];
+    h->top = m;
+  }
+}
+
+void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
+  if (h->n <= XS__IHEAP_LINEAR)
+    linear_set(h, e, t);
+  else if (h->cap)
+    ring_set(h, e, t);
+  else
+    heap_set(h, e, t);
 }

@@ -31,6 +31,22 @@ int xs__wm_init(xs__wm *m, const xs__eval *ev, xs_result *r,
     return -1;
   for (size_t w = 0; w < m->nw; w++)
     m->ws[w].wake = XS__NONE;
+  m->rec = ev->tl != NULL || ev->sums != NULL;
+  /* a rounding margin: the bound below sums the computes in another order
+   * than the evaluation's clock adds them */
+  m->stop_s = ev->stop_s + fabs(ev->stop_s) * 1e-9;
+  if (m->stop_s < INFINITY) {
+    m->compute_total = malloc((m->nw + 1) * sizeof *m->compute_total);
+    if (!m->compute_total)
+      return -1;
+    for (size_t w = 0; w < m->nw; w++) {
+      double t = 0;
+      for (size_t i = 0; i < m->p->workers[w].nops; i++)
+        if (m->p->workers[w].ops[i].kind == XS_OP_COMPUTE)
+          t += m->p->workers[w].ops[i].value;
+      m->compute_total[w] = t;
+    }
+  }
   if (m->p->ncounters) {
     m->counters = calloc(m->p->ncounters, sizeof *m->counters);
     m->cwaiters = malloc(m->p->ncounters * sizeof *m->cwaiters);
@@ -62,17 +78,52 @@ void xs__wm_free(xs__wm *m) {
   free(m->counters);
   free(m->cwaiters);
   free(m->ready);
+  free(m->compute_total);
 }
 
 static void set_key(xs__wm *m, size_t w, double t) {
   xs__iheap_set(&m->timers, (uint32_t)w, t);
 }
 
+/* Add a segment's d seconds to worker w's sums of its class. */
+static void sums_add(xs__seg_sums *S, int kind, int marked, size_t w,
+                     double d) {
+  signed char k = S->cls[kind][marked], k2 = S->also[kind][marked];
+  double *row = S->sums + w * S->ncls;
+  if (k >= 0)
+    row[k] += d;
+  if (k2 >= 0)
+    row[k2] += d;
+}
+
+/* A segment of worker w (send sid, or XS__NONE): to the timeline and the
+ * sums, either of which may be absent. */
+static void segment(xs__wm *m, xs_segment_kind kind, size_t w, uint32_t sid,
+                    double start, double end) {
+  if (m->ev->tl)
+    xs__tl_segment(m->ev->tl, kind, w, sid, start, end);
+  xs__seg_sums *S = m->ev->sums;
+  if (S && end > start)
+    sums_add(S, kind,
+             sid != XS__NONE && S->chan_marked[m->p->send_chan[sid]], w,
+             end - start);
+}
+
+/* Worker w blocked in an await on counter c from start to end. */
+static void segment_await(xs__wm *m, size_t w, uint32_t c, double start,
+                          double end) {
+  if (m->ev->tl)
+    xs__tl_await(m->ev->tl, w, c, start, end);
+  xs__seg_sums *S = m->ev->sums;
+  if (S && end > start)
+    sums_add(S, XS__SEG_AWAIT, S->counter_marked[c], w, end - start);
+}
+
 static void block_until(xs__wm *m, size_t w, double now, double until,
                         uint32_t sid) {
   xs__wm_worker *ws = &m->ws[w];
-  if (m->ev->tl)
-    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, w, sid, now, until);
+  if (m->rec)
+    segment(m, XS_SEG_BLOCKED, w, sid, now, until);
   ws->state = W_BLOCKED;
   ws->t_block = now;
   set_key(m, w, until);
@@ -96,12 +147,12 @@ static void send_end(xs__wm *m, size_t w, double now, double d,
   }
   ws->stall_s += stall;
   ws->issue_s += now - ws->issue_start;
-  if (m->ev->tl) {
+  if (m->rec) {
     double from = ws->issue_start +
                   m->ev->chans[xs__chan_of(m->ev, sid)].overhead_s;
-    xs__tl_segment(m->ev->tl, XS_SEG_ISSUE, w, sid, from, now - stall);
+    segment(m, XS_SEG_ISSUE, w, sid, from, now - stall);
     if (stall > 0)
-      xs__tl_segment(m->ev->tl, XS_SEG_STALL, w, sid, now - stall, now);
+      segment(m, XS_SEG_STALL, w, sid, now - stall, now);
   }
   if (d > ws->max_deliver) {
     ws->max_deliver = d;
@@ -125,8 +176,8 @@ static void send_end(xs__wm *m, size_t w, double now, double d,
 static int wake(xs__wm *m, uint32_t x, uint32_t sid, double now) {
   xs__wm_worker *wx = &m->ws[x];
   double d = m->deliver[sid];
-  if (m->ev->tl && d > wx->t_block)
-    xs__tl_segment(m->ev->tl, XS_SEG_BLOCKED, x, sid, wx->t_block, d);
+  if (m->rec && d > wx->t_block)
+    segment(m, XS_SEG_BLOCKED, x, sid, wx->t_block, d);
   if (d > now) {
     wx->state = W_BLOCKED; /* t_block kept from when it began */
     set_key(m, x, d);
@@ -167,10 +218,14 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
       if (op->value > 0) {
         ws->compute_s += op->value;
         ws->state = W_COMPUTE;
-        if (m->ev->tl)
-          xs__tl_segment(m->ev->tl, XS_SEG_COMPUTE, w, XS__NONE, now,
-                         now + op->value);
+        if (m->rec)
+          segment(m, XS_SEG_COMPUTE, w, XS__NONE, now, now + op->value);
         set_key(m, w, now + op->value);
+        /* the worker finishes no sooner than its computes left allow */
+        if (m->compute_total &&
+            now + op->value + (m->compute_total[w] - ws->compute_s) >
+                m->stop_s)
+          m->stopped = 1;
         return XS_OK;
       }
       break;
@@ -185,9 +240,8 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
           ws->overhead_done = 1;
           ws->overhead_s += k->overhead_s;
           ws->state = W_OVERHEAD;
-          if (m->ev->tl)
-            xs__tl_segment(m->ev->tl, XS_SEG_OVERHEAD, w, sid, now,
-                           now + k->overhead_s);
+          if (m->rec)
+            segment(m, XS_SEG_OVERHEAD, w, sid, now, now + k->overhead_s);
           set_key(m, w, now + k->overhead_s);
           return XS_OK;
         }
@@ -238,8 +292,8 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
           continue;
         }
         *link = wx->next_waiter;
-        if (m->ev->tl && now > wx->t_block)
-          xs__tl_await(m->ev->tl, x, c, wx->t_block, now);
+        if (m->rec && now > wx->t_block)
+          segment_await(m, x, c, wx->t_block, now);
         wx->blocked_s += now - wx->t_block;
         wx->state = W_READY;
         /* a ring: a worker is in it at most once (only an awaiting worker
@@ -296,8 +350,13 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
     xs_status st = step(m, top, now, &blocked, err);
     if (st)
       return st;
-    if (blocked)
+    if (blocked) {
+      /* the op it resumes at is read an event or a hundred later: ask
+       * for its line now (one stream a worker is more than a hardware
+       * prefetcher follows) */
+      __builtin_prefetch(&m->p->workers[top].ops[ws->pc]);
       n--;
+    }
     /* workers a signal let go run once the stack is empty, in order */
     if (n == 0 && m->nready) {
       m->stack[n++] = m->ready[m->ready_head];

@@ -68,19 +68,26 @@ static xs_status bind_channels(const xs_program *p, const xs_profile *prof,
 
 static xs_status run_model(const xs_program *p, const xs_profile *prof,
                            xs_model model, const xs_eval_options *opt,
-                           const xs_sim_options *sim, xs_result **out,
-                           xs_error *err);
+                           const xs_sim_options *sim, xs__eval_extra *extra,
+                           xs_result **out, xs_error *err);
 
-xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
-                      xs_model model, const xs_eval_options *opt,
-                      xs_result **out, xs_error *err) {
+xs_status xs__evaluate_ex(const xs_program *p, const xs_profile *prof,
+                          xs_model model, const xs_eval_options *opt,
+                          xs__eval_extra *extra, xs_result **out,
+                          xs_error *err) {
   *out = NULL;
   if ((unsigned)model >= XS_MODEL_COUNT) {
     if (opt)
       xs_result_free(opt->reuse); /* consumed either way */
     return xs__fail(err, XS_INVALID, "unknown model %d", (int)model);
   }
-  return run_model(p, prof, model, opt, NULL, out, err);
+  return run_model(p, prof, model, opt, NULL, extra, out, err);
+}
+
+xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
+                      xs_model model, const xs_eval_options *opt,
+                      xs_result **out, xs_error *err) {
+  return xs__evaluate_ex(p, prof, model, opt, NULL, out, err);
 }
 
 /* The packet simulator runs each copy as a worker of its own (copies in
@@ -99,7 +106,7 @@ static xs_status simulate_copies(const xs_program *p, const xs_profile *prof,
   xs_status st = fw && fs ? xs__program_expand_copies(p, &x, fw, fs, err)
                           : xs__fail(err, XS_NOMEM, "out of memory");
   if (!st)
-    st = run_model(x, prof, XS_MODEL_SIM, o, sim, &r, err);
+    st = run_model(x, prof, XS_MODEL_SIM, o, sim, NULL, &r, err);
   if (!st) {
     /* first copies only, renumbered: expanded index -> original + 1 */
     uint32_t *wback = calloc(x->nworkers + 1, sizeof *wback);
@@ -193,7 +200,7 @@ xs_status xs_simulate(const xs_program *p, const xs_profile *prof,
                       p->name, p->copies_sum, ops);
     return simulate_copies(p, prof, &o, sim, out, err);
   }
-  return run_model(p, prof, XS_MODEL_SIM, &o, sim, out, err);
+  return run_model(p, prof, XS_MODEL_SIM, &o, sim, NULL, out, err);
 }
 
 /* Every time an evaluation reaches is at most every compute, overhead and
@@ -231,9 +238,11 @@ static xs_status check_overflow(const xs_program *p, const xs_profile *prof,
 /* Bind, allocate, compute the baselines' terms, then run one model. */
 static xs_status run_model(const xs_program *p, const xs_profile *prof,
                            xs_model model, const xs_eval_options *opt,
-                           const xs_sim_options *sim, xs_result **out,
-                           xs_error *err) {
+                           const xs_sim_options *sim, xs__eval_extra *extra,
+                           xs_result **out, xs_error *err) {
   size_t nch = xs_profile_channel_count(prof);
+  if (extra)
+    extra->stopped = 0;
   if (!p->finished || nch == 0) {
     if (opt)
       xs_result_free(opt->reuse); /* consumed either way */
@@ -298,6 +307,7 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
    * computes them in its own pass */
   int fast = p->nworkers == 1 && p->workers[0].copies == 1 &&
              p->ncounters == 0 && !opt->event_driven && !opt->timeline &&
+             !(extra && extra->sums) &&
              (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING);
   double compute_term = 0;
   for (size_t w = 0; w < p->nworkers && !fast; w++) {
@@ -363,7 +373,10 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
                  opt->summary_only,
                  opt->timeline,
                  sim ? sim->packet_B : 0,
-                 sim ? (int)sim->arbitration : 0};
+                 sim ? (int)sim->arbitration : 0,
+                 extra ? extra->sums : NULL,
+                 extra ? extra->stop_s : INFINITY,
+                 extra ? &extra->stopped : NULL};
   if (model == XS_MODEL_SIM) {
     st = xs__simulate(&ev, r, err);
   } else if (fast) {

@@ -61,6 +61,13 @@ struct xs__emit {
   /* per block and class, the run count that covers the block's L1 (l1cov)
    * and L2 (l2cov) tiles on that class, 0 for none */
   double *l1cov, *l2cov;
+  /* per block and layer (2 b + layer - 1), the position (posstamp) at
+   * which a class last covered it: a cov entry is above the count a class
+   * had when the position began exactly when a class covered the block at
+   * this position, which (classes going in SM order) only lower classes
+   * have done yet */
+  uint32_t *covpos;
+  uint32_t posstamp;
   double *pull_end;  /* per block: routed rows pulled up to and with it    */
   double routed;     /* rows the pull brings                              */
   size_t sync;       /* the worker of barriers and flags                  */
@@ -79,11 +86,25 @@ struct xs__emit {
   uint32_t *ncompute;   /* compute ops so far per class                  */
   double *tt;           /* per block, its L1 and its L2 tile's seconds    */
   uint32_t phases;      /* phases so far                                  */
+  /* the highest value each math class (then the two pull workers) has
+   * awaited on each class's done counter (then on rows): a lower await
+   * of the same worker is met already, as counters only grow */
+  double *seen;
+  uint32_t code_hbm, code_link, code_nic; /* the program's channel codes, or NONE */
 };
 
 static int audit_blocks(xs__emit *e);
+/* A stretch [i, j) of a class's tasks at one position that repeat one
+ * tile (the same block, layer and tile count: a block's N tiles often
+ * come one after another), so they have the same dependencies and bytes;
+ * d: whether they need a task of this very position. */
+typedef struct {
+  uint32_t i, j;
+  int d;
+} tile_group;
+
 static int audit_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
-                     size_t n, const unsigned char *dep, int pick);
+                     const tile_group *grp, size_t ng, int pick);
 
 static xs_status fail_nomem(xs__emit *e) {
   return xs__fail(e->err, XS_NOMEM, "out of memory");
@@ -124,6 +145,7 @@ xs_status xs__emit_new(const xs__moe_kctx *k, const xs__tile_cfg *tile,
   e->ids = k->ids;
   e->audit = k->audit;
   e->gate = SIZE_MAX;
+  e->code_hbm = e->code_link = e->code_nic = XS__NONE;
   snprintf(e->name, sizeof e->name, "%s", k->name);
   xs__utf8_trim(e->name); /* cut between characters */
   size_t S = e->S;
@@ -159,10 +181,12 @@ void xs__emit_free(xs__emit *e) {
   free(e->fixed);
   free(e->l1cov);
   free(e->l2cov);
+  free(e->covpos);
   free(e->pull_end);
   free(e->need);
   free(e->ncompute);
   free(e->tt);
+  free(e->seen);
   free(e);
 }
 
@@ -197,11 +221,14 @@ static xs_status start(xs__emit *e) {
   e->fixed = calloc(nc, sizeof *e->fixed);
   e->l1cov = calloc(nb * nc + 1, sizeof *e->l1cov);
   e->l2cov = calloc(nb * nc + 1, sizeof *e->l2cov);
+  e->covpos = calloc(2 * nb + 2, sizeof *e->covpos);
   e->pull_end = calloc(nb + 1, sizeof *e->pull_end);
   e->ncompute = calloc(nc, sizeof *e->ncompute);
   e->tt = malloc((2 * nb + 1) * sizeof *e->tt);
+  e->seen = calloc((nc + 2) * (nc + 1), sizeof *e->seen);
   if (!e->p || !e->math || !e->done || !e->runs || !e->fixed || !e->l1cov ||
-      !e->l2cov || !e->pull_end || !e->ncompute || !e->tt)
+      !e->l2cov || !e->covpos || !e->pull_end || !e->ncompute || !e->tt ||
+      !e->seen)
     return fail_nomem(e);
   /* most blocks are full: one tile time per distinct row count */
   for (size_t b = 0; b < nb; b++) {
@@ -249,6 +276,31 @@ static xs_status sync_worker(xs__emit *e) {
   return xs_program_add_worker(e->p, "sync", &e->sync, e->err);
 }
 
+/* A send of worker w on HBM or on the link (the channel's code looked up
+ * once per program). */
+static xs_status send_on(xs__emit *e, size_t w, double bytes, int link,
+                         size_t *sid) {
+  uint32_t *code = link ? &e->code_link : &e->code_hbm;
+  xs_status st;
+  if (*code == XS__NONE &&
+      (st = xs__program_channel(e->p, link ? e->flow.link : HBM, code,
+                                e->err)))
+    return st;
+  return xs__program_send_code(e->p, w, bytes, *code, sid, e->err);
+}
+
+/* Worker w (slot: its math class, or nclass + part for the pull workers)
+ * awaits counter ctr (cslot: the class whose done counter it is, nclass
+ * for rows) reaching value, unless it awaited as much before. */
+static xs_status await_new(xs__emit *e, size_t slot, size_t w, size_t cslot,
+                           size_t ctr, double value) {
+  double *s = &e->seen[slot * (e->nclass + 1) + cslot];
+  if (value <= *s)
+    return XS_OK;
+  *s = value;
+  return xs_program_await_index(e->p, w, ctr, value, e->err);
+}
+
 /* Every class: compute s seconds counted as fixed. */
 static xs_status all_fixed(xs__emit *e, double s) {
   if (!(s > 0))
@@ -270,10 +322,11 @@ static xs_status all_fixed(xs__emit *e, double s) {
 static xs_status link_send(xs__emit *e, size_t w, double bytes, size_t s[2]) {
   double f = e->flow.nic_share;
   s[0] = s[1] = SIZE_MAX;
-  xs_status st = xs_program_send(e->p, w, bytes * (1 - f), e->flow.link, NULL,
-                                 &s[0], e->err);
+  xs_status st = send_on(e, w, bytes * (1 - f), 1, &s[0]);
+  if (!st && f > 0 && e->code_nic == XS__NONE)
+    st = xs__program_channel(e->p, "nic", &e->code_nic, e->err);
   if (!st && f > 0)
-    st = xs_program_send(e->p, w, bytes * f, "nic", NULL, &s[1], e->err);
+    st = xs__program_send_code(e->p, w, bytes * f, e->code_nic, &s[1], e->err);
   return st;
 }
 
@@ -379,8 +432,8 @@ xs_status xs__emit_kernel(xs__emit *e, int pdl, xs_error *err) {
   if (e->pull_wanted) {
     /* the dispatch warps belong to this kernel: it ends once they did */
     for (size_t c = 0; c < e->nclass && !st; c++)
-      st = xs_program_await_index(e->p, e->math[c], e->rows,
-                                  fmax(1, e->routed), err);
+      st = await_new(e, c, e->math[c], e->nclass, e->rows,
+                     fmax(1, e->routed));
     if (st)
       return st;
   }
@@ -454,20 +507,23 @@ static int audit_blocks(xs__emit *e) {
 }
 
 static int audit_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
-                     size_t n, const unsigned char *dep, int pick) {
+                     const tile_group *grp, size_t ng, int pick) {
   xs__moe_audit *a = e->audit;
+  size_t n = ng ? grp[ng - 1].j : 0;
   if (xs__grow(&a->runs, &a->runs_cap, a->nruns + 1, sizeof *a->runs) ||
       xs__grow(&a->tasks, &a->tasks_cap, a->ntasks + n, sizeof *a->tasks))
     return -1;
   a->runs[a->nruns] = (xs__moe_audit_run){(uint32_t)e->math[c], e->ncompute[c],
                                           e->phases, (uint32_t)k,
                                           (uint32_t)(e->cs[c + 1] - e->cs[c])};
-  for (size_t i = 0; i < n; i++) {
-    if (dep[i] != pick)
+  for (size_t g = 0; g < ng; g++) {
+    if (grp[g].d != pick)
       continue;
-    a->tasks[a->ntasks++] = (xs__moe_audit_task){(uint32_t)a->nruns, t[i].block,
-                                                 t[i].layer, t[i].ntiles};
-    a->blocks[t[i].block].tiles[t[i].layer - 1] += t[i].ntiles;
+    for (size_t i = grp[g].i; i < grp[g].j; i++) {
+      a->tasks[a->ntasks++] = (xs__moe_audit_task){
+          (uint32_t)a->nruns, t[i].block, t[i].layer, t[i].ntiles};
+      a->blocks[t[i].block].tiles[t[i].layer - 1] += t[i].ntiles;
+    }
   }
   a->nruns++;
   return 0;
@@ -480,46 +536,50 @@ void xs__moe_audit_free(xs__moe_audit *a) {
   memset(a, 0, sizeof *a);
 }
 
-/* One sub-run of a class: the tasks flagged `pick` of t[0..n), after
- * waiting for what they need (need: run counts per class), then their HBM
- * bytes, tiles and stores; counts itself done. */
+/* One sub-run of a class: the tasks of t in the groups flagged `pick`,
+ * after waiting for what they need (need: run counts per class), then
+ * their HBM bytes, tiles and stores; counts itself done. Seconds and
+ * bytes are added task by task, in order. */
 static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
-                         size_t n, const unsigned char *dep, int pick,
+                         const tile_group *grp, size_t ng, int pick,
                          double rows_needed, const double *need) {
   xs_error *err = e->err;
   size_t nc = e->nclass, w = e->math[c];
   double g = (double)(e->cs[c + 1] - e->cs[c]);
   double secs = 0, hin = 0, hout = 0, lout = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (dep[i] != pick)
+  for (size_t q = 0; q < ng; q++) {
+    if (grp[q].d != pick)
       continue;
-    secs += t[i].ntiles * e->tt[2 * t[i].block + (t[i].layer == 2)];
+    const xs__task *ti = &t[grp[q].i];
+    double s1 = ti->ntiles * e->tt[2 * ti->block + (ti->layer == 2)];
     double a, o, l;
-    task_bytes(e, &t[i], &a, &o, &l);
-    hin += a;
-    hout += o;
-    lout += l;
+    task_bytes(e, ti, &a, &o, &l);
+    for (size_t x = grp[q].i; x < grp[q].j; x++) {
+      secs += s1;
+      hin += a;
+      hout += o;
+      lout += l;
+    }
   }
   xs_status st = XS_OK;
   if (rows_needed > 0)
-    st = xs_program_await_index(e->p, w, e->rows, ceil(rows_needed), err);
+    st = await_new(e, c, w, nc, e->rows, ceil(rows_needed));
   for (size_t x = 0; x < nc && !st; x++)
     if (need[x] > 0 && x != c)
-      st = xs_program_await_index(e->p, w, e->done[x],
-                                  need[x] * (double)(e->cs[x + 1] - e->cs[x]),
-                                  err);
+      st = await_new(e, c, w, x, e->done[x],
+                     need[x] * (double)(e->cs[x + 1] - e->cs[x]));
   size_t load = 0;
   if (!st && hin > 0)
-    st = xs_program_send(e->p, w, hin / g, HBM, NULL, &load, err);
+    st = send_on(e, w, hin / g, 0, &load);
   if (!st)
     st = xs_program_compute(e->p, w, secs / g, err);
-  if (!st && e->audit && audit_run(e, c, k, t, n, dep, pick))
+  if (!st && e->audit && audit_run(e, c, k, t, grp, ng, pick))
     st = fail_nomem(e);
   e->ncompute[c]++;
   if (!st && hin > 0)
     st = xs_program_wait_send(e->p, w, load, err);
   if (!st && hout > 0)
-    st = xs_program_send(e->p, w, hout / g, HBM, NULL, NULL, err);
+    st = send_on(e, w, hout / g, 0, NULL);
   size_t ls[2];
   if (!st && lout > 0)
     st = link_send(e, w, lout / g, ls);
@@ -527,10 +587,12 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
     st = xs_program_signal_index(e->p, w, e->done[c], 1, err);
   /* coverage: the tiles' blocks are done on this class at this count */
   e->runs[c] += 1;
-  for (size_t i = 0; i < n; i++)
-    if (dep[i] == pick) {
-      double *cov = t[i].layer == 1 ? e->l1cov : e->l2cov;
-      cov[t[i].block * nc + c] = e->runs[c];
+  for (size_t q = 0; q < ng; q++)
+    if (grp[q].d == pick) {
+      const xs__task *ti = &t[grp[q].i];
+      double *cov = ti->layer == 1 ? e->l1cov : e->l2cov;
+      cov[ti->block * nc + c] = e->runs[c];
+      e->covpos[2 * ti->block + (ti->layer == 2)] = e->posstamp;
     }
   return st;
 }
@@ -550,22 +612,24 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
     return st;
   size_t S = e->S, nc = e->nclass;
   const xs__moe_wl *wl = e->wl;
-  double *posbase = malloc(nc * sizeof *posbase);
   double *need1 = malloc(nc * sizeof *need1);
-  unsigned char *dep = malloc(S + 1);
-  uint32_t *mark = calloc(2 * e->nblocks + 2, sizeof *mark);
-  if (!posbase || !need1 || !dep || !mark) {
-    free(posbase);
+  tile_group *grp = malloc((S + 1) * sizeof *grp);
+  /* per block and layer: the class-run (stamp) that last had it, and, for
+   * each of the two sub-runs, the class-run that last took its coverage
+   * into that sub-run's needs */
+  uint32_t *mark = calloc(3 * (2 * e->nblocks + 2), sizeof *mark);
+  if (!need1 || !grp || !mark) {
     free(need1);
-    free(dep);
+    free(grp);
     free(mark);
     return fail_nomem(e);
   }
+  uint32_t *merged = mark + 2 * e->nblocks + 2;
   uint32_t stamp = 0;
   size_t npos = (n + S - 1) / S;
   double R = e->flow.ring_blocks;
   for (size_t k = 0; k < npos && !st; k++) {
-    memcpy(posbase, e->runs, nc * sizeof *posbase);
+    e->posstamp++;
     for (size_t c = 0; c < nc && !st; c++) {
       size_t t0 = k * S + e->cs[c], t1 = k * S + e->cs[c + 1];
       if (t0 >= n)
@@ -578,8 +642,13 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
       for (size_t x = 0; x < nc; x++)
         e->need[x] = need1[x] = 0;
       int have[2] = {0, 0};
+      size_t ng = 0;
       stamp++;
-      for (size_t i = 0; i < m; i++) {
+      for (size_t i = 0, j; i < m; i = j) {
+        j = i + 1;
+        while (j < m && t[j].block == t[i].block &&
+               t[j].layer == t[i].layer && t[j].ntiles == t[i].ntiles)
+          j++;
         const xs__moe_block *b = &e->blocks[t[i].block];
         size_t bi = t[i].block;
         const double *cov = NULL;
@@ -591,22 +660,24 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
           /* ring: the L1 epilogue writes over the slot of block bi - R,
            * which that block's L2 tiles must have read */
           if (R > 0 && (double)bi >= R) {
+            size_t key = 2 * (bi - (size_t)R) + 1;
             cov = &e->l2cov[(bi - (size_t)R) * nc];
-            d = mark[2 * (bi - (size_t)R) + 1] == stamp;
+            d = mark[key] == stamp || e->covpos[key] == e->posstamp;
           }
         } else {
           cov = &e->l1cov[bi * nc];
-          d = mark[2 * bi] == stamp;
+          d = mark[2 * bi] == stamp || e->covpos[2 * bi] == e->posstamp;
         }
-        if (cov)
-          for (size_t x = 0; x < c && !d; x++)
-            d = cov[x] > posbase[x];
-        dep[i] = (unsigned char)d;
+        grp[ng++] = (tile_group){(uint32_t)i, (uint32_t)j, d};
         have[d] = 1;
         double *nd = d ? need1 : e->need;
-        if (cov)
+        /* a tile already taken into these needs in this class-run adds
+         * nothing: its coverage has not changed since */
+        uint32_t *mg = &merged[2 * (2 * bi + (t[i].layer == 2)) + (size_t)d];
+        if (cov && *mg != stamp)
           for (size_t x = 0; x < nc; x++)
             nd[x] = dmax(nd[x], cov[x]);
+        *mg = stamp;
         if (d)
           rows1 = dmax(rows1, rn);
         else
@@ -614,15 +685,14 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
         mark[2 * bi + (t[i].layer == 2)] = stamp;
       }
       if (have[0])
-        st = sub_run(e, c, k, t, m, dep, 0, rows0, e->need);
+        st = sub_run(e, c, k, t, grp, ng, 0, rows0, e->need);
       if (have[1] && !st)
-        st = sub_run(e, c, k, t, m, dep, 1, rows1, need1);
+        st = sub_run(e, c, k, t, grp, ng, 1, rows1, need1);
     }
   }
   e->phases++;
-  free(posbase);
   free(need1);
-  free(dep);
+  free(grp);
   free(mark);
   return st;
 }
@@ -638,7 +708,7 @@ xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
   for (size_t c = 0; c < e->nclass && !st; c++) {
     size_t w = e->math[c], s;
     if (per > 0 &&
-        !(st = xs_program_send(e->p, w, per, HBM, NULL, &s, err)))
+        !(st = send_on(e, w, per, 0, &s)))
       st = xs_program_wait_send(e->p, w, s, err);
   }
   return st ? st : all_fixed(e, fixed_s);
@@ -770,7 +840,8 @@ static xs_status emit_pull_workers(xs__emit *e) {
                                      e->pull_gate_value, err)))
       break;
     if (part == 1 && trips > 0 &&
-        (st = xs_program_await_index(e->p, w, e->rows, trips * W, err)))
+        (st = await_new(e, e->nclass + (size_t)part, w, e->nclass, e->rows,
+                        trips * W)))
       break;
     size_t blk = 0;
     for (double j = 0; j < ntrips && !st; j++) {
@@ -784,15 +855,14 @@ static xs_status emit_pull_workers(xs__emit *e) {
         const double *cov = &e->l1cov[(blk - (size_t)Rb) * e->nclass];
         for (size_t x = 0; x < e->nclass && !st; x++)
           if (cov[x] > 0)
-            st = xs_program_await_index(
-                e->p, w, e->done[x],
-                cov[x] * (double)(e->cs[x + 1] - e->cs[x]), err);
+            st = await_new(e, e->nclass + (size_t)part, w, x, e->done[x],
+                           cov[x] * (double)(e->cs[x + 1] - e->cs[x]));
       }
       size_t s, ls[2];
       if (st || (lat > 0 && (st = xs_program_compute(e->p, w, lat, err))) ||
           (st = link_send(e, w, per * row_B * wl->offrank, ls)) ||
           (st = link_wait(e, w, ls)) ||
-          (st = xs_program_send(e->p, w, per * row_B, HBM, NULL, &s, err)) ||
+          (st = send_on(e, w, per * row_B, 0, &s)) ||
           (e->flow.pull_store_wait &&
            (st = xs_program_wait_send(e->p, w, s, err))) ||
           (st = xs_program_signal_index(e->p, w, e->rows, per, err)))

@@ -2,8 +2,9 @@
  * plan.c: the MegaMoE planner's entry points. A schedule is one of the
  * kernels (kernel_*.c) with knobs; a plan builds each schedule's program
  * for its knob candidates, evaluates them under burstgap, keeps the
- * fastest, and evaluates the chosen ones under every model. The knob rules
- * (a rule per candidate, rule 0 the kernel's default) are what knob
+ * fastest, and evaluates the chosen ones under every model; a program
+ * that two schedules or rules share is built and evaluated once. The knob
+ * rules (a rule per candidate, rule 0 the kernel's default) are what knob
  * tables keep from one token count to the next (moe_table.c).
  */
 #include "plan/moe/moe.h"
@@ -77,12 +78,47 @@ const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
   }
 }
 
-/* The workload and terms a plan shares between its programs. */
+/* The kernels that build programs: the baseline, searched and fused-lag
+ * schedules share the lag kernel. */
+enum { K_SEQUENTIAL, K_LAG, K_SPLIT, K_WAVE, K_INTERLEAVED };
+
+/* A program a plan has evaluated, by the kernel that builds it and the
+ * knobs the kernel was given (which, with the plan's workload, make the
+ * program): schedules that share a kernel and rules whose knobs come out
+ * the same build the same program, so it is built and evaluated once.
+ * The baseline is the searched schedule's all-L1-first rule; fused-lag's
+ * rules often equal searched ones. */
+typedef struct {
+  int kernel;
+  xs_moe_pattern in, used; /* given, and as the kernel wrote them back */
+  double time_s[XS_MODEL_COUNT]; /* NAN until evaluated */
+  double above;            /* burstgap evaluation stopped: its time is
+                              past this (time_s[0] NAN)                 */
+  xs_moe_breakdown bd;
+  int have_bd;
+} evaluated;
+/* every rule of every schedule (xs_moe_rule_name): 1 + 1 + 8 + 1 + 5 + 4
+ * + 4 */
+#define MAX_EVALUATED 32
+
+/* The workload and terms a plan shares between its programs, each
+ * schedule's default knobs once a program of rule 0 has been built (the
+ * other rules vary them), and the programs evaluated so far. */
 typedef struct {
   xs_moe_config c;
   xs__moe_wl wl;
   xs__gemm_terms g;
   xs__moe_kctx k;
+  xs_moe_pattern dflt[XS_MOE_SCHEDULES];
+  int have_dflt[XS_MOE_SCHEDULES];
+  /* eval_burstgap's: per worker, its segments' sums by class; the marks
+   * of channel codes and counters */
+  double *sums;
+  size_t sums_cap;
+  uint8_t *marks;
+  size_t marks_cap;
+  evaluated memo[MAX_EVALUATED];
+  size_t nmemo;
 } planner;
 
 static xs_status planner_init(planner *pl, const xs_moe_config *c,
@@ -123,53 +159,101 @@ static xs_status planner_init(planner *pl, const xs_moe_config *c,
   return XS_OK;
 }
 
-static void planner_free(planner *pl) { xs__moe_wl_free(&pl->wl); }
+static void planner_free(planner *pl) {
+  xs__moe_wl_free(&pl->wl);
+  free(pl->sums);
+  free(pl->marks);
+}
 
-static xs_status build(const planner *pl, xs_moe_schedule s,
-                       xs_moe_pattern *kn, int ids, xs_program **out,
-                       xs_moe_breakdown *bd, xs_error *err) {
-  xs__moe_kctx k = pl->k;
-  k.ids = ids;
+/* The kernel of schedule s, with the knobs it is given (the baseline's
+ * order is the lag kernel's all-L1-first); -1 for no schedule. */
+static int kernel_of(xs_moe_schedule s, xs_moe_pattern *kn) {
   switch (s) {
   case XS_MOE_SEQUENTIAL:
-    return xs__moe_kernel_sequential(&k, kn, out, bd, err);
+    return K_SEQUENTIAL;
   case XS_MOE_BASELINE:
     kn->lag = searched_rules[0].lag;
     kn->group = 4;
-    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+    return K_LAG;
   case XS_MOE_INTERLEAVED:
   case XS_MOE_FUSED_LAG:
-    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+    return K_LAG;
   case XS_MOE_FUSED_SPLIT:
-    return xs__moe_kernel_split(&k, kn, out, bd, err);
+    return K_SPLIT;
   case XS_MOE_FUSED_WAVE:
-    return xs__moe_kernel_wave(&k, kn, out, bd, err);
+    return K_WAVE;
   case XS_MOE_FUSED_DYNAMIC:
-    return xs__moe_kernel_interleaved(&k, kn, out, bd, err);
+    return K_INTERLEAVED;
   default:
-    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+    return -1;
   }
+}
+
+static xs_status run_kernel(const planner *pl, int kernel, xs_moe_pattern *kn,
+                            int ids, xs_program **out, xs_moe_breakdown *bd,
+                            xs_error *err) {
+  xs__moe_kctx k = pl->k;
+  k.ids = ids;
+  switch (kernel) {
+  case K_SEQUENTIAL:
+    return xs__moe_kernel_sequential(&k, kn, out, bd, err);
+  case K_LAG:
+    return xs__moe_kernel_lag(&k, kn, out, bd, err);
+  case K_SPLIT:
+    return xs__moe_kernel_split(&k, kn, out, bd, err);
+  case K_WAVE:
+    return xs__moe_kernel_wave(&k, kn, out, bd, err);
+  default:
+    return xs__moe_kernel_interleaved(&k, kn, out, bd, err);
+  }
+}
+
+/* Whether knobs kn of schedule s are its kernel's defaults (zeros; the
+ * baseline has none of its own). */
+static int default_knobs(xs_moe_schedule s, const xs_moe_pattern *kn) {
+  static const xs_moe_pattern zero = {0};
+  return (unsigned)s < XS_MOE_SCHEDULES && s != XS_MOE_BASELINE &&
+         memcmp(kn, &zero, sizeof zero) == 0;
+}
+
+/* A schedule's program with knobs kn (zeros: the kernel's defaults,
+ * written back); a build with the defaults keeps them for rule_knobs. */
+static xs_status build(planner *pl, xs_moe_schedule s, xs_moe_pattern *kn,
+                       int ids, xs_program **out, xs_moe_breakdown *bd,
+                       xs_error *err) {
+  int dflt = default_knobs(s, kn);
+  int kernel = kernel_of(s, kn);
+  if (kernel < 0)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  xs_status st = run_kernel(pl, kernel, kn, ids, out, bd, err);
+  if (!st && dflt) {
+    pl->dflt[s] = *kn;
+    pl->have_dflt[s] = 1;
+  }
+  return st;
 }
 
 /* The knobs of rule r of schedule s, or 0 when the rule does not apply
  * (-1 past the last rule). Rule 0 leaves every knob to the kernel. */
-static int rule_knobs(const planner *pl, xs_moe_schedule s, unsigned r,
+static int rule_knobs(planner *pl, xs_moe_schedule s, unsigned r,
                       xs_moe_pattern *kn, xs_error *err) {
   memset(kn, 0, sizeof *kn);
   if (!xs_moe_rule_name(s, r))
     return -1;
   if (r == 0 && s != XS_MOE_INTERLEAVED)
     return 1;
-  /* the default's values, to vary */
-  xs_moe_pattern d = {0};
-  if (s == XS_MOE_FUSED_WAVE || s == XS_MOE_FUSED_LAG ||
-      s == XS_MOE_FUSED_DYNAMIC) {
+  /* the default's values, to vary (the wave and lag kernels'; the
+   * interleaved kernel's rules are literal) */
+  if ((s == XS_MOE_FUSED_WAVE || s == XS_MOE_FUSED_LAG) &&
+      !pl->have_dflt[s]) {
+    xs_moe_pattern zero = {0};
     xs_program *p = NULL;
-    xs_status st = build(pl, s, &d, 0, &p, NULL, err);
+    xs_status st = build(pl, s, &zero, 0, &p, NULL, err);
     xs_program_free(p);
     if (st)
       return -2;
   }
+  const xs_moe_pattern d = pl->dflt[s];
   double el = pl->wl.El;
   switch (s) {
   case XS_MOE_INTERLEAVED:
@@ -212,20 +296,65 @@ static xs_status eval_model(const xs_program *p, const xs_profile *prof,
   return st;
 }
 
-/* The six-way breakdown of a program's time on its SMs that finish last,
- * from a timeline of its burstgap evaluation. */
-static xs_status breakdown(const xs_program *p, const xs_profile *prof,
-                           xs_moe_breakdown *bd, xs_error *err) {
-  xs_timeline *tl = xs_timeline_new();
-  if (!tl)
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  xs_eval_options o = {1, 0, NULL, tl};
-  xs_result *r = NULL;
-  xs_status st = xs_evaluate(p, prof, XS_MODEL_BURSTGAP, &o, &r, err);
-  if (st) {
-    xs_timeline_free(tl);
-    return st;
+/* The classes of the breakdown's sums of segments (docs/plan-megamoe.md
+ * "Output"): stall is a part of link */
+enum { BD_COMPUTE, BD_HBM, BD_DISPATCH, BD_SYNC, BD_LINK, BD_STALL, BD_N };
+
+/* The burstgap makespan of p (INFINITY when it is sure to pass stop_s,
+ * where the evaluation stops), and with bd where that time goes on the
+ * SMs that finish last (bd->fixed_s in: the fixed seconds the build
+ * counted). The evaluation sums each worker's segments by class as it
+ * goes (xs__seg_sums), in the order a timeline would record them: a
+ * segment of a send on the "hbm" channel is hbm, of another send link
+ * (and stall, for its backpressure stall), a wait in an await on the
+ * dispatch's "rows" dispatch, on an all-to-all combine's "link" link, in
+ * another await sync. */
+static xs_status eval_burstgap(planner *pl, const xs_program *p,
+                               const xs_profile *prof, double stop_s,
+                               xs_result **spare, double *t,
+                               xs_moe_breakdown *bd, xs_error *err) {
+  xs__seg_sums S = {NULL, NULL, {{0}}, {{0}}, BD_N, NULL};
+  xs__eval_extra x = {bd ? &S : NULL, stop_s, 0};
+  if (bd) {
+    size_t nw = p->nworkers, ncode = p->nchan_names + 1, nk = p->ncounters;
+    if (xs__grow(&pl->sums, &pl->sums_cap, nw * BD_N, sizeof *pl->sums) ||
+        xs__grow(&pl->marks, &pl->marks_cap, ncode + nk, 1))
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    memset(pl->sums, 0, nw * BD_N * sizeof *pl->sums);
+    int hbm = xs_profile_find_channel(prof, "hbm") >= 0;
+    pl->marks[0] = 0; /* the default channel */
+    for (size_t k = 0; k + 1 < ncode; k++)
+      pl->marks[k + 1] = hbm && strcmp(p->chan_names[k], "hbm") == 0;
+    /* the dispatch's rows (and an all-to-all dispatch's "rows.a2a"), an
+     * all-to-all combine's "link.a2a", the rest sync */
+    for (size_t c = 0; c < nk; c++)
+      pl->marks[ncode + c] = strncmp(p->counter_names[c], "rows", 4) == 0   ? 1
+                             : strncmp(p->counter_names[c], "link", 4) == 0 ? 2
+                                                                            : 0;
+    S.chan_marked = pl->marks;
+    S.counter_marked = pl->marks + ncode;
+    S.sums = pl->sums;
+    static const signed char cls[XS__SEG_AWAIT + 1][3] = {
+        [XS_SEG_COMPUTE] = {BD_COMPUTE, BD_COMPUTE, -1},
+        [XS_SEG_OVERHEAD] = {BD_LINK, BD_HBM, -1},
+        [XS_SEG_ISSUE] = {BD_LINK, BD_HBM, -1},
+        [XS_SEG_STALL] = {BD_LINK, BD_HBM, -1},
+        [XS_SEG_BLOCKED] = {BD_LINK, BD_HBM, -1},
+        [XS__SEG_AWAIT] = {BD_SYNC, BD_DISPATCH, BD_LINK}};
+    memcpy(S.cls, cls, sizeof cls);
+    memset(S.also, -1, sizeof S.also);
+    S.also[XS_SEG_STALL][0] = BD_STALL;
   }
+  xs_eval_options o = {0, 1, *spare, NULL};
+  *spare = NULL;
+  xs_status st = xs__evaluate_ex(p, prof, XS_MODEL_BURSTGAP, &o, &x, spare,
+                                 err);
+  if (st)
+    return st;
+  const xs_result *r = *spare;
+  *t = x.stopped ? INFINITY : r->makespan_s;
+  if (!bd || x.stopped)
+    return XS_OK;
   /* the math class that finishes last (dispatch and sync are helpers) */
   size_t last = 0;
   double fin = -1;
@@ -236,105 +365,137 @@ static xs_status breakdown(const xs_program *p, const xs_profile *prof,
       last = w;
     }
   }
+  const double *v = pl->sums + last * BD_N;
   double fixed = bd->fixed_s;
   memset(bd, 0, sizeof *bd);
-  long hbm = xs_profile_find_channel(prof, "hbm");
-  double compute = 0;
-  for (size_t i = 0; i < tl->nsegments; i++) {
-    const xs_segment *s = &tl->segments[i];
-    if (s->worker != last)
-      continue;
-    double d = s->end_s - s->start_s;
-    const char *cn = s->send != UINT32_MAX
-                         ? xs_program_send_channel(p, s->send)
-                         : NULL;
-    int on_hbm = s->send != UINT32_MAX && hbm >= 0 && cn &&
-                 strcmp(cn, "hbm") == 0;
-    switch (s->kind) {
-    case XS_SEG_COMPUTE:
-      compute += d;
-      break;
-    case XS_SEG_BLOCKED:
-      if (s->counter != UINT32_MAX) {
-        const char *c = xs_program_counter_name(p, s->counter);
-        if (strncmp(c, "rows", 4) == 0)
-          bd->dispatch_s += d;
-        else if (strncmp(c, "link", 4) == 0) /* an all-to-all's combine */
-          bd->link_s += d;
-        else
-          bd->sync_s += d;
-      } else if (on_hbm) {
-        bd->hbm_s += d;
-      } else {
-        bd->link_s += d;
-      }
-      break;
-    case XS_SEG_STALL:
-      if (on_hbm)
-        bd->hbm_s += d;
-      else {
-        bd->link_s += d;
-        bd->stall_s += d;
-      }
-      break;
-    default: /* issue, overhead */
-      if (on_hbm)
-        bd->hbm_s += d;
-      else
-        bd->link_s += d;
-      break;
-    }
-  }
-  bd->fixed_s = fmin(fixed, compute);
-  bd->compute_s = compute - bd->fixed_s;
+  bd->hbm_s = v[BD_HBM];
+  bd->dispatch_s = v[BD_DISPATCH];
+  bd->sync_s = v[BD_SYNC];
+  bd->link_s = v[BD_LINK];
+  bd->stall_s = v[BD_STALL];
+  bd->fixed_s = fmin(fixed, v[BD_COMPUTE]);
+  bd->compute_s = v[BD_COMPUTE] - bd->fixed_s;
   bd->xstage_tail_s = fmax(0, r->makespan_s - fin);
   bd->link_s += bd->xstage_tail_s;
   const char *names[6] = {"compute", "hbm", "fixed", "dispatch", "sync", "link"};
-  double v[6] = {bd->compute_s, bd->hbm_s, bd->fixed_s, bd->dispatch_s,
-                 bd->sync_s, bd->link_s};
+  double six[6] = {bd->compute_s, bd->hbm_s, bd->fixed_s, bd->dispatch_s,
+                   bd->sync_s, bd->link_s};
   int best = 0;
   for (int i = 1; i < 6; i++)
-    if (v[i] > v[best])
+    if (six[i] > six[best])
       best = i;
   bd->bound = names[best];
-  xs_result_free(r);
-  xs_timeline_free(tl);
+  return XS_OK;
+}
+
+/* Schedule s with knobs kn (the knobs used written back) under burstgap,
+ * from the plan's memo when its program was evaluated before (*out then
+ * NULL), else built (kept in *out when out is not NULL) and evaluated,
+ * stopping once its time is sure to pass stop_s; with want_bd, with its
+ * breakdown. *e: its memo entry. */
+static xs_status evaluate_rule(planner *pl, const xs_profile *prof,
+                               xs_moe_schedule s, xs_moe_pattern *kn,
+                               double stop_s, int want_bd, xs_result **spare,
+                               evaluated **e, xs_program **out,
+                               xs_error *err) {
+  if (out)
+    *out = NULL;
+  int dflt = default_knobs(s, kn);
+  xs_moe_pattern in = *kn;
+  int kernel = kernel_of(s, &in);
+  if (kernel < 0)
+    return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
+  evaluated *m = NULL;
+  int fresh = 0;
+  for (size_t i = 0; i < pl->nmemo && !m; i++)
+    if (pl->memo[i].kernel == kernel &&
+        memcmp(&pl->memo[i].in, &in, sizeof in) == 0)
+      m = &pl->memo[i];
+  int known = m && ((!isnan(m->time_s[0]) && (m->have_bd || !want_bd)) ||
+                    (isnan(m->time_s[0]) && m->above >= stop_s));
+  if (!known) {
+    if (!m) {
+      if (pl->nmemo == MAX_EVALUATED)
+        return xs__fail(err, XS_INTERNAL, "more than %d programs in a plan",
+                        MAX_EVALUATED);
+      m = &pl->memo[pl->nmemo++];
+      fresh = 1;
+      m->kernel = kernel;
+      m->in = in;
+      for (int k = 0; k < XS_MODEL_COUNT; k++)
+        m->time_s[k] = NAN;
+      m->have_bd = 0;
+    }
+    xs_program *p = NULL;
+    xs_moe_breakdown b;
+    double t = NAN;
+    m->used = in;
+    xs_status st = run_kernel(pl, kernel, &m->used, out != NULL, &p, &b, err);
+    if (!st)
+      st = eval_burstgap(pl, p, prof, stop_s, spare, &t, want_bd ? &b : NULL,
+                         err);
+    if (st) {
+      pl->nmemo -= fresh; /* nothing of it to keep */
+      xs_program_free(p);
+      return st;
+    }
+    if (t < INFINITY) {
+      m->time_s[0] = t;
+      m->bd = b;
+      m->have_bd = want_bd;
+    } else {
+      m->above = stop_s;
+    }
+    if (out)
+      *out = p;
+    else
+      xs_program_free(p);
+  }
+  *kn = m->used;
+  if (dflt) {
+    pl->dflt[s] = *kn;
+    pl->have_dflt[s] = 1;
+  }
+  *e = m;
   return XS_OK;
 }
 
 /* Search one schedule's rules under burstgap: the best program (kept when
- * keep is not NULL), its time and knobs. */
-static xs_status search(const planner *pl, const xs_profile *prof,
+ * keep is not NULL and it was built for this search: NULL when it came
+ * from the memo), its memo entry, time, knobs and breakdown. A rule's
+ * evaluation stops once its makespan is sure to pass the best so far: it
+ * could not be chosen, and nothing else of it is reported. */
+static xs_status search(planner *pl, const xs_profile *prof,
                         xs_moe_schedule s, double *time_s,
                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
-                        xs_program **keep, xs_result **spare,
-                        unsigned *count, xs_error *err) {
+                        xs_program **keep, evaluated **entry,
+                        xs_result **spare, unsigned *count, xs_error *err) {
   double best_t = INFINITY;
   xs_program *best = NULL;
-  xs_moe_breakdown best_bd = {0};
+  evaluated *best_e = NULL;
   xs_status st = XS_OK;
   for (unsigned r = 0;; r++) {
     xs_moe_pattern kn;
     int have = rule_knobs(pl, s, r, &kn, err);
-    if (have == -2)
-      return err->status;
+    if (have == -2) {
+      st = err->status;
+      break;
+    }
     if (have < 0)
       break;
     if (!have)
       continue;
     xs_program *p = NULL;
-    xs_moe_breakdown b;
-    double t;
-    if ((st = build(pl, s, &kn, keep != NULL, &p, &b, err)) ||
-        (st = eval_model(p, prof, XS_MODEL_BURSTGAP, spare, &t, err))) {
-      xs_program_free(p);
+    evaluated *e;
+    if ((st = evaluate_rule(pl, prof, s, &kn, best_t, bd != NULL, spare, &e,
+                            keep ? &p : NULL, err)))
       break;
-    }
     if (count)
       (*count)++;
+    double t = isnan(e->time_s[0]) ? INFINITY : e->time_s[0];
     if (t < best_t) {
       best_t = t;
-      best_bd = b;
+      best_e = e;
       if (knobs)
         *knobs = kn;
       xs_program_free(best);
@@ -345,8 +506,10 @@ static xs_status search(const planner *pl, const xs_profile *prof,
   }
   if (!st) {
     *time_s = best_t;
-    if (bd)
-      *bd = best_bd;
+    if (bd && best_e)
+      *bd = best_e->bd;
+    if (entry)
+      *entry = best_e;
     if (keep) {
       *keep = best;
       best = NULL;
@@ -426,14 +589,11 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
       xs_moe_option *o = &out[*n];
       o->schedule = (xs_moe_schedule)s;
       o->rule = k;
-      o->time_s = NAN;
-      xs_program *p = NULL;
-      if ((st = build(&pl, (xs_moe_schedule)s, &kn, 0, &p, NULL, err)) ||
-          (st = eval_model(p, prof, XS_MODEL_BURSTGAP, &r, &o->time_s, err))) {
-        xs_program_free(p);
+      evaluated *e;
+      if ((st = evaluate_rule(&pl, prof, (xs_moe_schedule)s, &kn, INFINITY,
+                              0, &r, &e, NULL, err)))
         break;
-      }
-      xs_program_free(p);
+      o->time_s = e->time_s[0];
       o->knobs = kn;
       if (!have0) {
         dflt = kn;
@@ -491,14 +651,14 @@ xs_status xs_moe_evaluate(const xs_moe_config *c, const xs_profile *prof,
     st = build(&pl, s, &kn, 0, &p, &b, err);
   for (int m = 0; m < XS_MODEL_COUNT && !st; m++) {
     double t = NAN;
-    st = eval_model(p, prof, (xs_model)m, &r, &t, err);
+    st = m == XS_MODEL_BURSTGAP
+             ? eval_burstgap(&pl, p, prof, INFINITY, &r, &t, &b, err)
+             : eval_model(p, prof, (xs_model)m, &r, &t, err);
     if (time_s)
       time_s[m] = t;
   }
-  if (!st && bd) {
+  if (!st && bd)
     *bd = b;
-    st = breakdown(p, prof, bd, err);
-  }
   if (!st && knobs)
     *knobs = kn;
   xs_result_free(r);
@@ -516,15 +676,11 @@ xs_status xs_moe_predict(const xs_moe_config *c, const xs_profile *prof,
   planner pl;
   xs_status st = planner_init(&pl, c, prof, NULL, err);
   xs_result *r = NULL;
-  xs_program *p = NULL;
   double t = NAN;
   if (!st)
-    st = search(&pl, prof, s, &t, knobs, bd, bd ? &p : NULL, &r, NULL, err);
-  if (!st && bd)
-    st = breakdown(p, prof, bd, err);
+    st = search(&pl, prof, s, &t, knobs, bd, NULL, NULL, &r, NULL, err);
   if (!st && time_s)
     *time_s = t;
-  xs_program_free(p);
   xs_result_free(r);
   planner_free(&pl);
   return st;
@@ -578,13 +734,22 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
   double best = INFINITY, best_il = INFINITY, best_pl = INFINITY;
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
     xs_program *p = NULL;
+    evaluated *e = NULL;
     st = search(&pl, prof, (xs_moe_schedule)s, &out->time_s[s][0],
-                &out->knobs[s], &out->breakdown[s], &p, &r, &out->searched,
-                err);
-    for (int m = 1; m < XS_MODEL_COUNT && !st; m++)
-      st = eval_model(p, prof, (xs_model)m, &r, &out->time_s[s][m], err);
-    if (!st)
-      st = breakdown(p, prof, &out->breakdown[s], err);
+                &out->knobs[s], &out->breakdown[s], &p, &e, &r,
+                &out->searched, err);
+    /* the other models, unless another schedule's search chose the same
+     * program (built again when it came from the memo) */
+    for (int m = 1; m < XS_MODEL_COUNT && !st && e; m++) {
+      if (isnan(e->time_s[m])) {
+        xs_moe_pattern in = e->in;
+        if (!p)
+          st = run_kernel(&pl, e->kernel, &in, 1, &p, NULL, err);
+        if (!st)
+          st = eval_model(p, prof, (xs_model)m, &r, &e->time_s[m], err);
+      }
+      out->time_s[s][m] = e->time_s[m];
+    }
     xs_program_free(p);
     if (!st && s != XS_MOE_SEQUENTIAL && out->time_s[s][0] < best) {
       best = out->time_s[s][0];
