@@ -19,7 +19,7 @@ static void help(FILE *f) {
           "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
           "       xstage validate flashattn [--data FILE] [--model M] [--json] [--svg FILE]\n"
           "                       [--fail-above FRACTION]\n"
-          "       xstage validate ep --data FILE ... (xstage validate ep --help)\n"
+          "       xstage validate ep [--data FILE] ... (xstage validate ep --help)\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
           "source, gpu, ep, hidden, intermediate, experts, topk, shared_experts,\n"
