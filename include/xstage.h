@@ -821,13 +821,13 @@ typedef struct xs_moe_table_options {
 #define XS_MOE_TABLE_MAX 4096
 /* The most planning a knob table or a sensitivity run may take, in GEMM
  * tiles (xs_moe_tiles) planned: each evaluation of every option at one
- * token count counts its tiles plus 32768 for its fixed part. 2e8 is
- * 25 to 45 s on one core of the development machine (the 64:4096 table
- * of DeepSeek-V3 is 1.2e8, 15 s). Estimated before the first plan (a
+ * token count counts its tiles plus 32768 for its fixed part. 1e9 is
+ * about 50 s on one core of the development machine (the 64:4096 table
+ * of DeepSeek-V3 on h800-nvlink takes 16 s). Estimated before the first plan (a
  * table's points, twice for a range; a sensitivity run's 4 x numbers + 1
  * plans) and counted as they go, since a table's bisections are not known
  * beforehand; past it, XS_INVALID. */
-#define XS_MOE_WORK_MAX 2e8
+#define XS_MOE_WORK_MAX 1e9
 typedef struct xs_moe_table xs_moe_table;
 
 /* Plans every grid point with the stable choice (each point's previous is

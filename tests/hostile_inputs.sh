@@ -124,9 +124,9 @@ printf '{"workers":[{"name":"%s","ops":[{"send":100}]},{"name":"b","ops":[{"wait
 expect long-auto-id 0 '2 workers, 1 send' 10 "$x" predict --program "$dir/auto.json" --profile h100-nvlink
 
 # ---- tables and --sensitivity ----
-expect table-work 2 '^xstage plan: --tokens-range: .*GEMM tiles' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens-range 64:32768
-expect grid-work 2 '^xstage plan: --tokens-grid: .*GEMM tiles' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens-grid 64:32768:64
-expect sensitivity-work 2 'sensitivity: .*GEMM tiles' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens 32768 --sensitivity
+expect table-work 2 '^xstage plan: --tokens-grid: .*GEMM tiles of planning' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens-grid 50000:60000:10
+expect grid-work 2 '^xstage plan: --tokens-grid: .*GEMM tiles' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens-grid 64:65536:64
+expect sensitivity-work 2 'sensitivity: .*GEMM tiles' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens 300000 --sensitivity
 "$x" profiles show h800-nvlink >"$dir/many.json"
 ch='"c0": {"inject_Bps": 1e11, "drain_Bps": 5e10, "capacity_B": 1e6, "latency_s": 1e-6},'
 for k in 1 2 3 4 5 6 7 8 9 10 11; do ch="$ch \"c$k\": {\"inject_Bps\": 1e11, \"drain_Bps\": 5e10, \"capacity_B\": 1e6, \"latency_s\": 1e-6},"; done

@@ -163,7 +163,7 @@ static xs_status work_refuse(xs_error *err, const char *what, double work,
                              double limit, int counted) {
   return xs__fail(err, XS_INVALID,
                   "%s: %s %.3g GEMM tiles of planning, more than the limit of %g "
-                  "(XS_MOE_WORK_MAX, about half a minute here): plan fewer or "
+                  "(XS_MOE_WORK_MAX, about a minute here): plan fewer or "
                   "smaller token counts", what, counted ? "its plans passed" : "about",
                   work, limit);
 }
