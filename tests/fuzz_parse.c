@@ -16,8 +16,9 @@
  *   6 bytes that drive the program builder (workers, computes, sends with
  *     channels and ids, waits, fences): what it builds is written, read
  *     back and written again, the same text both times
- *   8, 9 a validate CSV (megamoe, flashattn; at most 4 data lines): read,
- *     every row is a row of the JSON, every error finite
+ *   8, 9 a validate CSV (megamoe, or ep where the header names "library";
+ *     flashattn; at most 4 data lines): read, every row is a row of the
+ *     JSON, every error finite
  *   10 plan's table flags, a line each: --tokens-grid, --tolerance,
  *     --schedules, --header-prefix; what they accept keeps their rules, and
  *     an accepted prefix makes a header
@@ -267,8 +268,15 @@ static void fuzz_validate(const char *text, size_t n, int fa) {
     return;
   xs_validate_set set;
   xs_error err;
-  if ((fa ? xs_validate_flashattn : xs_validate_megamoe)(text, n, "fuzz", &set, NULL,
-                                                          NULL, &err) != XS_OK)
+  /* megamoe's inputs: an EP CSV (a header naming "library") is read as
+   * validate ep reads it, each row's kernel built and evaluated */
+  const char *nl = memchr(text, '\n', n);
+  size_t hl = nl ? (size_t)(nl - text) : n;
+  int ep = 0;
+  for (size_t i = 0; !fa && !ep && i + 7 <= hl; i++)
+    ep = !memcmp(text + i, "library", 7);
+  if ((fa ? xs_validate_flashattn : ep ? xs_validate_ep : xs_validate_megamoe)(
+          text, n, "fuzz", &set, NULL, NULL, &err) != XS_OK)
     return;
   char *js = NULL;
   if (xs_validate_json(&set, &js, &err) != XS_OK)

@@ -636,7 +636,7 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
   bad |= !sum;
   if (!bad && set->nrows && set->rows[0].kind == 0)
     bad |= moe_summary(set, arms, narms, sources, nsources, sum, &st, err);
-  else if (!bad && set->nrows)
+  else if (!bad && set->nrows && set->rows[0].kind == 1)
     bad |= fa_summary_json(set, sum, &st, err);
   bad |= xs__jput(root, "rows", rows);
   bad |= xs__jput(root, "summary", sum);
