@@ -6,7 +6,8 @@
 #   calibrate-pipe.png  a pipe calibration, 1 MiB drained at 200 MB/s
 #                       (calibrate --svg; a measurement of this machine,
 #                       whose printout docs/probe.md shows beside it)
-#   validate-megamoe.svg, validate-flashattn.svg  the validations (--svg)
+#   validate-megamoe.svg, validate-flashattn.svg, validate-ep.svg  the
+#                       validations (--svg)
 # SVGs become PNGs at their own size with rsvg-convert (Debian:
 # librsvg2-bin). Writes into docs/; prints the calibration's text.
 set -eu
@@ -31,5 +32,6 @@ png "$tmp/hol.svg" docs/timeline-hol.png
 png "$tmp/pipe.svg" docs/calibrate-pipe.png
 "$x" validate megamoe --svg docs/validate-megamoe.svg >/dev/null
 "$x" validate flashattn --svg docs/validate-flashattn.svg >/dev/null
+"$x" validate ep --svg docs/validate-ep.svg >/dev/null
 echo "docs-images: docs/timeline-demo.png, timeline-hol.png, calibrate-pipe.png," \
-     "validate-megamoe.svg and validate-flashattn.svg written" >&2
+     "validate-megamoe.svg, validate-flashattn.svg and validate-ep.svg written" >&2
