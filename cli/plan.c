@@ -290,19 +290,21 @@ int cmd_plan(int argc, char **argv) {
     }
     printf("%s\n", s);
     xs_free(s);
-  } else if (xs_moe_plan(&cfg, prof, &r, &err)) {
-    rc = cli_error("plan", &err);
-    goto done;
   } else if (sensitivity) {
+    /* first, so that work past its bound is refused before any plan */
     sens = malloc(XS_MOE_SENS_MAX * sizeof *sens);
     if (!sens) {
       rc = cli_out_of_memory("plan");
       goto done;
     }
-    if (xs_moe_sensitivity_run(&cfg, prof, tol, schedules, &pick, sens, &nsens, &err)) {
+    if (xs_moe_sensitivity_run(&cfg, prof, tol, schedules, &pick, sens, &nsens, &err) ||
+        xs_moe_plan(&cfg, prof, &r, &err)) {
       rc = cli_error("plan", &err);
       goto done;
     }
+  } else if (xs_moe_plan(&cfg, prof, &r, &err)) {
+    rc = cli_error("plan", &err);
+    goto done;
   } else if (xs_moe_recommend(&cfg, prof, tol, schedules, &pick, &err)) {
     rc = cli_error("plan", &err);
     goto done;

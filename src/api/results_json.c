@@ -191,16 +191,18 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
   xs_moe_pick pick;
   xs_moe_sensitivity *sens = NULL;
   size_t nsens = 0;
-  xs_status st = xs_moe_plan(config, profile, &r, err);
-  if (!st && sensitivity) {
+  xs_status st = XS_OK;
+  if (sensitivity) { /* first: work past its bound is refused before any plan */
     if (!(sens = malloc(XS_MOE_SENS_MAX * sizeof *sens)))
       st = xs__fail(err, XS_NOMEM, "out of memory");
     else
       st = xs_moe_sensitivity_run(config, profile, tolerance, schedules, &pick, sens,
                                   &nsens, err);
-  } else if (!st) {
-    st = xs_moe_recommend(config, profile, tolerance, schedules, &pick, err);
   }
+  if (!st)
+    st = xs_moe_plan(config, profile, &r, err);
+  if (!st && !sensitivity)
+    st = xs_moe_recommend(config, profile, tolerance, schedules, &pick, err);
   xs_moe_certainty cert;
   if (!st)
     st = xs_moe_certainty_of(config, profile, &pick, tolerance, &cert, err);

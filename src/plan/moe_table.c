@@ -584,9 +584,9 @@ xs_status xs_c_header_prefix(const char *prefix, xs_error *err) {
     int caps = s[0] >= 'A' && s[0] <= 'Z';
     const char *name = caps ? up : prefix;
     size_t n = strlen(s);
-    char next = name[n];
     if (strncmp(name, s, n))
       continue;
+    char next = name[n]; /* name holds s, so name[n] is its NUL at most */
     int hit = reserved[i].next == '_' ||
               (reserved[i].next == 'A' &&
                ((next >= 'A' && next <= 'Z') || (next >= '0' && next <= '9'))) ||
