@@ -87,25 +87,25 @@ static void test_text(void **s) {
   /* not UTF-8: a byte that starts nothing, a character cut short, an
    * overlong form; the column is where the bad character starts */
   char text[1024];
-  snprintf(text, sizeof text, HDR "s\xff%s100\n", ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "s\xff%s100\n", &ROW_HEAD[1]);
   refused(text, strlen(text), "d.csv:2:2: not UTF-8 (byte 0xff)");
-  snprintf(text, sizeof text, HDR "ab\xe2\x82%s100\n", ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "ab\xe2\x82%s100\n", &ROW_HEAD[1]);
   refused(text, strlen(text), "d.csv:2:3: not UTF-8 (byte 0xe2)");
-  snprintf(text, sizeof text, HDR "\xc0\xaf%s100\n", ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "\xc0\xaf%s100\n", &ROW_HEAD[1]);
   refused(text, strlen(text), "d.csv:2:1: not UTF-8 (byte 0xc0)");
   /* a source longer than a row holds is refused, not cut */
   char longer[200];
   memset(longer, 'x', 96);
   longer[96] = 0;
-  snprintf(text, sizeof text, HDR "%s%s100\n", longer, ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "%s%s100\n", longer, &ROW_HEAD[1]);
   refused(text, strlen(text), "d.csv:2:1: source: longer than 95 bytes");
   /* stray quotes: after a quoted field's end, inside an unquoted field */
-  snprintf(text, sizeof text, HDR "\"s\"x%s100\n", ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "\"s\"x%s100\n", &ROW_HEAD[1]);
   refused(text, strlen(text), "d.csv:2:4: a stray quote");
-  snprintf(text, sizeof text, HDR "s\"x%s100\n", ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "s\"x%s100\n", &ROW_HEAD[1]);
   refused(text, strlen(text), "d.csv:2:2: a stray quote");
   /* quotes done right: "" inside a quoted field */
-  snprintf(text, sizeof text, HDR "\"a \"\"b\"\", c\"%s100\n", ROW_HEAD + 1);
+  snprintf(text, sizeof text, HDR "\"a \"\"b\"\", c\"%s100\n", &ROW_HEAD[1]);
   xs_validate_set set;
   char msg[1100];
   if (run(text, strlen(text), &set, msg, sizeof msg))
@@ -313,7 +313,7 @@ static void test_command(void **s) {
   snprintf(path, sizeof path, "/tmp/xstage-validate-%d.csv", (int)getpid());
   FILE *f = fopen(path, "w");
   assert_non_null(f);
-  fprintf(f, HDR "\"a\x1b[31mb\"%s100\n", ROW_HEAD + 1);
+  fprintf(f, HDR "\"a\x1b[31mb\"%s100\n", &ROW_HEAD[1]);
   fclose(f);
   char *out;
   snprintf(args, sizeof args, "validate megamoe --data %s", path);
