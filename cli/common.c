@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,4 +478,42 @@ int cli_sweep_grid(const char *path, int fa, void **configs, size_t *n) {
                     : xs_moe_sweep_grid(text, len, path, (xs_moe_config **)configs, n, &err);
   free(text);
   return st ? cli_error("sweep", &err) : EXIT_OK;
+}
+
+/* ---- validate's commands (megamoe, flashattn, ep) ---- */
+
+void cli_validate_progress(size_t done, void *ctx) {
+  (void)ctx;
+  fprintf(stderr, "\r  predicting row %zu", done);
+}
+
+int cli_validate_fraction(const char *text, double *out) {
+  char *end;
+  *out = strtod(text, &end);
+  if (end == text || *end || !(*out >= 0) || !isfinite(*out))
+    return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
+                                       "got \"%s\"", text);
+  return 0;
+}
+
+int cli_validate_load(const char **datap, const char *dflt, char *found, size_t size,
+                      const char *svg, cli_validate_fn fn, xs_validate_set *set) {
+  const char *data = *datap;
+  if (!data && !(data = *datap = cli_data_file(dflt, found, size)))
+    return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
+                                       "folder of published/, or give --data)", found);
+  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
+    return EXIT_INPUT;
+  char *text;
+  size_t len;
+  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
+  if (rrc)
+    return rrc;
+  xs_error err;
+  int tty = isatty(2);
+  xs_status st = fn(text, len, data, set, tty ? cli_validate_progress : NULL, NULL, &err);
+  free(text);
+  if (tty)
+    fprintf(stderr, "\r%40s\r", "");
+  return st ? cli_error("validate", &err) : 0;
 }

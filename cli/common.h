@@ -114,6 +114,8 @@ typedef xs_status (*cli_validate_fn)(const char *text, size_t length,
                                      const char *filename, xs_validate_set *out,
                                      void (*progress)(size_t, void *), void *ctx,
                                      xs_error *err);
+/* "\r  predicting row N" on standard error, for a validator's progress */
+void cli_validate_progress(size_t done, void *ctx);
 int cli_validate_fraction(const char *text, double *out);
 /* read and predict *datap (NULL: the published file dflt, as
  * cli_data_file finds it into found, and *datap is set to it) */

@@ -71,42 +71,6 @@ static const char *source_text(const char *source, size_t width) {
   return cli_text_cut(source, width, buf, sizeof buf);
 }
 
-static void progress(size_t done, void *ctx) {
-  (void)ctx;
-  fprintf(stderr, "\r  predicting row %zu", done);
-}
-
-int cli_validate_fraction(const char *text, double *out) {
-  char *end;
-  *out = strtod(text, &end);
-  if (end == text || *end || !(*out >= 0) || !isfinite(*out))
-    return cli_usage_error("validate", "--fail-above: expected a fraction >= 0, "
-                                       "got \"%s\"", text);
-  return 0;
-}
-
-int cli_validate_load(const char **datap, const char *dflt, char *found, size_t size,
-                      const char *svg, cli_validate_fn fn, xs_validate_set *set) {
-  const char *data = *datap;
-  if (!data && !(data = *datap = cli_data_file(dflt, found, size)))
-    return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
-                                       "folder of published/, or give --data)", found);
-  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
-    return EXIT_INPUT;
-  char *text;
-  size_t len;
-  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
-  if (rrc)
-    return rrc;
-  xs_error err;
-  int tty = isatty(2);
-  xs_status st = fn(text, len, data, set, tty ? progress : NULL, NULL, &err);
-  free(text);
-  if (tty)
-    fprintf(stderr, "\r%40s\r", "");
-  return st ? cli_error("validate", &err) : 0;
-}
-
 static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking",
                                                         "serial", "ideal"};
 
@@ -354,10 +318,10 @@ int cmd_validate(int argc, char **argv) {
   }
   int tty = isatty(2);
   const xs_profile *const gp[1] = {given};
-  xs_status st = fa ? xs_validate_flashattn(text, len, data, &set, tty ? progress : NULL,
+  xs_status st = fa ? xs_validate_flashattn(text, len, data, &set, tty ? cli_validate_progress : NULL,
                                             NULL, &err)
                     : xs_validate_megamoe_with(text, len, data, gp, given ? 1 : 0, &set,
-                                               tty ? progress : NULL, NULL, &err);
+                                               tty ? cli_validate_progress : NULL, NULL, &err);
   free(text);
   char given_name[160] = "";
   if (given)

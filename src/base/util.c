@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -551,3 +552,15 @@ void xs__sb_escaped(xs__sbuf *b, const char *text) {
   }
 }
 
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* the median of v[0..k), which it sorts; NAN when k is 0 */
+double xs__median_of(double *v, size_t k) {
+  if (!k)
+    return NAN;
+  qsort(v, k, sizeof *v, by_value);
+  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}

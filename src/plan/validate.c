@@ -636,19 +636,6 @@ void xs_validate_free(xs_validate_set *set) {
   set->nrows = 0;
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* the median of v[0..k), which it sorts; NAN when k is 0 */
-double xs__median_of(double *v, size_t k) {
-  if (!k)
-    return NAN;
-  qsort(v, k, sizeof *v, by_value);
-  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-}
-
 double xs_validate_median(const xs_validate_set *set,
                           int (*keep)(const xs_validate_row *, void *),
                           void *ctx, size_t *n, double *max_abs) {
