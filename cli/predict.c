@@ -263,7 +263,7 @@ int cmd_predict(int argc, char **argv) {
   if (!program)
     return cli_usage_error("predict", "--program is required (a JSON file)");
   xs_model models[XS_MODEL_COUNT];
-  size_t nmodels;
+  size_t nmodels = 0;
   if (cli_parse_models("predict", model, models, &nmodels))
     return EXIT_INPUT;
   const char *ins[] = {profile, program}, *outs[] = {trace, svg};

@@ -98,7 +98,7 @@ xs_status xs_parse_size(const char *text, double *bytes, xs_error *err) {
 }
 
 xs_status xs_parse_count(const char *text, double *count, xs_error *err) {
-  double n;
+  double n = 0;
   xs_status st = parse_scaled(text, count_units, 0, "count",
                               "a whole number with an optional suffix k, M, G (10^3, "
                               "10^6, 10^9) or Ki, Mi, Gi (2^10, 2^20, 2^30), e.g. 4096, "
