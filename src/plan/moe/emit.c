@@ -788,14 +788,14 @@ double xs__moe_reduce_bytes(const xs__moe_kctx *k) {
 }
 
 xs_status xs__moe_emit_fused(const xs__moe_kctx *k, const xs__tile_cfg *tile,
-                             const xs__moe_block *blocks, size_t nb,
-                             const xs__emit_flow *flow, const xs__tasks *tasks,
+                             xs__moe_block *blocks, size_t nb,
+                             const xs__emit_flow *flow, xs__tasks *tasks, int oom,
                              xs__fused_launch how, xs_program **out,
                              xs_moe_breakdown *bd, xs_error *err) {
   xs__emit *e = NULL;
   size_t sizes[1] = {tasks->n % (size_t)k->g->S};
-  xs_status st;
-  if (!(st = xs__emit_new(k, tile, blocks, nb, flow, &e, err)) &&
+  xs_status st = oom ? xs__fail(err, XS_NOMEM, "out of memory") : XS_OK;
+  if (!st && !(st = xs__emit_new(k, tile, blocks, nb, flow, &e, err)) &&
       !(st = xs__emit_split(e, sizes, 1)) &&
       !(st = xs__emit_fixed(e, how.pdl ? 0 : k->g->launch_s, "launch", err)) &&
       !(st = xs__emit_fixed(e, k->g->setup_s, "routing", err)) &&
@@ -808,6 +808,8 @@ xs_status xs__moe_emit_fused(const xs__moe_kctx *k, const xs__tile_cfg *tile,
       !(st = how.early_combine ? xs__emit_await_barrier(e, err) : XS_OK))
     st = xs__emit_finish(e, out, bd, err);
   xs__emit_free(e);
+  free(tasks->t);
+  free(blocks);
   return st;
 }
 

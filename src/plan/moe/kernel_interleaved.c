@@ -52,12 +52,6 @@ xs_status xs__moe_kernel_interleaved(const xs__moe_kctx *k,
   xs__moe_fused_flow(k, &flow);
   flow.pull_warps = k->g->hopper ? 1 : 4;
   flow.pull_store_wait = k->g->hopper;
-  if (bad)
-    st = xs__fail(err, XS_NOMEM, "out of memory");
-  else
-    st = xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks, (xs__fused_launch){0, 0, 0},
-                            out, bd, err);
-  free(tasks.t);
-  free(blocks);
-  return st;
+  return xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks, bad,
+                            (xs__fused_launch){0, 0, 0}, out, bd, err);
 }

@@ -102,12 +102,7 @@ xs_status xs__moe_kernel_lag(const xs__moe_kctx *k, xs_moe_pattern *kn,
   xs__moe_fused_flow(k, &flow);
   flow.pull_warps = 2;
   flow.ring_blocks = ring ? UNIT_BLOCKS * (lag + group) + 4 : 0;
-  if (lag_order(blocks, nb, n1, n2, lag, group, &tasks))
-    st = xs__fail(err, XS_NOMEM, "out of memory");
-  else
-    st = xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks,
+  return xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks,
+                            lag_order(blocks, nb, n1, n2, lag, group, &tasks),
                             (xs__fused_launch){wl->T <= 256, 1, 1}, out, bd, err);
-  free(tasks.t);
-  free(blocks);
-  return st;
 }

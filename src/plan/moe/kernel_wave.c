@@ -51,12 +51,6 @@ xs_status xs__moe_kernel_wave(const xs__moe_kctx *k, xs_moe_pattern *kn,
   xs__moe_fused_flow(k, &flow);
   flow.pull_warps = k->g->hopper ? (tile.bm >= 128 || tile.bn >= 256 ? 2 : 4) : 4;
   flow.pull_store_wait = k->g->hopper;
-  if (bad)
-    st = xs__fail(err, XS_NOMEM, "out of memory");
-  else
-    st = xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks, (xs__fused_launch){0, 0, 0},
-                            out, bd, err);
-  free(tasks.t);
-  free(blocks);
-  return st;
+  return xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks, bad,
+                            (xs__fused_launch){0, 0, 0}, out, bd, err);
 }

@@ -249,9 +249,11 @@ void xs__moe_fused_flow(const xs__moe_kctx *k, xs__emit_flow *flow);
 typedef struct {
   int pdl, handshake, early_combine;
 } xs__fused_launch;
+/* It takes blocks and the task list and frees both; oom: building the
+ * task list ran out of memory (XS_NOMEM, nothing emitted). */
 xs_status xs__moe_emit_fused(const xs__moe_kctx *k, const xs__tile_cfg *tile,
-                             const xs__moe_block *blocks, size_t nb,
-                             const xs__emit_flow *flow, const xs__tasks *tasks,
+                             xs__moe_block *blocks, size_t nb,
+                             const xs__emit_flow *flow, xs__tasks *tasks, int oom,
                              xs__fused_launch how, xs_program **out,
                              xs_moe_breakdown *bd, xs_error *err);
 /* The reduction of every token's top-k results and its own copy. */
