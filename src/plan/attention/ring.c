@@ -138,10 +138,11 @@ xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
        * half (the whole output merged, half the block loaded); a later
        * one's: the second half of the queries against all of it (half
        * the output merged). The busier of the two, kernel and merge,
-       * bounds the step. */
+       * bounds the step. A backward step accumulates the same gradients
+       * on both (emit.c, merge_B): its kernel alone decides. */
       const xs__fa_kcall *a = &call[XS__FA_HALF_KV], *q = &call[XS__FA_HALF_Q];
-      double early = (double)(P - k) / (double)P;
-      int first = a->end + merge_full >= q->end + merge_full / 2;
+      double early = (double)(P - k) / (double)P, m = b ? 0 : merge_full;
+      int first = a->end + m >= q->end + m / 2;
       s->shape = first ? XS__FA_HALF_KV : XS__FA_HALF_Q;
       s->out_share = first ? 1 : 0.5;
       s->loaded = first ? 0.5 : 1;
