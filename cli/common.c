@@ -517,3 +517,78 @@ int cli_validate_load(const char **datap, const char *dflt, char *found, size_t 
     fprintf(stderr, "\r%40s\r", "");
   return st ? cli_error("validate", &err) : 0;
 }
+
+/* ---- sensitivity (plan megamoe and plan flashattn --sensitivity) ---- */
+
+static const char *value_words(const char *key, double v, char *buf, size_t n) {
+  size_t len = strlen(key);
+  if (len > 4 && strcmp(key + len - 4, "_Bps") == 0)
+    return xs_format_rate(v, buf, n);
+  if (len > 2 && strcmp(key + len - 2, "_B") == 0)
+    return xs_format_size(v, buf, n);
+  if ((len > 2 && strcmp(key + len - 2, "_s") == 0) || strstr(key, "_cta_s."))
+    return xs_format_time(v, buf, n);
+  if (strstr(key, "flops_per_s"))
+    snprintf(buf, n, "%.4g TFLOP/s", v / 1e12);
+  else
+    snprintf(buf, n, "%.4g", v);
+  return buf;
+}
+
+void cli_sensitivity_print(const xs_profile *prof, const char *base_words, double base_s,
+                           const cli_sens_row *s, size_t n) {
+  char a[32];
+  printf("\n  sensitivity of %s (%s) to each number of %s:\n"
+         "  its time at four points of the number's range (from its kind of source:\n"
+         "  a measurement its spread, a datasheet peak what kernels reach of it, a\n"
+         "  lead its plausible range), and the choice a new plan makes where it\n"
+         "  differs; the first row is what to measure first\n",
+         base_words, xs_format_time(base_s, a, sizeof a), cli_profile_text(prof));
+  printf("  %-34s %13s %-11s %-15s %31s  %s\n", "parameter", "value", "kind", "range",
+         "time at the four points", "new choice");
+  for (size_t i = 0; i < n; i++) {
+    char v[32], pc[4][16], nc[600] = "", rg[40];
+    for (int f = 0; f < XS_MOE_SENS_FACTORS; f++) {
+      if (isnan(s[i].time_change[f]))
+        snprintf(pc[f], sizeof pc[f], "n/a");
+      else
+        snprintf(pc[f], sizeof pc[f], "%+.1f%%", s[i].time_change[f] * 100);
+      if (s[i].changed[f]) {
+        size_t used = strlen(nc);
+        snprintf(nc + used, sizeof nc - used, "%sx%.3g: %s, %+.1f%%", used ? "; " : "",
+                 s[i].factor[f], s[i].choice[f], s[i].replan_change[f] * 100);
+      }
+    }
+    snprintf(rg, sizeof rg, "x%.3g-x%.3g", s[i].lo, s[i].hi);
+    char pn[96], kn[64];
+    printf("  %-34s %13s %-11s %-15s %7s %7s %7s %7s  %s\n",
+           cli_text(s[i].param, pn, sizeof pn),
+           value_words(s[i].param, s[i].value, v, sizeof v),
+           s[i].kind[0] ? cli_text(s[i].kind, kn, sizeof kn) : "-", rg, pc[0], pc[1], pc[2],
+           pc[3], *nc ? nc : "-");
+  }
+  /* the leads the answer hangs on, and what would settle each */
+  int header = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* a new choice that beats keeping the old by more than 1% */
+    int changed = 0;
+    for (int f = 0; f < XS_MOE_SENS_FACTORS; f++)
+      changed |= s[i].changed[f] && s[i].time_change[f] - s[i].replan_change[f] > 0.01;
+    if (strcmp(s[i].kind, "lead") || (s[i].score < 0.01 && !changed))
+      continue;
+    if (!header++)
+      printf("\n  leads (unmeasured numbers) the answer depends on:\n");
+    char pn[96], st[512];
+    printf("    %s: moves the time up to %.1f%%%s; to settle it: %s\n",
+           cli_text(s[i].param, pn, sizeof pn), 100 * s[i].score,
+           changed ? ", and another choice would win by over 1%" : "",
+           cli_text(s[i].settle, st, sizeof st));
+  }
+  if (!header)
+    printf("\n  no lead moves the answer by 1%% over its range\n");
+  if (n) {
+    char pn[96], st[512];
+    printf("  to measure first: %s (%s)\n", cli_text(s[0].param, pn, sizeof pn),
+           cli_text(s[0].settle, st, sizeof st));
+  }
+}

@@ -102,6 +102,27 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
                   int json, const char *header, const char *prefix);
 void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
                                const xs_moe_sensitivity *s, size_t n);
+/* A sensitivity run's rows as text (xs_moe_sensitivity and
+ * xs_fa_sensitivity share these fields; choice: the new choice in words
+ * where changed), then the leads the answer hangs on and what to measure
+ * first. */
+typedef struct {
+  const char *param, *kind, *settle;
+  double value, lo, hi, score;
+  const double *factor, *time_change, *replan_change;
+  const int *changed;
+  char choice[XS_MOE_SENS_FACTORS][128];
+} cli_sens_row;
+void cli_sensitivity_print(const xs_profile *prof, const char *base_words, double base_s,
+                           const cli_sens_row *rows, size_t n);
+/* Point row r at the shared fields of s (an xs_moe_sensitivity or an
+ * xs_fa_sensitivity) */
+#define CLI_SENS_ROW(r, s)                                                        \
+  ((r)->param = (s)->param, (r)->kind = (s)->kind, (r)->settle = (s)->settle,     \
+   (r)->value = (s)->value, (r)->lo = (s)->lo, (r)->hi = (s)->hi,                 \
+   (r)->score = (s)->score, (r)->factor = (s)->factor,                            \
+   (r)->time_change = (s)->time_change, (r)->replan_change = (s)->replan_change,  \
+   (r)->changed = (s)->changed)
 
 int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);

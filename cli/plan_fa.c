@@ -18,7 +18,7 @@ static void plan_help(FILE *f) {
           "                             [--cp P] [--causal | --full] [--layout L]\n"
           "                             [--kernel K] [--backward] --profile P [--json]\n"
           "                             [--path W] [--emit-program FILE] [--trace FILE]\n"
-          "                             [--svg FILE]\n"
+          "                             [--svg FILE] [--sensitivity [--tolerance F]]\n"
           "       xstage plan flashattn ... --seq-grid LIST [--tolerance F] [--json]\n"
           "                             [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
@@ -51,6 +51,11 @@ static void plan_help(FILE *f) {
           "                     xstage predict on the same profile it takes the time\n"
           "                     the plan reports\n"
           "  --trace F, --svg F its timeline under burstgap\n"
+          "  --sensitivity      how the fastest ring's time and the choice of ring move\n"
+          "                     when each number of the profile the plan reads moves\n"
+          "                     over the range its kind of source gives it (docs/tune.md\n"
+          "                     \"Sensitivity\"); the choice stays while within\n"
+          "                     --tolerance of the fastest\n"
           "  --seq-grid LIST    a table: per tokens per rank (64,128 or 4Ki:64Ki:x2),\n"
           "                     the ring predicted fastest, kept while within\n"
           "                     --tolerance F of the fastest (0.01 or 1%%, default)\n"
@@ -230,6 +235,34 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
          cli_profile_text(prof));
 }
 
+/* a ring in words: "piggyback, zigzag" ("dedicated-sms (8 SMs), stripe") */
+static const char *ring_words(const xs_fa_ring *g, char *buf, size_t n) {
+  char k[32] = "";
+  if (g->breakdown.forward_sms)
+    snprintf(k, sizeof k, " (%u SMs)", g->breakdown.forward_sms);
+  snprintf(buf, n, "%s%s, %s", xs_fa_path_name(g->path), k,
+           g->layout < 0 ? "full mask" : layout_text(g->layout));
+  return buf;
+}
+
+static int sensitivity_print(const xs_profile *prof, const xs_fa_ring *base,
+                             const xs_fa_sensitivity *s, size_t n) {
+  cli_sens_row *rows = calloc(n ? n : 1, sizeof *rows);
+  char w[128];
+  if (!rows)
+    return cli_out_of_memory("plan");
+  for (size_t i = 0; i < n; i++) {
+    cli_sens_row *r = &rows[i];
+    CLI_SENS_ROW(r, &s[i]);
+    for (int f = 0; f < XS_MOE_SENS_FACTORS; f++)
+      if (s[i].changed[f])
+        ring_words(&s[i].choice[f], r->choice[f], sizeof r->choice[f]);
+  }
+  cli_sensitivity_print(prof, ring_words(base, w, sizeof w), base->time_s, rows, n);
+  free(rows);
+  return EXIT_OK;
+}
+
 int cmd_plan_flashattn(int argc, char **argv) {
   static const struct option opts[] = {
       {"preset", required_argument, 0, 'r'}, {"config", required_argument, 0, 'c'},
@@ -242,15 +275,15 @@ int cmd_plan_flashattn(int argc, char **argv) {
       {"backward", no_argument, 0, 'B'}, {"seq-grid", required_argument, 0, 'G'},
       {"tolerance", required_argument, 0, 'l'}, {"emit-header", required_argument, 0, 'H'},
       {"header-prefix", required_argument, 0, 'X'}, {"path", required_argument, 0, 'W'},
-      {0, 0, 0, 0}};
+      {"sensitivity", no_argument, 0, 'V'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *seq = NULL, *cp = NULL, *profile = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *kernel = NULL, *layout = NULL;
   const char *grid_text = NULL, *header = NULL, *prefix = NULL, *way = NULL;
   double tol = 0.01;
-  int json = 0, causal = -1, backward = 0, c, prc;
+  int json = 0, causal = -1, backward = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:V", opts, NULL)) != -1) {
     switch (c) {
     case 'K': kernel = optarg; break;
     case 'L': layout = optarg; break;
@@ -259,6 +292,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     case 'H': header = optarg; break;
     case 'X': prefix = optarg; break;
     case 'W': way = optarg; break;
+    case 'V': sensitivity = 1; break;
     case 'l':
       if ((prc = cli_parse_tolerance("plan", optarg, &tol)))
         return prc;
@@ -319,10 +353,10 @@ int cmd_plan_flashattn(int argc, char **argv) {
     return prc;
   }
   if (grid_text) {
-    if (seq || emit || trace || svg) {
+    if (seq || emit || trace || svg || sensitivity) {
       xs_profile_free(prof);
       return cli_usage_error("plan", "--seq-grid plans a table: it does not take --seq, "
-                                     "--emit-program, --trace or --svg");
+                                     "--emit-program, --trace, --svg or --sensitivity");
     }
     rc = seq_table(&cfg, prof, grid_text, tol, json, header, prefix);
     xs_profile_free(prof);
@@ -335,12 +369,31 @@ int cmd_plan_flashattn(int argc, char **argv) {
   }
   if (json) {
     char *t;
-    if (xs_fa_plan_json(&cfg, prof, r, &t, &err)) {
+    if ((sensitivity ? xs_fa_plan_sensitivity_json(&cfg, prof, tol, r, &t, &err)
+                     : xs_fa_plan_json(&cfg, prof, r, &t, &err))) {
       rc = cli_error("plan", &err);
       goto done;
     }
     printf("%s\n", t);
     xs_free(t);
+  } else if (sensitivity) {
+    /* first: a profile the run cannot take is refused before any output */
+    xs_fa_sensitivity *sens = malloc(XS_FA_SENS_MAX * sizeof *sens);
+    xs_fa_ring base;
+    size_t nsens = 0;
+    if (!sens) {
+      rc = cli_out_of_memory("plan");
+      goto done;
+    }
+    if (xs_fa_sensitivity_run(&cfg, prof, tol, &base, sens, &nsens, &err) ||
+        xs_fa_plan(&cfg, prof, r, &err)) {
+      free(sens);
+      rc = cli_error("plan", &err);
+      goto done;
+    }
+    plan_print(&cfg, prof, r);
+    rc = sensitivity_print(prof, &base, sens, nsens);
+    free(sens);
   } else if (xs_fa_plan(&cfg, prof, r, &err)) {
     rc = cli_error("plan", &err);
     goto done;

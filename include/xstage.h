@@ -1061,6 +1061,43 @@ XS_API xs_status xs_fa_rings(const xs_fa_config *config,
 /* The fastest ring of rows[0..n) (not the local arm), or NULL. */
 XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
 
+/* Sensitivity of an attention plan to each number of the profile it
+ * reads, with xs_moe_sensitivity's design (docs/tune.md "Sensitivity"):
+ * the forwarding channel's rates, capacity and latency, compute.hbm_Bps,
+ * the kernel's attn_* entries it uses (or the dtype's FLOP/s where it has
+ * none), and the cost terms (launch_s, ring_step_s, barrier_s,
+ * copy_efficiency, comm_sms, comm_cta_Bps, forward_sm_Bps), each moved
+ * over the range its kind of source gives it, at four factors, and every
+ * ring replanned on a typed copy of the profile. The choice is a ring:
+ * a way and a causal layout (dedicated-sms's SMs searched again). The
+ * base choice is the fastest ring; at a factor the choice stays while
+ * within tolerance of the fastest, as xs_fa_table keeps it. */
+typedef struct xs_fa_sensitivity {
+  char param[96];        /* a profile key path ("compute.ring_step_s")    */
+  double value;          /* the profile's                                 */
+  char kind[16];         /* its source's kind; "" for none                */
+  double lo, hi;         /* the range, factors of value                   */
+  char settle[128];      /* what would measure it                         */
+  double factor[XS_MOE_SENS_FACTORS];
+  double time_change[XS_MOE_SENS_FACTORS];  /* the base ring's time,
+                                               relative to its base time */
+  double replan_change[XS_MOE_SENS_FACTORS];/* the choice's time,
+                                               relative to the base time */
+  xs_fa_ring choice[XS_MOE_SENS_FACTORS];   /* the choice at each factor */
+  int changed[XS_MOE_SENS_FACTORS];         /* 1: another way or layout  */
+  /* time_change and replan_change are NAN at a factor that moves the
+   * number out of its valid range */
+  double score;          /* the largest |time_change|: the sort key       */
+} xs_fa_sensitivity;
+#define XS_FA_SENS_MAX 32
+/* Fills out (room for XS_FA_SENS_MAX) sorted by score, largest first;
+ * *base receives the unmoved choice. (4 x numbers + 1) plans, each about
+ * 10 to 100 ms on one core of the development machine. */
+XS_API xs_status xs_fa_sensitivity_run(const xs_fa_config *config,
+                                       const xs_profile *profile, double tolerance,
+                                       xs_fa_ring *base, xs_fa_sensitivity *out,
+                                       size_t *n, xs_error *err);
+
 /* ---- Validation against published kernel timings (docs/validate.md) ----
  * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
  * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,
@@ -1600,6 +1637,13 @@ XS_API xs_status xs_fa_plan_json(const xs_fa_config *config,
                                  const xs_profile *profile,
                                  xs_fa_result *result, char **out,
                                  xs_error *err);
+/* xs_fa_plan_json's document with the choice under "recommended" and
+ * xs_fa_sensitivity_run's rows under "sensitivity" (xs_moe_plan_json's
+ * shape): `xstage plan flashattn --sensitivity --json`. */
+XS_API xs_status xs_fa_plan_sensitivity_json(const xs_fa_config *config,
+                                             const xs_profile *profile,
+                                             double tolerance, xs_fa_result *result,
+                                             char **out, xs_error *err);
 
 /* `plan flashattn --seq-grid`: per tokens per rank seq[i] (n of them),
  * the ring (path and layout, not the local arm) the model predicts

@@ -139,6 +139,13 @@ if [ $rc = 0 ] && ! grep -q "$(printf '\033')" "$dir/out" && grep -q 'x1b' "$dir
 else
     bad sensitivity-escapes "exit $rc, raw control characters or none escaped"
 fi
+run 60 "$x" plan flashattn --preset llama3-8b --profile "$dir/esc.json" --seq 2048 --sensitivity
+if [ $rc = 0 ] && ! grep -q "$(printf '\033')" "$dir/out" && grep -q 'x1b' "$dir/out"; then
+    ok fa-sensitivity-escapes
+else
+    bad fa-sensitivity-escapes "exit $rc, raw control characters or none escaped"
+fi
+expect fa-sensitivity-tolerance 2 '--tolerance: expected a fraction' 10 "$x" plan flashattn --preset llama3-8b --profile h100-nvlink --sensitivity --tolerance 2
 expect prefix-case 2 '--header-prefix: "MOE" has capitals' 10 "$x" plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64 --emit-header "$dir/h.h" --header-prefix MOE
 expect prefix-guard 2 '--header-prefix: "_stdio" begins with an underscore' 10 "$x" plan megamoe --preset glm --profile h800-nvlink --tokens-grid 64 --emit-header "$dir/h.h" --header-prefix _stdio
 printf '{"preset": "glm", "tokens": 64, "name": "%s"}' "$(printf '%040d' 0 | sed 's/0/é/g')" >"$dir/name.json"

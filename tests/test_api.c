@@ -98,6 +98,13 @@ static void test_plan_flashattn(void **s) {
   char *doc;
   assert_int_equal(xs_fa_plan_json(&c, prof, NULL, &doc, &err), XS_OK);
   same_document("plan flashattn --preset llama3-8b --profile h100-nvlink --json", doc);
+  /* with the sensitivity: the same document, and the choice and its rows */
+  c.seq = 2048;
+  assert_int_equal(xs_fa_plan_sensitivity_json(&c, prof, 0.02, NULL, &doc, &err), XS_OK);
+  assert_non_null(strstr(doc, "\"sensitivity\""));
+  same_document("plan flashattn --preset llama3-8b --profile h100-nvlink --seq 2048 --json "
+                "--sensitivity --tolerance 2%", doc);
+  c.seq = 16384;
   double seq[] = {4096, 8192, 16384};
   xs_fa_table_row rows[3];
   size_t changes;

@@ -414,6 +414,15 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "channels.hbm.drain_Bps"));
   assert_non_null(strstr(out_buf, "recommended:"));
   assert_non_null(strstr(out_buf, "how sure: the runner-up"));
+  /* the attention planner's sensitivity */
+  expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --seq 2048 --kernel fa3 "
+            "--sensitivity", 0, NULL);
+  assert_non_null(strstr(out_buf, "  sensitivity of piggyback, zigzag"));
+  assert_non_null(strstr(out_buf, "compute.attn_flops_per_s.fa3"));
+  assert_non_null(strstr(out_buf, "  to measure first: "));
+  expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --seq-grid 1024,2048 "
+            "--sensitivity", 2, "does not take --seq, --emit-program, --trace, --svg or "
+            "--sensitivity");
   /* the attention planner: one table of every way under every layout */
   expect_rc("plan flashattn --preset llama3-8b --profile h800-nvlink --seq 8192", 0, NULL);
   assert_non_null(strstr(out_buf, "dedicated-stream  zigzag"));

@@ -513,6 +513,134 @@ static void test_comm_summary(void **st) {
   xs_validate_free(&set);
 }
 
+/* The sensitivity of an attention plan (docs/plan-flashattn.md
+ * "Sensitivity"): the rows cover what the plan reads, each with its
+ * source and its kind's range; a number moved by hand through the public
+ * setters on a copy read back from JSON gives the row's time change; and
+ * a faster kernel, merge or HBM never makes the ring slower, a dearer
+ * launch or CTA never faster. */
+static void test_sensitivity(void **st) {
+  (void)st;
+  static const struct {
+    const char *gpu, *preset, *kernel;
+    double seq;
+    int backward;
+  } cases[] = {{"h100-nvlink", "llama3-8b", "fa3", 2048, 0},
+               {"h100-nvlink", "llama3-8b", "fa2", 1024, 1},
+               {"h200-nvlink", "llama3-70b", "fa3", 16384, 0},
+               {"b200-nvlink", "llama3-8b", "fa4", 4096, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    xs_profile *prof;
+    xs_error e;
+    assert_int_equal(xs_profile_load(cases[k].gpu, &prof, &e), XS_OK);
+    xs_fa_config c;
+    assert_int_equal(xs_fa_preset(cases[k].preset, &c), 0);
+    c.seq = cases[k].seq;
+    c.backward = cases[k].backward;
+    snprintf(c.kernel, sizeof c.kernel, "%s", cases[k].kernel);
+    xs_fa_ring base, rows[XS_FA_RINGS];
+    xs_fa_sensitivity s[XS_FA_SENS_MAX];
+    size_t n, nr;
+    if (xs_fa_sensitivity_run(&c, prof, 0.01, &base, s, &n, &e))
+      fail_msg("case %zu: %s", k, e.message);
+    assert_int_equal(xs_fa_rings(&c, prof, rows, &nr, &e), XS_OK);
+    const xs_fa_ring *best = xs_fa_ring_best(rows, nr);
+    assert_true(best->path == base.path && best->layout == base.layout &&
+                best->time_s == base.time_s);
+    assert_true(n >= 8);
+    int kernel_rows = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (i)
+        assert_true(s[i - 1].score >= s[i].score);
+      const char *src = xs_profile_number_source(prof, s[i].param);
+      if (!src)
+        fail_msg("case %zu: %s has no source", k, s[i].param);
+      assert_true(s[i].kind[0] && !strncmp(src, s[i].kind, strlen(s[i].kind)));
+      assert_true(fabs(s[i].factor[0] / s[i].lo - 1) < 1e-12 && s[i].settle[0]);
+      kernel_rows += strstr(s[i].param, "attn_flops_per_s") != NULL;
+      /* the second way, for the kernel's and the merge's numbers */
+      double f = s[i].factor[0];
+      int attn = !strncmp(s[i].param, "compute.attn_", 13);
+      if (!attn && strcmp(s[i].param, "compute.hbm_Bps") &&
+          strcmp(s[i].param, "compute.copy_efficiency") &&
+          strcmp(s[i].param, "compute.launch_s"))
+        continue;
+      char *text = xs_profile_to_json(prof);
+      xs_profile *q;
+      assert_int_equal(xs_profile_parse(text, strlen(text), NULL, &q, &e), XS_OK);
+      free(text);
+      if (attn) {
+        static const char *const tables[] = {"compute.attn_flops_per_s.",
+                                             "compute.attn_cta_s.",
+                                             "compute.attn_causal_efficiency."};
+        int t = 0;
+        while (strncmp(s[i].param, tables[t], strlen(tables[t])))
+          t++;
+        const char *kk = s[i].param + strlen(tables[t]);
+        assert_int_equal(xs_profile_set_attn(q, (xs_attn_table)t, kk,
+                                             xs_profile_attn(q, (xs_attn_table)t, kk) * f, &e),
+                         XS_OK);
+      } else if (!strcmp(s[i].param, "compute.hbm_Bps")) {
+        assert_int_equal(xs_profile_set_compute(q, xs_profile_sms(q), xs_profile_efficiency(q),
+                                                xs_profile_hbm_Bps(q) * f, &e), XS_OK);
+      } else {
+        xs_kernel_costs kc;
+        xs_profile_kernel_costs(q, &kc);
+        if (strstr(s[i].param, "copy_efficiency"))
+          kc.copy_efficiency *= f;
+        else
+          kc.launch_s *= f;
+        assert_int_equal(xs_profile_set_kernel_costs(q, &kc, &e), XS_OK);
+      }
+      double want = NAN;
+      assert_int_equal(xs_fa_rings(&c, q, rows, &nr, &e), XS_OK);
+      for (size_t j = 0; j < nr; j++)
+        if (rows[j].path == base.path && rows[j].layout == base.layout)
+          want = rows[j].time_s / base.time_s - 1;
+      if (!(fabs(want - s[i].time_change[0]) <= 1e-9))
+        fail_msg("case %zu: %s x%g: sensitivity says %+.9f, by hand %+.9f", k, s[i].param, f,
+                 s[i].time_change[0], want);
+      xs_profile_free(q);
+      /* monotone in the number */
+      int up = strstr(s[i].param, "flops_per_s") || strstr(s[i].param, "efficiency") ||
+               strstr(s[i].param, "hbm_Bps");
+      if (strstr(s[i].param, "causal_efficiency"))
+        continue; /* also moves which zigzag rank is the busier */
+      if (c.backward && attn && !strstr(s[i].param, "_fwd_bwd"))
+        continue; /* the backward alone is the pair's time less the
+                     forward's: a faster forward makes it slower */
+      for (int g = 1; g < XS_MOE_SENS_FACTORS; g++) {
+        double a = s[i].time_change[g - 1], b = s[i].time_change[g];
+        if (isnan(a) || isnan(b))
+          continue;
+        if (up ? b > a + 1e-9 : b < a - 1e-9)
+          fail_msg("case %zu: %s: the ring takes %+.6f at x%g and %+.6f at x%g", k,
+                   s[i].param, a, s[i].factor[g - 1], b, s[i].factor[g]);
+      }
+    }
+    assert_int_equal(kernel_rows, 1 + cases[k].backward);
+    print_message("# %s %s %s %g%s: %s, %s first (%+.1f%% at x%.3g)\n", cases[k].gpu,
+                  cases[k].preset, cases[k].kernel, cases[k].seq,
+                  cases[k].backward ? " fwd+bwd" : "", xs_fa_path_name(base.path),
+                  s[0].param, s[0].time_change[0] * 100, s[0].factor[0]);
+    xs_profile_free(prof);
+  }
+  /* a tolerance out of range, and a bad config */
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+  xs_fa_config c;
+  xs_fa_preset("mha", &c);
+  xs_fa_ring base;
+  xs_fa_sensitivity s[XS_FA_SENS_MAX];
+  size_t n = 7;
+  assert_int_equal(xs_fa_sensitivity_run(&c, prof, 2, &base, s, &n, &e), XS_INVALID);
+  assert_int_equal(n, 0);
+  c.cp = 0;
+  assert_int_equal(xs_fa_sensitivity_run(&c, prof, 0.01, &base, s, &n, &e), XS_INVALID);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_and_chain),
                                      cmocka_unit_test(test_hand_small),
@@ -523,6 +651,7 @@ int main(void) {
                                      cmocka_unit_test(test_piggyback_stall),
                                      cmocka_unit_test(test_validate_blind),
                                      cmocka_unit_test(test_comm_summary),
-                                     cmocka_unit_test(test_kernel_calibration)};
+                                     cmocka_unit_test(test_kernel_calibration),
+                                     cmocka_unit_test(test_sensitivity)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

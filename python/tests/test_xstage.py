@@ -190,6 +190,15 @@ def test_plan_flashattn(cli):
     t = xstage.plan_flashattn_table("llama3-8b", "h100-nvlink", [4096, 8192])
     assert t.to_dict() == cli("plan", "flashattn", "--preset", "llama3-8b", "--profile",
                               "h100-nvlink", "--seq-grid", "4096,8192", "--json")
+    s = xstage.plan_flashattn("llama3-8b", "h100-nvlink", seq=2048, kernel="fa3",
+                              sensitivity=True, tolerance=0.02)
+    assert s.to_dict() == cli("plan", "flashattn", "--preset", "llama3-8b", "--profile",
+                              "h100-nvlink", "--seq", "2048", "--kernel", "fa3",
+                              "--sensitivity", "--tolerance", "2%", "--json")
+    assert s.recommended["chosen"]["path"] == s["best"] or s.recommended["chosen"]["layout"] \
+        != s["layout"]
+    assert any(r["param"] == "compute.attn_flops_per_s.fa3" for r in s.sensitivity)
+    assert got.sensitivity is None
 
 
 def test_sweeps(cli, tmp_path):

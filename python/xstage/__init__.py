@@ -504,14 +504,23 @@ def _fa_config(config, seq=None, cp=None, causal=None, kernel=None, layout=None,
 def plan_flashattn(config: ConfigLike, prof: ProfileLike, seq: Optional[int] = None,
                    cp: Optional[int] = None, causal: Optional[bool] = None,
                    kernel: Optional[str] = None, layout: Optional[str] = None,
-                   backward: Optional[bool] = None) -> FAPlan:
+                   backward: Optional[bool] = None, sensitivity: bool = False,
+                   tolerance: float = 0.01) -> FAPlan:
     """Plan ring attention (docs/plan-flashattn.md): every way of moving KV
     under every causal layout, an :class:`FAPlan` (`xstage plan flashattn
     --json`). config: a preset
     name (llama3-8b, llama3-70b, mha), a dict or a JSON file; seq and cp
-    whole numbers, causal and backward True or False."""
+    whole numbers, causal and backward True or False. sensitivity=True adds
+    ``recommended`` (the fastest ring) and ``sensitivity`` (`--sensitivity
+    --json`: how it moves with each number of the profile; the choice stays
+    while within tolerance of the fastest)."""
+    tol = _check.number("tolerance", tolerance, 0, 1)
+    sens = _check.flag("sensitivity", sensitivity)
     c = _fa_config(config, seq, cp, causal, kernel, layout, backward)
     pf = profile(prof)
+    if sens:
+        return FAPlan.from_dict(_call_json(_lib.xs_fa_plan_sensitivity_json, ctypes.byref(c),
+                                           pf._h, tol, None))
     return FAPlan.from_dict(_call_json(_lib.xs_fa_plan_json, ctypes.byref(c), pf._h, None))
 
 

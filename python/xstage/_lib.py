@@ -255,6 +255,8 @@ xs_fa_config_parse = fn("xs_fa_config_parse", I, S, Z, S, ctypes.POINTER(FaConfi
 xs_fa_config_check = fn("xs_fa_config_check", I, ctypes.POINTER(FaConfig), E)
 xs_fa_layout_from_name = fn("xs_fa_layout_from_name", I, S)
 xs_fa_plan_json = fn("xs_fa_plan_json", I, ctypes.POINTER(FaConfig), P, P, OUT, E)
+xs_fa_plan_sensitivity_json = fn("xs_fa_plan_sensitivity_json", I, ctypes.POINTER(FaConfig), P,
+                                 D, P, OUT, E)
 xs_fa_table = fn("xs_fa_table", I, ctypes.POINTER(FaConfig), P, ctypes.POINTER(D), Z, D, P,
                  ctypes.POINTER(Z), E)
 xs_fa_table_json = fn("xs_fa_table_json", I, ctypes.POINTER(FaConfig), P, P, Z, D, OUT, E)

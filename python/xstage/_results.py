@@ -392,6 +392,8 @@ class FAPlan(Result):
     seq: Optional[int] = None
     cp: Optional[int] = None
     causal: Optional[bool] = None
+    recommended: Optional[Dict[str, Any]] = None
+    sensitivity: Optional[List[Dict[str, Any]]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

@@ -126,30 +126,41 @@ static json_t *pick_json(const xs_moe_pick *p, double tol) {
                    option_json(&p->runner_up), "near", near);
 }
 
+/* A sensitivity row (xs_moe_sensitivity and xs_fa_sensitivity share its
+ * fields; `choice` holds the new choice at each factor, or null) */
+static json_t *sens_row(const xs_profile *prof, const char *param, double value,
+                        const char *kind, double lo, double hi, const char *settle,
+                        const double *factor, const double *time_change,
+                        const double *replan_change, json_t *choice) {
+  json_t *f = json_array(), *tc = json_array(), *rc = json_array();
+  for (int k = 0; k < XS_MOE_SENS_FACTORS; k++) {
+    json_array_append_new(f, json_real(factor[k]));
+    json_array_append_new(tc, isnan(time_change[k]) ? json_null() : json_real(time_change[k]));
+    json_array_append_new(rc, isnan(replan_change[k]) ? json_null()
+                                                      : json_real(replan_change[k]));
+  }
+  const char *src = xs_profile_number_source(prof, param);
+  json_t *row = json_pack("{s:s,s:f,s:s?,s:o,s:o,s:o,s:o}", "param", param, "value", value,
+                          "source", src, "factor", f, "time_change", tc, "replan_change",
+                          rc, "new_choice", choice);
+  /* the range from the source's kind, and what would measure it */
+  json_object_set_new(row, "kind", kind[0] ? json_string(kind) : json_null());
+  json_object_set_new(row, "range", json_pack("[f,f]", lo, hi));
+  json_object_set_new(row, "settle", json_string(settle));
+  return row;
+}
+
 static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_sensitivity *s,
                                 size_t n) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++) {
-    json_t *f = json_array(), *tc = json_array(), *rc = json_array(),
-           *ch = json_array();
-    for (int k = 0; k < XS_MOE_SENS_FACTORS; k++) {
-      json_array_append_new(f, json_real(s[i].factor[k]));
-      json_array_append_new(tc, isnan(s[i].time_change[k])
-                                    ? json_null() : json_real(s[i].time_change[k]));
-      json_array_append_new(rc, isnan(s[i].replan_change[k])
-                                    ? json_null() : json_real(s[i].replan_change[k]));
+    json_t *ch = json_array();
+    for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
       json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k])
                                                 : json_null());
-    }
-    const char *src = xs_profile_number_source(prof, s[i].param);
-    json_t *row = json_pack("{s:s,s:f,s:s?,s:o,s:o,s:o,s:o}", "param",
-        s[i].param, "value", s[i].value, "source", src, "factor", f,
-        "time_change", tc, "replan_change", rc, "new_choice", ch);
-    /* the range from the source's kind, and what would measure it */
-    json_object_set_new(row, "kind", s[i].kind[0] ? json_string(s[i].kind) : json_null());
-    json_object_set_new(row, "range", json_pack("[f,f]", s[i].lo, s[i].hi));
-    json_object_set_new(row, "settle", json_string(s[i].settle));
-    json_array_append_new(a, row);
+    json_array_append_new(a, sens_row(prof, s[i].param, s[i].value, s[i].kind, s[i].lo,
+                                      s[i].hi, s[i].settle, s[i].factor, s[i].time_change,
+                                      s[i].replan_change, ch));
   }
   return a;
 }
@@ -276,27 +287,17 @@ void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedi
   *blocking = seq[XS_MODEL_BLOCKING] / pig[XS_MODEL_BLOCKING];
 }
 
-xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
-                          xs_fa_result *result, char **out, xs_error *err) {
-  *out = NULL;
-  xs_fa_result *r = malloc(sizeof *r);
-  if (!r)
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  xs_status st = xs_fa_plan(config, profile, r, err);
-  if (st) {
-    free(r);
-    return st;
-  }
+/* the plan's document (NULL when out of memory) */
+static json_t *fa_plan_doc(const xs_fa_config *config, const xs_profile *profile,
+                           const xs_fa_result *r) {
   json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b,s:s,s:s,s:b,s:f}", "preset", config->name,
                         "profile", xs_profile_name(profile), "seq", config->seq, "cp",
                         config->cp, "causal", config->causal, "layout",
                         config->causal ? xs_fa_layout_name((xs_fa_layout)config->layout) : "-",
                         "kernel", config->kernel, "backward", config->backward, "batch",
                         config->batch);
-  if (!o) {
-    free(r);
-    return xs__api_dump(NULL, 12, out, err);
-  }
+  if (!o)
+    return NULL;
   const xs_fa_workload *w = &r->work;
   json_object_set_new(o, "workload", json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b}",
       "step_flops", w->step_flops, "step_s", w->step_s, "kv_B", w->kv_B,
@@ -323,11 +324,61 @@ xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
   json_object_set_new(o, "blocking_speedup", json_real(sb));
   json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings));
   json_object_set_new(o, "searched", json_integer((json_int_t)r->searched));
-  st = xs__api_dump(o, 12, out, err);
+  return o;
+}
+
+/* the plan's document, with the sensitivity run's choice and rows when
+ * sens is set */
+static xs_status fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
+                              int sens, double tolerance, xs_fa_result *result, char **out,
+                              xs_error *err) {
+  *out = NULL;
+  xs_fa_result *r = malloc(sizeof *r);
+  xs_fa_sensitivity *rows = sens ? malloc(XS_FA_SENS_MAX * sizeof *rows) : NULL;
+  xs_fa_ring base;
+  size_t n = 0;
+  xs_status st = XS_OK;
+  if (!r || (sens && !rows))
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+  if (!st && sens)
+    st = xs_fa_sensitivity_run(config, profile, tolerance, &base, rows, &n, err);
+  if (!st)
+    st = xs_fa_plan(config, profile, r, err);
+  if (!st) {
+    json_t *o = fa_plan_doc(config, profile, r);
+    if (o && sens) {
+      json_object_set_new(o, "recommended", json_pack("{s:f,s:o}", "tolerance", tolerance,
+                                                      "chosen", ring_one(&base)));
+      json_t *a = json_array();
+      for (size_t i = 0; i < n; i++) {
+        const xs_fa_sensitivity *s = &rows[i];
+        json_t *ch = json_array();
+        for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
+          json_array_append_new(ch, s->changed[k] ? ring_one(&s->choice[k]) : json_null());
+        json_array_append_new(a, sens_row(profile, s->param, s->value, s->kind, s->lo, s->hi,
+                                          s->settle, s->factor, s->time_change,
+                                          s->replan_change, ch));
+      }
+      json_object_set_new(o, "sensitivity", a);
+    }
+    st = xs__api_dump(o, 12, out, err);
+  }
   if (!st && result)
     *result = *r;
   free(r);
+  free(rows);
   return st;
+}
+
+xs_status xs_fa_plan_json(const xs_fa_config *config, const xs_profile *profile,
+                          xs_fa_result *result, char **out, xs_error *err) {
+  return fa_plan_json(config, profile, 0, 0, result, out, err);
+}
+
+xs_status xs_fa_plan_sensitivity_json(const xs_fa_config *config, const xs_profile *profile,
+                                      double tolerance, xs_fa_result *result, char **out,
+                                      xs_error *err) {
+  return fa_plan_json(config, profile, 1, tolerance, result, out, err);
 }
 
 xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,

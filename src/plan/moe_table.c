@@ -5,6 +5,7 @@
  * plan to each number of the profile (docs/plan-megamoe.md "Knob tables").
  */
 #include "formats/jsonutil.h"
+#include "plan/sensitivity.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -714,215 +715,16 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
 
 /* ---- sensitivity ---- */
 
-enum { P_CHANNEL, P_MMA, P_COST };
-
-typedef struct {
-  char key[96];
-  int kind;
-  size_t chan;  /* P_CHANNEL: the channel                    */
-  size_t field; /* P_CHANNEL: offset in xs_channel; P_COST: in
-                   xs_kernel_costs                           */
-  double value;
-} param;
-
-static const struct {
-  const char *name;
-  size_t offset;
-} channel_fields[] = {
-    {"inject_Bps", offsetof(xs_channel, inject_Bps)},
-    {"worker_inject_Bps", offsetof(xs_channel, worker_inject_Bps)},
-    {"drain_Bps", offsetof(xs_channel, drain_Bps)},
-    {"capacity_B", offsetof(xs_channel, capacity_B)},
-    {"latency_s", offsetof(xs_channel, latency_s)},
-    {"issue_overhead_s", offsetof(xs_channel, issue_overhead_s)}},
-  cost_fields[] = {{"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s)},
-                   {"wgmma_cycles", offsetof(xs_kernel_costs, wgmma_cycles)},
-                   {"l2_Bps", offsetof(xs_kernel_costs, l2_Bps)},
-                   {"launch_s", offsetof(xs_kernel_costs, launch_s)},
-                   {"barrier_s", offsetof(xs_kernel_costs, barrier_s)},
-                   {"setup_s", offsetof(xs_kernel_costs, setup_s)},
-                   {"host_sync_s", offsetof(xs_kernel_costs, host_sync_s)},
-                   {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s)}};
-
-#define FIELD(base, off) (*(double *)((char *)(base) + (off)))
-
-/* the numbers of prof the MegaMoE planner reads, set (nonzero, finite):
- * how many there are, the first cap of them into out */
-static size_t params_of(const xs_profile *prof, const char *dtype,
-                        param *out, size_t cap) {
-  size_t n = 0;
-  param spare;
-  for (size_t i = 0; i < xs_profile_channel_count(prof); i++) {
-    xs_channel ch = *xs_profile_channel(prof, i);
-    for (size_t f = 0; f < sizeof channel_fields / sizeof channel_fields[0];
-         f++) {
-      double v = FIELD(&ch, channel_fields[f].offset);
-      /* a per-worker rate equal to the channel's moves with it */
-      if (!(v > 0 && isfinite(v)) ||
-          (channel_fields[f].offset == offsetof(xs_channel, worker_inject_Bps) &&
-           v == ch.inject_Bps))
-        continue;
-      param *p = n < cap ? &out[n] : &spare;
-      n++;
-      snprintf(p->key, sizeof p->key, "channels.%s.%s",
-               xs_profile_channel_name(prof, i), channel_fields[f].name);
-      p->kind = P_CHANNEL;
-      p->chan = i;
-      p->field = channel_fields[f].offset;
-      p->value = v;
-    }
-  }
-  const char *math = strcmp(dtype, "fp8xfp4") == 0 ? "fp8" : dtype;
-  double F = xs_profile_flops_per_s(prof, math);
-  if (F > 0) {
-    param *p = n < cap ? &out[n] : &spare;
-    n++;
-    snprintf(p->key, sizeof p->key, "compute.flops_per_s.%s", math);
-    p->kind = P_MMA;
-    p->value = F;
-  }
-  xs_kernel_costs k;
-  xs_profile_kernel_costs(prof, &k);
-  for (size_t f = 0; f < sizeof cost_fields / sizeof cost_fields[0]; f++) {
-    double v = FIELD(&k, cost_fields[f].offset);
-    if (!(v > 0 && isfinite(v)))
-      continue;
-    param *p = n < cap ? &out[n] : &spare;
-    n++;
-    snprintf(p->key, sizeof p->key, "compute.%s", cost_fields[f].name);
-    p->kind = P_COST;
-    p->field = cost_fields[f].offset;
-    p->value = v;
-  }
-  return n;
-}
-
-/* a copy of prof with one number moved by factor f: a typed copy, the
- * number set in place */
-static xs_status moved(const xs_profile *prof, const char *dtype,
-                       const param *p, double f, xs_profile **out,
-                       xs_error *err) {
-  *out = NULL;
-  xs_profile *q = NULL;
-  xs_status st = xs__profile_copy(prof, &q, err);
-  if (st)
-    return st;
-  switch (p->kind) {
-  case P_CHANNEL: {
-    xs_channel *ch = xs__profile_channel_mut(q, p->chan);
-    if (p->field == offsetof(xs_channel, inject_Bps) &&
-        ch->worker_inject_Bps == ch->inject_Bps)
-      ch->worker_inject_Bps *= f;
-    FIELD(ch, p->field) *= f;
-    st = xs_channel_check(ch, p->key, err);
-    break;
-  }
-  case P_MMA:
-    st = xs_profile_set_flops(
-        q, strcmp(dtype, "fp8xfp4") == 0 ? "fp8" : dtype, p->value * f, err);
-    break;
-  default: {
-    xs_kernel_costs k;
-    xs_profile_kernel_costs(q, &k);
-    FIELD(&k, p->field) *= f;
-    st = xs_profile_set_kernel_costs(q, &k, err);
-  }
-  }
-  if (st)
-    xs_profile_free(q);
-  else
-    *out = q;
-  return st;
-}
-
-/* a measurement's stated spread: the first "+-N%" or "\u00b1N%" of its
- * source, as a fraction; 0 when it states none */
-static double stated_spread(const char *src) {
-  for (const char *p = src; *p; p++) {
-    const char *q = NULL;
-    if (p[0] == '+' && p[1] == '-')
-      q = p + 2;
-    else if ((unsigned char)p[0] == 0xc2 && (unsigned char)p[1] == 0xb1)
-      q = p + 2;
-    if (!q)
-      continue;
-    char *end;
-    double v = strtod(q, &end);
-    if (end != q && *end == '%' && v > 0 && v < 100)
-      return v / 100;
-  }
-  return 0;
-}
-
-/* The range a number is moved over, from its source's kind
- * (xs_moe_sensitivity), and what would measure it. */
-static void range_of(const xs_profile *prof, const param *p, xs_moe_sensitivity *s) {
-  const char *src = xs_profile_number_source(prof, p->key);
-  size_t kl = src ? strcspn(src, ": (") : 0;
-  snprintf(s->kind, sizeof s->kind, "%.*s", (int)(kl < sizeof s->kind ? kl : 0), src ? src : "");
-  size_t n = strlen(p->key);
-  int rate = (n > 4 && !strcmp(p->key + n - 4, "_Bps")) || strstr(p->key, "flops_per_s");
-  int capacity = n > 10 && !strcmp(p->key + n - 10, "capacity_B");
-  double lo = 0.5, hi = 1.5;
-  if (!strcmp(s->kind, "measurement")) {
-    double sp = stated_spread(src);
-    lo = 1 - (sp > 0 ? sp : 0.1);
-    hi = 1 + (sp > 0 ? sp : 0.1);
-  } else if (!strcmp(s->kind, "derived")) {
-    lo = 0.8;
-    hi = 1.2;
-  } else if (!strcmp(s->kind, "datasheet")) {
-    /* a peak: what kernels reach is below it */
-    lo = rate ? 0.7 : 0.9;
-    hi = rate ? 1 : 1.1;
-  } else if (!strcmp(s->kind, "lead")) {
-    if (capacity) {
-      /* no fabric documents its buffers: from one CTA's outstanding
-       * stores (64 KiB, reported for a GB300 host link, sglang issue
-       * 40278) to that for every SM */
-      double sms = xs_profile_sms(prof) > 0 ? xs_profile_sms(prof) : 132;
-      lo = 65536 / p->value;
-      hi = fmax(sms * 65536 / p->value, lo * 2);
-    } else {
-      lo = 1.0 / 3;
-      hi = 3;
-    }
-  } else if (!strcmp(s->kind, "fitted")) {
-    /* the fit's 68% interval of its factor, about the number now */
-    const char *q = strstr(src, "fitted: x");
-    double scale = q ? strtod(q + 9, NULL) : 0, l = 0, h = 0;
-    const char *iv = strstr(src, "interval x");
-    if (iv) {
-      char *end;
-      l = strtod(iv + 10, &end);
-      const char *to = strstr(end, " to x");
-      h = to ? strtod(to + 5, NULL) : 0;
-    }
-    if (scale > 0 && l > 0 && h > l) {
-      lo = l / scale;
-      hi = h / scale;
-    }
-  }
-  s->lo = lo;
-  s->hi = hi;
-  /* four factors from lo to hi, geometric; where one end is 1 (a peak),
-   * none of them is */
-  double a = log(lo), b = log(hi);
-  for (int f = 0; f < XS_MOE_SENS_FACTORS; f++) {
-    double t = hi == 1 ? (double)f / XS_MOE_SENS_FACTORS
-                       : lo == 1 ? (double)(f + 1) / XS_MOE_SENS_FACTORS
-                                 : (double)f / (XS_MOE_SENS_FACTORS - 1);
-    s->factor[f] = exp(a + (b - a) * t);
-  }
-  if (p->kind == P_CHANNEL && !strstr(p->key, ".hbm."))
-    snprintf(s->settle, sizeof s->settle,
-             "xstage probe cuda-p2p (or xstage calibrate cuda-p2p) between two of the GPUs");
-  else if (p->kind == P_CHANNEL)
-    snprintf(s->settle, sizeof s->settle,
-             "a device-memory bandwidth benchmark (no xstage probe measures HBM)");
-  else
-    snprintf(s->settle, sizeof s->settle,
-             "the kernel's own timings: xstage fit megamoe (docs/tune.md)");
+/* the numbers of prof the MegaMoE planner reads: every channel's, the MMA
+ * peak and the kernel model's terms */
+static void params_of(const xs_profile *prof, const char *dtype, xs__sens_list *l) {
+  static const char *const costs[] = {"tile_overhead_s", "wgmma_cycles", "l2_Bps",
+                                      "launch_s", "barrier_s", "setup_s",
+                                      "host_sync_s", "a2a_fixed_s"};
+  for (size_t i = 0; i < xs_profile_channel_count(prof); i++)
+    xs__sens_channel(l, prof, i);
+  xs__sens_flops(l, prof, strcmp(dtype, "fp8xfp4") == 0 ? "fp8" : dtype);
+  xs__sens_costs(l, prof, costs, sizeof costs / sizeof costs[0]);
 }
 
 static int by_score(const void *x, const void *y) {
@@ -946,8 +748,10 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
                                      xs_moe_pick *base, xs_moe_sensitivity *out,
                                      size_t *n, xs_error *err) {
   *n = 0;
-  param ps[XS_MOE_SENS_MAX];
-  size_t np = params_of(prof, c->dtype, ps, XS_MOE_SENS_MAX);
+  xs__sens_param ps[XS_MOE_SENS_MAX];
+  xs__sens_list l = {ps, 0, XS_MOE_SENS_MAX};
+  params_of(prof, c->dtype, &l);
+  size_t np = l.n;
   if (np > XS_MOE_SENS_MAX)
     return xs__fail(err, XS_INVALID,
                     "sensitivity: profile \"%s\" has %zu numbers the plan reads, "
@@ -966,22 +770,17 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
   for (size_t i = 0; i < np && !st; i++) {
     xs_moe_sensitivity *s = &out[i];
     memset(s, 0, sizeof *s);
-    memcpy(s->param, ps[i].key, sizeof s->param);
-    s->value = ps[i].value;
-    range_of(prof, &ps[i], s);
+    xs__sens_head(prof, &ps[i], "the kernel's own timings: xstage fit megamoe (docs/tune.md)",
+                  s->param, &s->value, s->kind, &s->lo, &s->hi, s->settle, s->factor);
     for (int f = 0; f < XS_MOE_SENS_FACTORS && !st; f++) {
-      xs_profile *q = NULL;
+      xs_profile *q;
       xs_moe_option o[XS_MOE_MAX_OPTIONS];
       size_t no = 0;
-      xs_error skip;
       s->time_change[f] = s->replan_change[f] = NAN;
-      /* a number moved out of its valid range is left out at that factor */
-      if (moved(prof, c->dtype, &ps[i], s->factor[f], &q, &skip) == XS_INVALID)
-        continue;
-      if (!q) {
-        st = xs__fail(err, XS_NOMEM, "out of memory");
+      if ((st = xs__sens_moved(prof, &ps[i], s->factor[f], &q, err)))
         break;
-      }
+      if (!q) /* moved out of its valid range: left out at that factor */
+        continue;
       if ((st = xs_moe_options(c, q, schedules, o, &no, NULL, err))) {
         xs_profile_free(q);
         break;

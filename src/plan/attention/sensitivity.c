@@ -1,0 +1,153 @@
+/*
+ * sensitivity.c: which numbers of the profile an attention plan hangs on
+ * (xs_fa_sensitivity_run; docs/plan-flashattn.md "Sensitivity"). The
+ * numbers the ring planner reads are moved one at a time over the range
+ * their kind of source gives them (plan/sensitivity.c, shared with the
+ * MegaMoE planner) and every ring is planned again.
+ */
+#include "plan/attention/attention.h"
+#include "plan/sensitivity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The numbers xs_fa_plan reads for config c: the channel the KV blocks
+ * go on (emit.c), HBM (merges, interference), the cost terms (costs.c)
+ * and the kernel's throughput as kernel.c resolves it. */
+static void params_of(const xs_fa_config *c, const xs_profile *prof, xs__sens_list *l) {
+  static const char *const costs[] = {"launch_s",   "ring_step_s",  "barrier_s",
+                                      "copy_efficiency", "comm_sms", "comm_cta_Bps",
+                                      "forward_sm_Bps"};
+  size_t ch = xs_profile_default_channel(prof);
+  if (ch < xs_profile_channel_count(prof))
+    xs__sens_channel(l, prof, ch);
+  xs__sens_hbm(l, prof);
+  xs__sens_costs(l, prof, costs, sizeof costs / sizeof costs[0]);
+  char key[32], dkey[64];
+  snprintf(key, sizeof key, "%s", c->kernel);
+  snprintf(dkey, sizeof dkey, "%s_d%g", c->kernel, c->head_dim);
+  const char *use = xs_profile_attn(prof, XS_ATTN_FLOPS, dkey) > 0 ? dkey : key;
+  if (!(xs_profile_attn(prof, XS_ATTN_FLOPS, use) > 0)) {
+    xs__sens_flops(l, prof, c->dtype); /* a lead: FLOP/s x efficiency */
+    return;
+  }
+  for (int pass = 0; pass < 1 + !!c->backward; pass++) {
+    char fb[48];
+    snprintf(fb, sizeof fb, "%s_fwd_bwd", c->kernel);
+    const char *k = pass ? fb : use;
+    if (pass && !(xs_profile_attn(prof, XS_ATTN_FLOPS, fb) > 0))
+      break;
+    xs__sens_attn(l, prof, XS_ATTN_FLOPS, k);
+    xs__sens_attn(l, prof, XS_ATTN_CTA_S, k);
+    if (c->causal)
+      xs__sens_attn(l, prof, XS_ATTN_CAUSAL_EFFICIENCY, k);
+  }
+}
+
+/* what would measure a kernel or cost term */
+static const char *settle_of(const xs__sens_param *p) {
+  if (p->kind == XS__SENS_ATTN || p->kind == XS__SENS_FLOPS)
+    return "the kernel's own microbenchmark (flash-attention's benchmarks), fitted as "
+           "docs/plan-flashattn.md \"Attention kernel\" says";
+  if (strstr(p->key, "comm_") || strstr(p->key, "forward_sm"))
+    return "the transfer alone on the two GPUs: NCCL's sendrecv_perf, or one CTA's "
+           "stores to a peer";
+  if (strstr(p->key, "copy_efficiency"))
+    return "the merge kernels' time in a timeline of the ring (nsys)";
+  return "the gaps between the ring's kernels in a timeline (nsys)";
+}
+
+static int by_score(const void *x, const void *y) {
+  const xs_fa_sensitivity *a = x, *b = y;
+  if (a->score != b->score)
+    return a->score > b->score ? -1 : 1;
+  return strcmp(a->param, b->param);
+}
+
+static int same_ring(const xs_fa_ring *a, const xs_fa_ring *b) {
+  return a->path == b->path && a->layout == b->layout;
+}
+
+/* the choice among rows: the fastest ring, or the base one while it is
+ * within tol of it */
+static const xs_fa_ring *choose(const xs_fa_ring *rows, size_t n, const xs_fa_ring *base,
+                                double tol, const xs_fa_ring **mine) {
+  const xs_fa_ring *best = xs_fa_ring_best(rows, n);
+  *mine = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (same_ring(&rows[i], base))
+      *mine = &rows[i];
+  if (*mine && best && (*mine)->time_s <= best->time_s * (1 + tol))
+    return *mine;
+  return best;
+}
+
+xs_status xs_fa_sensitivity_run(const xs_fa_config *c, const xs_profile *prof, double tol,
+                                xs_fa_ring *base, xs_fa_sensitivity *out, size_t *n,
+                                xs_error *err) {
+  *n = 0;
+  if (!(tol >= 0 && tol <= 1))
+    return xs__fail(err, XS_INVALID, "sensitivity: tolerance must be in [0, 1], got %g",
+                    tol);
+  xs_status st = xs_fa_config_check(c, err);
+  if (st)
+    return st;
+  xs__sens_param ps[XS_FA_SENS_MAX];
+  xs__sens_list l = {ps, 0, XS_FA_SENS_MAX};
+  params_of(c, prof, &l);
+  if (l.n > XS_FA_SENS_MAX)
+    return xs__fail(err, XS_INVALID,
+                    "sensitivity: profile \"%s\" has %zu numbers the plan reads, more "
+                    "than the %d rows a run gives (XS_FA_SENS_MAX)",
+                    xs_profile_name(prof), l.n, XS_FA_SENS_MAX);
+  xs_fa_ring *rows = malloc(XS_FA_RINGS * sizeof *rows);
+  if (!rows)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  size_t nr = 0;
+  const xs_fa_ring *b = NULL;
+  if (!(st = xs_fa_rings(c, prof, rows, &nr, err)) && !(b = xs_fa_ring_best(rows, nr)))
+    st = xs__fail(err, XS_INVALID, "sensitivity: the plan has no ring");
+  if (!st)
+    *base = *b;
+  for (size_t i = 0; i < l.n && !st; i++) {
+    xs_fa_sensitivity *s = &out[i];
+    memset(s, 0, sizeof *s);
+    xs__sens_head(prof, &ps[i], settle_of(&ps[i]), s->param, &s->value, s->kind, &s->lo,
+                  &s->hi, s->settle, s->factor);
+    for (int f = 0; f < XS_MOE_SENS_FACTORS && !st; f++) {
+      xs_profile *q;
+      s->time_change[f] = s->replan_change[f] = NAN;
+      if ((st = xs__sens_moved(prof, &ps[i], s->factor[f], &q, err)))
+        break;
+      if (!q) /* moved out of its valid range: left out at that factor */
+        continue;
+      st = xs_fa_rings(c, q, rows, &nr, err);
+      xs_profile_free(q);
+      if (st)
+        break;
+      const xs_fa_ring *mine, *pick = choose(rows, nr, base, tol, &mine);
+      if (!pick) {
+        st = xs__fail(err, XS_INVALID, "sensitivity: the plan has no ring");
+        break;
+      }
+      if (mine)
+        s->time_change[f] = mine->time_s / base->time_s - 1;
+      s->replan_change[f] = pick->time_s / base->time_s - 1;
+      s->choice[f] = *pick;
+      s->changed[f] = !same_ring(pick, base);
+      if (fabs(s->time_change[f]) > s->score)
+        s->score = fabs(s->time_change[f]);
+    }
+    if (!st)
+      (*n)++;
+  }
+  free(rows);
+  if (st) {
+    *n = 0;
+    return st;
+  }
+  qsort(out, *n, sizeof *out, by_score);
+  return XS_OK;
+}
