@@ -17,6 +17,11 @@
 /* ---- the attention kernel (kernel.c) ---- */
 
 /* One kernel and pass: its measured throughput and shape. */
+/* Forward and backward: 3.5 forwards of FLOPs. The pair's measured
+ * throughput gives the backward's (kernel.c) where the backward comes out
+ * slower than the forward. */
+#define XS__FA_BWD_FLOPS 3.5
+
 typedef struct {
   double F;      /* forward-equivalent FLOP/s on all SMs               */
   double gpu_sms;/* the SMs F is measured on (the profile's)           */
@@ -93,13 +98,18 @@ typedef struct {
   double kv_B;      /* the KV block of one rank                         */
   double out_el;    /* output elements of one rank                      */
   double last_B;    /* bytes of the final conversion's merge            */
+  int fused;        /* the merge the ring's way runs (1: fused into one
+                       kernel, 6 B an element; 0: ring-flash-attention's
+                       unfused one): under zigzag it decides which of a
+                       step's two kinds of rank is the busier           */
 } xs__fa_ring;
 
 /* The steps on the busiest rank of c's ring, forward and, with
- * c->backward, backward; the local arm (no ring) with local = 1. */
+ * c->backward, backward, for a way whose merge is fused (1) or not (0);
+ * the local arm (no ring) with local = 1. */
 xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
-                            int local, xs__fa_kcache *cache, xs__fa_ring *r,
-                            xs_error *err);
+                            int local, int fused, xs__fa_kcache *cache,
+                            xs__fa_ring *r, xs_error *err);
 void xs__fa_ring_free(xs__fa_ring *r);
 /* The ring's kernel calls on `sms` SMs (the ring's own when sms is its). */
 xs_status xs__fa_ring_calls(const xs__fa_ring *r, double sms,

@@ -16,6 +16,9 @@
 static const xs__fa_way ways[XS_FA_PATHS] = {xs__fa_way_local, xs__fa_way_sequential,
                                              xs__fa_way_stream, xs__fa_way_sms,
                                              xs__fa_way_piggyback};
+/* the merge each way runs (way_*.c; xs__fa_merge refuses another): fused
+ * into one kernel but for dedicated-stream's, ring-flash-attention's */
+static const int fused_merge[XS_FA_PATHS] = {1, 1, 0, 1, 1};
 
 /* dedicated-sms: the SMs set aside that are searched (mKernel's and
  * ThunderKittens' sweeps: even, a K and a V sender each; and one, for
@@ -180,7 +183,7 @@ static xs_status ring_for(const xs_fa_config *c, const xs_profile *prof, xs_fa_p
   if ((unsigned)path >= XS_FA_PATHS)
     return xs__fail(err, XS_INVALID, "unknown path %d", (int)path);
   xs__fa_costs_of(prof, t);
-  return xs__fa_ring_build(c, prof, path == XS_FA_LOCAL, NULL, r, err);
+  return xs__fa_ring_build(c, prof, path == XS_FA_LOCAL, fused_merge[path], NULL, r, err);
 }
 
 /* one path of the config's ring (or the local arm), under burstgap or,
@@ -232,7 +235,7 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
     return xs__fail(err, XS_NOMEM, "out of memory");
   cache->n = 0;
   /* the local arm */
-  xs_status st = xs__fa_ring_build(c, prof, 1, cache, &r, err);
+  xs_status st = xs__fa_ring_build(c, prof, 1, 1, cache, &r, err);
   if (st) {
     free(cache);
     return st;
@@ -255,8 +258,15 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
       continue;
     xs_fa_config at = *c;
     at.layout = l;
-    if ((st = xs__fa_ring_build(&at, prof, 0, cache, &r, err)))
+    /* the ring for each kind of merge (they differ under zigzag only) */
+    xs__fa_ring rm[2];
+    if ((st = xs__fa_ring_build(&at, prof, 0, 0, cache, &rm[0], err)))
       break;
+    if ((st = xs__fa_ring_build(&at, prof, 0, 1, cache, &rm[1], err))) {
+      xs__fa_ring_free(&rm[0]);
+      break;
+    }
+    r = rm[1];
     if (l == c->layout) {
       /* the workload of the config's ring */
       xs_fa_workload *w = &out->work;
@@ -275,7 +285,8 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
       w->measured = r.kf.measured && (!c->backward || r.kb.measured);
     }
     for (int p = XS_FA_PATH_SEQUENTIAL; p < XS_FA_PATHS && !st; p++) {
-      if ((st = run_path(&r, &t, prof, (xs_fa_path)p, 0, 1, &pr, &out->searched, err)))
+      if ((st = run_path(&rm[fused_merge[p]], &t, prof, (xs_fa_path)p, 0, 1, &pr,
+                         &out->searched, err)))
         break;
       out->rings[out->nrings++] =
           (xs_fa_ring){(xs_fa_path)p, c->causal ? l : -1, pr.time[XS_MODEL_BURSTGAP], pr.bd};
@@ -288,7 +299,8 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
         }
       }
     }
-    xs__fa_ring_free(&r);
+    xs__fa_ring_free(&rm[0]);
+    xs__fa_ring_free(&rm[1]);
   }
   free(cache);
   return st;

@@ -72,10 +72,11 @@ void xs__fa_ring_free(xs__fa_ring *r) {
 }
 
 xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
-                            int local, xs__fa_kcache *cache, xs__fa_ring *r,
-                            xs_error *err) {
+                            int local, int fused, xs__fa_kcache *cache,
+                            xs__fa_ring *r, xs_error *err) {
   memset(r, 0, sizeof *r);
   r->c = c;
+  r->fused = fused;
   r->cache = cache;
   xs_status st = xs_fa_config_check(c, err);
   if (st)
@@ -92,11 +93,11 @@ xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
   double kv_el = c->batch * c->seq * c->heads_kv * c->head_dim;
   r->kv_B = 2 * kv_el * c->bytes;
   r->out_el = c->batch * c->seq * c->heads_q * c->head_dim;
-  /* an unfused merge of the whole output: where zigzag's two kinds of
+  /* the way's merge of the whole output: where zigzag's two kinds of
    * rank are close, the one that merges all of it is the busier */
   xs__fa_costs t;
   xs__fa_costs_of(prof, &t);
-  double merge_full = t.unfused_B * r->out_el / t.merge_Bps;
+  double merge_full = (fused ? t.fused_B : t.unfused_B) * r->out_el / t.merge_Bps;
   /* which kernels the steps run */
   for (int b = 0; b < (int)passes; b++) {
     if (!c->causal) {
