@@ -544,7 +544,11 @@ void cli_sensitivity_print(const xs_profile *prof, const char *base_words, doubl
          "  lead its plausible range), and the choice a new plan makes where it\n"
          "  differs; the first row is what to measure first\n",
          base_words, xs_format_time(base_s, a, sizeof a), cli_profile_text(prof));
-  printf("  %-34s %13s %-11s %-15s %31s  %s\n", "parameter", "value", "kind", "range",
+  int pw = 34; /* the parameter column: as wide as the longest key */
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(s[i].param) > pw)
+      pw = (int)strlen(s[i].param);
+  printf("  %-*s %13s %-11s %-15s %31s  %s\n", pw, "parameter", "value", "kind", "range",
          "time at the four points", "new choice");
   for (size_t i = 0; i < n; i++) {
     char v[32], pc[4][16], nc[600] = "", rg[40];
@@ -561,7 +565,7 @@ void cli_sensitivity_print(const xs_profile *prof, const char *base_words, doubl
     }
     snprintf(rg, sizeof rg, "x%.3g-x%.3g", s[i].lo, s[i].hi);
     char pn[96], kn[64];
-    printf("  %-34s %13s %-11s %-15s %7s %7s %7s %7s  %s\n",
+    printf("  %-*s %13s %-11s %-15s %7s %7s %7s %7s  %s\n", pw,
            cli_text(s[i].param, pn, sizeof pn),
            value_words(s[i].param, s[i].value, v, sizeof v),
            s[i].kind[0] ? cli_text(s[i].kind, kn, sizeof kn) : "-", rg, pc[0], pc[1], pc[2],

@@ -100,8 +100,8 @@ void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
 int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
                   const xs_profile *prof, const xs_moe_table_options *o,
                   int json, const char *header, const char *prefix);
-void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
-                               const xs_moe_sensitivity *s, size_t n);
+int cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
+                              const xs_moe_sensitivity *s, size_t n);
 /* A sensitivity run's rows as text (xs_moe_sensitivity and
  * xs_fa_sensitivity share these fields; choice: the new choice in words
  * where changed), then the leads the answer hangs on and what to measure

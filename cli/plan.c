@@ -375,8 +375,8 @@ int cmd_plan(int argc, char **argv) {
       goto done;
     }
     cli_moe_certainty_print(&pick, &cert, tol);
-    if (sens)
-      cli_moe_sensitivity_print(prof, &pick, sens, nsens);
+    if (sens && (rc = cli_moe_sensitivity_print(prof, &pick, sens, nsens)))
+      goto done;
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
            pname, pname);
   }

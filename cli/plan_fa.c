@@ -280,6 +280,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
   const char *emit = NULL, *trace = NULL, *svg = NULL, *kernel = NULL, *layout = NULL;
   const char *grid_text = NULL, *header = NULL, *prefix = NULL, *way = NULL;
   double tol = 0.01;
+  const char *tol_text = NULL;
   int json = 0, causal = -1, backward = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
@@ -296,6 +297,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     case 'l':
       if ((prc = cli_parse_tolerance("plan", optarg, &tol)))
         return prc;
+      tol_text = optarg;
       break;
     case 'r': preset = optarg; break;
     case 'c': file = optarg; break;
@@ -323,6 +325,9 @@ int cmd_plan_flashattn(int argc, char **argv) {
   if (way && (path = xs_fa_path_from_name(way)) < 0)
     return cli_usage_error("plan", "--path: expected local, sequential, dedicated-stream, "
                                    "dedicated-sms or piggyback, got \"%s\"", way);
+  if (tol_text && !grid_text && !sensitivity)
+    return cli_usage_error("plan", "--tolerance chooses among rings for --seq-grid or "
+                                   "--sensitivity: give one of them");
   if (way && !emit && !trace && !svg)
     return cli_usage_error("plan", "--path chooses what --emit-program, --trace or --svg "
                                    "write: give one of them");

@@ -217,14 +217,12 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
 
 /* ---- sensitivity ---- */
 
-void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
-                               const xs_moe_sensitivity *s, size_t n) {
+int cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
+                              const xs_moe_sensitivity *s, size_t n) {
   char w[128];
   cli_sens_row *rows = calloc(n ? n : 1, sizeof *rows);
-  if (!rows) {
-    cli_out_of_memory("plan");
-    return;
-  }
+  if (!rows)
+    return cli_out_of_memory("plan");
   for (size_t i = 0; i < n; i++) {
     cli_sens_row *r = &rows[i];
     CLI_SENS_ROW(r, &s[i]);
@@ -235,4 +233,5 @@ void cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
   cli_sensitivity_print(prof, option_words(&base->chosen, w, sizeof w), base->chosen.time_s,
                         rows, n);
   free(rows);
+  return EXIT_OK;
 }

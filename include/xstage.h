@@ -1064,10 +1064,11 @@ XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
 /* Sensitivity of an attention plan to each number of the profile it
  * reads, with xs_moe_sensitivity's design (docs/tune.md "Sensitivity"):
  * the forwarding channel's rates, capacity and latency, compute.hbm_Bps,
- * the kernel's attn_* entries it uses (or the dtype's FLOP/s where it has
- * none), and the cost terms (launch_s, ring_step_s, barrier_s,
- * copy_efficiency, comm_sms, comm_cta_Bps, forward_sm_Bps), each moved
- * over the range its kind of source gives it, at four factors, and every
+ * the kernel's attn_* entries it uses (or the dtype's FLOP/s and
+ * compute.efficiency where it has none), and the cost terms (launch_s,
+ * ring_step_s, barrier_s, copy_efficiency, comm_sms, comm_cta_Bps,
+ * forward_sm_Bps), each moved over the range its kind of source gives
+ * it, at four factors (a fraction no higher than 1), and every
  * ring replanned on a typed copy of the profile. The choice is a ring:
  * a way and a causal layout (dedicated-sms's SMs searched again). The
  * base choice is the fastest ring; at a factor the choice stays while

@@ -420,6 +420,8 @@ static void test_plan_sweep(void **s) {
   assert_non_null(strstr(out_buf, "  sensitivity of piggyback, zigzag"));
   assert_non_null(strstr(out_buf, "compute.attn_flops_per_s.fa3"));
   assert_non_null(strstr(out_buf, "  to measure first: "));
+  expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --tolerance 2%", 2,
+            "--tolerance chooses among rings for --seq-grid or --sensitivity");
   expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --seq-grid 1024,2048 "
             "--sensitivity", 2, "does not take --seq, --emit-program, --trace, --svg or "
             "--sensitivity");

@@ -98,6 +98,18 @@ void xs__sens_hbm(xs__sens_list *l, const xs_profile *prof) {
     snprintf(next(l, XS__SENS_HBM, v)->key, sizeof l->p->key, "compute.hbm_Bps");
 }
 
+void xs__sens_efficiency(xs__sens_list *l, const xs_profile *prof) {
+  double v = xs_profile_efficiency(prof);
+  if (set(v))
+    snprintf(next(l, XS__SENS_EFFICIENCY, v)->key, sizeof l->p->key, "compute.efficiency");
+}
+
+/* a fraction of a peak, 1 at most */
+static int fraction(const xs__sens_param *p) {
+  return p->kind == XS__SENS_EFFICIENCY ||
+         (p->kind == XS__SENS_COST && p->field == offsetof(xs_kernel_costs, copy_efficiency));
+}
+
 void xs__sens_attn(xs__sens_list *l, const xs_profile *prof, xs_attn_table t,
                    const char *kernel) {
   double v = xs_profile_attn(prof, t, kernel);
@@ -117,6 +129,8 @@ xs_status xs__sens_moved(const xs_profile *prof, const xs__sens_param *p,
   if (st)
     return st;
   xs_error range; /* why the number left its valid range: not an error */
+  /* the top of a fraction's range is 1 itself, not a rounding above it */
+  double v = fraction(p) ? fmin(1, p->value * f) : p->value * f;
   switch (p->kind) {
   case XS__SENS_CHANNEL: {
     xs_channel *ch = xs__profile_channel_mut(q, p->chan);
@@ -128,19 +142,21 @@ xs_status xs__sens_moved(const xs_profile *prof, const xs__sens_param *p,
     break;
   }
   case XS__SENS_FLOPS:
-    st = xs_profile_set_flops(q, p->name, p->value * f, &range);
+    st = xs_profile_set_flops(q, p->name, v, &range);
     break;
   case XS__SENS_HBM:
-    st = xs_profile_set_compute(q, xs_profile_sms(q), xs_profile_efficiency(q),
-                                p->value * f, &range);
+    st = xs_profile_set_compute(q, xs_profile_sms(q), xs_profile_efficiency(q), v, &range);
+    break;
+  case XS__SENS_EFFICIENCY:
+    st = xs_profile_set_compute(q, xs_profile_sms(q), v, xs_profile_hbm_Bps(q), &range);
     break;
   case XS__SENS_ATTN:
-    st = xs_profile_set_attn(q, (xs_attn_table)p->table, p->name, p->value * f, &range);
+    st = xs_profile_set_attn(q, (xs_attn_table)p->table, p->name, v, &range);
     break;
   default: {
     xs_kernel_costs k;
     xs_profile_kernel_costs(q, &k);
-    FIELD(&k, p->field) *= f;
+    FIELD(&k, p->field) = v;
     st = xs_profile_set_kernel_costs(q, &k, &range);
   }
   }
@@ -233,8 +249,8 @@ void xs__sens_range(const xs_profile *prof, const xs__sens_param *p,
       hi = h / scale;
     }
   }
-  /* a fraction of a peak (copy_efficiency) reaches 1 at most */
-  if (strstr(p->key, "copy_efficiency") && p->value * hi > 1)
+  /* a fraction of a peak reaches 1 at most */
+  if (fraction(p) && p->value * hi > 1)
     hi = fmax(1 / p->value, lo * 1.01);
   *lo_out = lo;
   *hi_out = hi;

@@ -16,6 +16,7 @@ enum {
   XS__SENS_FLOPS,   /* compute.flops_per_s.<dtype>                      */
   XS__SENS_COST,    /* a field of xs_kernel_costs                       */
   XS__SENS_HBM,     /* compute.hbm_Bps                                  */
+  XS__SENS_EFFICIENCY, /* compute.efficiency                            */
   XS__SENS_ATTN     /* compute.attn_*.<kernel>                          */
 };
 
@@ -48,6 +49,9 @@ void xs__sens_costs(xs__sens_list *l, const xs_profile *prof,
                     const char *const *names, size_t n);
 /* compute.hbm_Bps */
 void xs__sens_hbm(xs__sens_list *l, const xs_profile *prof);
+/* compute.efficiency: the fraction of the FLOP/s a kernel without its own
+ * figures reaches */
+void xs__sens_efficiency(xs__sens_list *l, const xs_profile *prof);
 /* the attention table's entry for a kernel key ("fa3", "fa2_fwd_bwd") */
 void xs__sens_attn(xs__sens_list *l, const xs_profile *prof, xs_attn_table t,
                    const char *kernel);

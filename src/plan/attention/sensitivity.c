@@ -29,15 +29,21 @@ static void params_of(const xs_fa_config *c, const xs_profile *prof, xs__sens_li
   snprintf(key, sizeof key, "%s", c->kernel);
   snprintf(dkey, sizeof dkey, "%s_d%g", c->kernel, c->head_dim);
   const char *use = xs_profile_attn(prof, XS_ATTN_FLOPS, dkey) > 0 ? dkey : key;
-  if (!(xs_profile_attn(prof, XS_ATTN_FLOPS, use) > 0)) {
-    xs__sens_flops(l, prof, c->dtype); /* a lead: FLOP/s x efficiency */
+  double Ff = xs_profile_attn(prof, XS_ATTN_FLOPS, use);
+  if (!(Ff > 0)) {
+    /* a lead: FLOP/s x efficiency (kernel.c) */
+    xs__sens_flops(l, prof, c->dtype);
+    xs__sens_efficiency(l, prof);
     return;
   }
   for (int pass = 0; pass < 1 + !!c->backward; pass++) {
     char fb[48];
     snprintf(fb, sizeof fb, "%s_fwd_bwd", c->kernel);
     const char *k = pass ? fb : use;
-    if (pass && !(xs_profile_attn(prof, XS_ATTN_FLOPS, fb) > 0))
+    /* the pair's figures where kernel.c takes them: a backward slower
+     * than the forward */
+    double Ffb = xs_profile_attn(prof, XS_ATTN_FLOPS, fb);
+    if (pass && !(Ffb > 0 && XS__FA_BWD_FLOPS / Ffb > 1 / Ff * 1.0001))
       break;
     xs__sens_attn(l, prof, XS_ATTN_FLOPS, k);
     xs__sens_attn(l, prof, XS_ATTN_CTA_S, k);
