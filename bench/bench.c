@@ -345,6 +345,40 @@ static int bench_plan(int quick) {
     }
   printf("sweep_megamoe_default %.3g s\n", now_s() - t0);
   printf("sweep_megamoe_configs %zu configs\n", n);
+  /* the attention planner (FA3, Llama-3-8B, CP 8, causal): a plan, and a
+   * sensitivity run (4 x numbers + 1 plans) */
+  const double seqs[] = {2048, 131072};
+  for (int k = 0; k < 2; k++) {
+    xs_fa_config c;
+    xs_fa_preset("llama3-8b", &c);
+    snprintf(c.kernel, sizeof c.kernel, "fa3");
+    c.seq = seqs[k];
+    int reps = quick ? 1 : 3;
+    double tp[3], ts[3];
+    xs_fa_result *res = malloc(sizeof *res);
+    xs_fa_sensitivity *sens = malloc(XS_FA_SENS_MAX * sizeof *sens);
+    size_t ns = 0;
+    if (!res || !sens) {
+      fprintf(stderr, "xstage-bench: out of memory\n");
+      return 1;
+    }
+    for (int r = 0; r < reps; r++) {
+      xs_fa_ring base;
+      double a = now_s();
+      if (xs_fa_plan(&c, prof, res, &e))
+        die("plan flashattn", &e);
+      double b = now_s();
+      if (xs_fa_sensitivity_run(&c, prof, 0.01, &base, sens, &ns, &e))
+        die("plan flashattn --sensitivity", &e);
+      tp[r] = b - a;
+      ts[r] = now_s() - b;
+    }
+    printf("plan_flashattn_fa3_S%g %.3g ms\n", seqs[k], median(tp, reps) * 1e3);
+    printf("sensitivity_flashattn_fa3_S%g %.3g s\n", seqs[k], median(ts, reps));
+    printf("sensitivity_flashattn_fa3_S%g_plans %zu plans\n", seqs[k], 4 * ns + 1);
+    free(res);
+    free(sens);
+  }
   xs_profile_free(prof);
   /* the run-time table at half the 1% target, then at the CLI's default */
   return bench_plan_table(quick, 0.005, "") || bench_plan_table(quick, 0.01, "_tol1pct");
