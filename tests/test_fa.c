@@ -625,15 +625,36 @@ static void test_sensitivity(void **st) {
                   s[0].param, s[0].time_change[0] * 100, s[0].factor[0]);
     xs_profile_free(prof);
   }
-  /* a tolerance out of range, and a bad config */
+  /* a kernel without figures of its own (FA4 on gb300-nvlink): its
+   * throughput is the FLOP/s times the efficiency, and both are moved,
+   * the efficiency (a fraction) no higher than 1 */
   xs_profile *prof;
   xs_error e;
-  assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+  assert_int_equal(xs_profile_load("gb300-nvlink", &prof, &e), XS_OK);
   xs_fa_config c;
-  xs_fa_preset("mha", &c);
+  xs_fa_preset("llama3-8b", &c);
+  snprintf(c.kernel, sizeof c.kernel, "fa4");
   xs_fa_ring base;
   xs_fa_sensitivity s[XS_FA_SENS_MAX];
   size_t n = 7;
+  assert_int_equal(xs_fa_sensitivity_run(&c, prof, 0.01, &base, s, &n, &e), XS_OK);
+  int eff = 0, flops = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(s[i].param, "compute.efficiency")) {
+      eff = 1;
+      assert_true(s[i].value * s[i].hi <= 1 + 1e-12);
+      assert_false(isnan(s[i].time_change[XS_MOE_SENS_FACTORS - 1]));
+      assert_non_null(strstr(s[i].settle, "microbenchmark"));
+    }
+    flops |= !strcmp(s[i].param, "compute.flops_per_s.bf16");
+    assert_null(strstr(s[i].param, "attn_"));
+  }
+  assert_true(eff && flops);
+  xs_profile_free(prof);
+  /* a tolerance out of range, and a bad config */
+  assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+  xs_fa_preset("mha", &c);
+  n = 7;
   assert_int_equal(xs_fa_sensitivity_run(&c, prof, 2, &base, s, &n, &e), XS_INVALID);
   assert_int_equal(n, 0);
   c.cp = 0;

@@ -54,7 +54,8 @@ static void params_of(const xs_fa_config *c, const xs_profile *prof, xs__sens_li
 
 /* what would measure a kernel or cost term */
 static const char *settle_of(const xs__sens_param *p) {
-  if (p->kind == XS__SENS_ATTN || p->kind == XS__SENS_FLOPS)
+  if (p->kind == XS__SENS_ATTN || p->kind == XS__SENS_FLOPS ||
+      p->kind == XS__SENS_EFFICIENCY)
     return "the kernel's own microbenchmark (flash-attention's benchmarks), fitted as "
            "docs/plan-flashattn.md \"Attention kernel\" says";
   if (strstr(p->key, "comm_") || strstr(p->key, "forward_sm"))
