@@ -216,14 +216,14 @@ void xs__fa_kernel_terms(xs__fa_prog *g, size_t s, double slow, double extra);
 xs_status xs__fa_all_compute(xs__fa_prog *g, double seconds, xs_error *err);
 /* Every worker waits for the send (the next block's arrival). */
 xs_status xs__fa_all_wait(xs__fa_prog *g, size_t send, xs_error *err);
-/* Step s's merge (fused: one kernel, 6 B an element; else
- * ring-flash-attention's) and the fixed costs after it: `launches` kernel
- * launches and `fixed` seconds more, recorded as terms. */
-xs_status xs__fa_merge(xs__fa_prog *g, size_t s, int fused, double launches,
-                       double fixed, xs_error *err);
+/* Step s's merge (the ring's kind: fused, one kernel, 6 B an element;
+ * else ring-flash-attention's) and the fixed costs after it: `launches`
+ * kernel launches and `fixed` seconds more, recorded as terms. */
+xs_status xs__fa_merge(xs__fa_prog *g, size_t s, double launches, double fixed,
+                       xs_error *err);
 /* The final conversion of the output (and, backward, the gradients), and
  * the program finished. */
-xs_status xs__fa_prog_end(xs__fa_prog *g, int fused, xs_error *err);
+xs_status xs__fa_prog_end(xs__fa_prog *g, xs_error *err);
 /* A sender of `units` CTAs or SMs each sending at unit_Bps (0: the
  * channel's per-worker rate r_w), as copies of a worker at r_w: the
  * copies' count (at least 1). */

@@ -140,7 +140,7 @@ xs_status xs__fa_all_wait(xs__fa_prog *g, size_t send, xs_error *err) {
 /* The bytes step s's merge moves through HBM: the first step only
  * converts its output (unfused) or writes it (fused); later ones merge
  * their share of it; a backward step accumulates dQ, dK and dV. */
-static double merge_B(const xs__fa_prog *g, size_t s, int fused) {
+static double merge_B(const xs__fa_prog *g, size_t s) {
   const xs__fa_ring *r = g->r;
   const xs__fa_step *st = &r->step[s];
   const xs_fa_config *c = r->c;
@@ -149,37 +149,23 @@ static double merge_B(const xs__fa_prog *g, size_t s, int fused) {
     return g->t->grad_B * (r->out_el + 2 * kv_el);
   }
   if (s == 0)
-    return fused ? 0 : g->t->convert_B * r->out_el;
-  return (fused ? g->t->fused_B : g->t->unfused_B) * r->out_el * st->out_share;
+    return r->fused ? 0 : g->t->convert_B * r->out_el;
+  return (r->fused ? g->t->fused_B : g->t->unfused_B) * r->out_el * st->out_share;
 }
 
-/* a way's merge must be the one its ring chose its busier ranks by */
-static xs_status same_merge(const xs__fa_prog *g, int fused, xs_error *err) {
-  if (fused != g->r->fused)
-    return xs__fail(err, XS_INVALID, "internal: a way's %s merge on a ring built for "
-                    "the %s one", fused ? "fused" : "unfused",
-                    g->r->fused ? "fused" : "unfused");
-  return XS_OK;
-}
-
-xs_status xs__fa_merge(xs__fa_prog *g, size_t s, int fused, double launches,
-                       double fixed, xs_error *err) {
-  xs_status st = same_merge(g, fused, err);
-  if (st)
-    return st;
-  double m = merge_B(g, s, fused) / g->t->merge_Bps;
+xs_status xs__fa_merge(xs__fa_prog *g, size_t s, double launches, double fixed,
+                       xs_error *err) {
+  double m = merge_B(g, s) / g->t->merge_Bps;
   double f = launches * g->t->launch_s + fixed;
   g->merge_s += m;
   g->fixed_s += f;
   return xs__fa_all_compute(g, m + f, err);
 }
 
-xs_status xs__fa_prog_end(xs__fa_prog *g, int fused, xs_error *err) {
+xs_status xs__fa_prog_end(xs__fa_prog *g, xs_error *err) {
   const xs_fa_config *c = g->r->c;
-  if (same_merge(g, fused, err))
-    return err->status;
   double kv_el = c->batch * c->seq * c->heads_kv * c->head_dim;
-  double B = (fused ? 0 : g->t->convert_B * g->r->out_el) +
+  double B = (g->r->fused ? 0 : g->t->convert_B * g->r->out_el) +
              (c->backward ? g->t->convert_B * (g->r->out_el + 2 * kv_el) : 0);
   double m = B / g->t->merge_Bps;
   g->merge_s += m;

@@ -16,8 +16,9 @@
 static const xs__fa_way ways[XS_FA_PATHS] = {xs__fa_way_local, xs__fa_way_sequential,
                                              xs__fa_way_stream, xs__fa_way_sms,
                                              xs__fa_way_piggyback};
-/* the merge each way runs (way_*.c; xs__fa_merge refuses another): fused
- * into one kernel but for dedicated-stream's, ring-flash-attention's */
+/* the merge each way runs, which its ring is built for (xs__fa_merge
+ * takes the ring's): fused into one kernel but for dedicated-stream's,
+ * ring-flash-attention's (way_*.c say why) */
 static const int fused_merge[XS_FA_PATHS] = {1, 1, 0, 1, 1};
 
 /* dedicated-sms: the SMs set aside that are searched (mKernel's and

@@ -113,9 +113,9 @@ xs_status xs__fa_way_piggyback(xs__fa_prog *g, unsigned k_unused, xs_error *err)
     /* the merge (fused) and the launches: attention and merge; then the
      * next block must be here */
     if (!st)
-      st = xs__fa_merge(g, s, 1, 2, 0, err);
+      st = xs__fa_merge(g, s, 2, 0, err);
     for (size_t i = 0; i < nk && !st && fwd; i++)
       st = xs__fa_all_wait(g, last[i], err);
   }
-  return st ? st : xs__fa_prog_end(g, 1, err);
+  return st ? st : xs__fa_prog_end(g, err);
 }

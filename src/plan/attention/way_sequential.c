@@ -38,7 +38,7 @@ xs_status xs__fa_way_sequential(xs__fa_prog *g, unsigned k_unused, xs_error *err
     }
     /* the merge, fused, and the kernels' launches: attention and merge */
     if (!st)
-      st = xs__fa_merge(g, s, 1, 2, 0, err);
+      st = xs__fa_merge(g, s, 2, 0, err);
   }
-  return st ? st : xs__fa_prog_end(g, 1, err);
+  return st ? st : xs__fa_prog_end(g, err);
 }

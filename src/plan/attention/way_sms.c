@@ -35,9 +35,9 @@ xs_status xs__fa_way_sms(xs__fa_prog *g, unsigned k, xs_error *err) {
     /* the reduction kernel and the barrier kernel: the next block is
      * there once every device has passed it */
     if (!st)
-      st = xs__fa_merge(g, s, 1, 3, t->barrier_s, err);
+      st = xs__fa_merge(g, s, 3, t->barrier_s, err);
     if (!st && fwd)
       st = xs__fa_all_wait(g, sid, err);
   }
-  return st ? st : xs__fa_prog_end(g, 1, err);
+  return st ? st : xs__fa_prog_end(g, err);
 }

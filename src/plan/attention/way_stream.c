@@ -59,9 +59,9 @@ xs_status xs__fa_way_stream(xs__fa_prog *g, unsigned k_unused, xs_error *err) {
     /* the merge, ring-flash-attention's, and the launches on the critical
      * stream: attention and the merge's kernels; the host's post and wait */
     if (!st)
-      st = xs__fa_merge(g, s, 0, 1 + t->unfused_kernels, t->sync_s, err);
+      st = xs__fa_merge(g, s, 1 + t->unfused_kernels, t->sync_s, err);
     if (!st && fwd)
       st = xs__fa_all_wait(g, sid, err);
   }
-  return st ? st : xs__fa_prog_end(g, 0, err);
+  return st ? st : xs__fa_prog_end(g, err);
 }
