@@ -513,6 +513,23 @@ static void test_comm_summary(void **st) {
   xs_validate_free(&set);
 }
 
+/* A config of a preset on a built-in profile, with its kernel, tokens per
+ * rank and pass */
+typedef struct {
+  const char *gpu, *preset, *kernel;
+  double seq;
+  int backward;
+} fa_case;
+
+static void case_setup(const fa_case *k, xs_profile **prof, xs_fa_config *c) {
+  xs_error e;
+  assert_int_equal(xs_profile_load(k->gpu, prof, &e), XS_OK);
+  assert_int_equal(xs_fa_preset(k->preset, c), 0);
+  c->seq = k->seq;
+  c->backward = k->backward;
+  snprintf(c->kernel, sizeof c->kernel, "%s", k->kernel);
+}
+
 /* The sensitivity of an attention plan (docs/plan-flashattn.md
  * "Sensitivity"): the rows cover what the plan reads, each with its
  * source and its kind's range; a number moved by hand through the public
@@ -521,23 +538,15 @@ static void test_comm_summary(void **st) {
  * launch or CTA never faster. */
 static void test_sensitivity(void **st) {
   (void)st;
-  static const struct {
-    const char *gpu, *preset, *kernel;
-    double seq;
-    int backward;
-  } cases[] = {{"h100-nvlink", "llama3-8b", "fa3", 2048, 0},
-               {"h100-nvlink", "llama3-8b", "fa2", 1024, 1},
-               {"h200-nvlink", "llama3-70b", "fa3", 16384, 0},
-               {"b200-nvlink", "llama3-8b", "fa4", 4096, 0}};
+  static const fa_case cases[] = {{"h100-nvlink", "llama3-8b", "fa3", 2048, 0},
+                                  {"h100-nvlink", "llama3-8b", "fa2", 1024, 1},
+                                  {"h200-nvlink", "llama3-70b", "fa3", 16384, 0},
+                                  {"b200-nvlink", "llama3-8b", "fa4", 4096, 0}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     xs_profile *prof;
     xs_error e;
-    assert_int_equal(xs_profile_load(cases[k].gpu, &prof, &e), XS_OK);
     xs_fa_config c;
-    assert_int_equal(xs_fa_preset(cases[k].preset, &c), 0);
-    c.seq = cases[k].seq;
-    c.backward = cases[k].backward;
-    snprintf(c.kernel, sizeof c.kernel, "%s", cases[k].kernel);
+    case_setup(&cases[k], &prof, &c);
     xs_fa_ring base, rows[XS_FA_RINGS];
     xs_fa_sensitivity s[XS_FA_SENS_MAX];
     size_t n, nr;
@@ -670,26 +679,18 @@ static void test_sensitivity(void **st) {
  * way's broke this (a faster HBM made piggyback 31% slower). */
 static void test_monotone(void **st) {
   (void)st;
-  static const struct {
-    const char *gpu, *preset, *kernel;
-    double seq;
-    int backward;
-  } cases[] = {{"h100-nvlink", "llama3-8b", "fa2", 1024, 0},
-               {"h100-nvlink", "llama3-8b", "fa2", 1024, 1},
-               {"h100-nvlink", "mha", "fa2", 2048, 1},
-               {"h100-nvlink", "llama3-8b", "fa3", 16384, 0},
-               {"b200-nvlink", "llama3-8b", "fa4", 1024, 0}};
+  static const fa_case cases[] = {{"h100-nvlink", "llama3-8b", "fa2", 1024, 0},
+                                  {"h100-nvlink", "llama3-8b", "fa2", 1024, 1},
+                                  {"h100-nvlink", "mha", "fa2", 2048, 1},
+                                  {"h100-nvlink", "llama3-8b", "fa3", 16384, 0},
+                                  {"b200-nvlink", "llama3-8b", "fa4", 1024, 0}};
   static const double factors[] = {0.5, 0.7, 1, 1.4, 2};
   enum { NF = sizeof factors / sizeof factors[0] };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     xs_profile *prof;
     xs_error e;
-    assert_int_equal(xs_profile_load(cases[k].gpu, &prof, &e), XS_OK);
     xs_fa_config c;
-    assert_int_equal(xs_fa_preset(cases[k].preset, &c), 0);
-    c.seq = cases[k].seq;
-    c.backward = cases[k].backward;
-    snprintf(c.kernel, sizeof c.kernel, "%s", cases[k].kernel);
+    case_setup(&cases[k], &prof, &c);
     char fb[32];
     snprintf(fb, sizeof fb, "%s_fwd_bwd", c.kernel);
     for (int what = 0; what < 3; what++) {
