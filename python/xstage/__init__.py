@@ -25,7 +25,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from . import _check, _lib
 from ._errors import (ArgumentTypeError, DeadlineError, Error, InputOutputError,
                       InternalError, InvalidInputError, NotAvailableError, NotFoundError,
-                      OutOfMemoryError, ParseError, from_os_error, from_status)
+                      OutOfMemoryError, ParseError, from_os_error)
+from ._errors import raise_status as _raise
 from ._results import (ChannelUse, FAPlan, FATable, Knobs, MoEConfig, MoEPlan, MoESchedule,
                        MoETable, Option, Prediction, Recommendation, Result, SendTime, Sweep,
                        Tabular, Validation, ValidationRow, WorkerTime, format_time)
@@ -63,11 +64,6 @@ _SEQ_MAX = 1_000_000_000
 _TABLE_MAX = 4096  # XS_MOE_TABLE_MAX
 
 
-def _raise(status, err, filename=None):
-    if status:
-        raise from_status(status, err.message.decode("utf-8", "replace"), filename)
-
-
 def _take_text(ptr):
     """A malloc'd char * from the library as str, freed."""
     if not ptr:
@@ -82,12 +78,18 @@ def _take_json(ptr):
     return json.loads(_take_text(ptr))
 
 
-def _call_json(fn, *args):
-    """fn(*args, char **out, xs_error *err) -> the parsed document"""
+def _call_out(fn, *args, filename=None):
+    """fn(*args, T **out, xs_error *err) -> out (a c_void_p), or the
+    exception for its status (naming filename where the library's does)"""
     out = ctypes.c_void_p()
     err = _lib.XsError()
-    _raise(fn(*args, ctypes.byref(out), ctypes.byref(err)), err)
-    return _take_json(out)
+    _raise(fn(*args, ctypes.byref(out), ctypes.byref(err)), err, filename)
+    return out
+
+
+def _call_json(fn, *args):
+    """fn(*args, char **out, xs_error *err) -> the parsed document"""
+    return _take_json(_call_out(fn, *args))
 
 
 def _read(name, value):
@@ -178,21 +180,13 @@ class Profile:
     def load(cls, name_or_path):
         """A built-in profile by name, or a profile JSON file."""
         raw = _check.path("profile", name_or_path)
-        h = ctypes.c_void_p()
-        err = _lib.XsError()
-        _raise(_lib.xs_profile_load(raw, ctypes.byref(h), ctypes.byref(err)), err,
-               raw.decode("utf-8", "replace"))
-        return cls(h)
+        return cls(_call_out(_lib.xs_profile_load, raw, filename=raw.decode("utf-8", "replace")))
 
     @classmethod
     def from_json(cls, text, filename="<profile>"):
         data = _check.text("profile JSON", text)
         fname = _check.text("filename", filename)
-        h = ctypes.c_void_p()
-        err = _lib.XsError()
-        _raise(_lib.xs_profile_parse(data, len(data), fname, ctypes.byref(h),
-                                     ctypes.byref(err)), err)
-        return cls(h)
+        return cls(_call_out(_lib.xs_profile_parse, data, len(data), fname))
 
     @classmethod
     def from_dict(cls, d):
@@ -248,20 +242,12 @@ class Program:
     def from_json(cls, text, filename="<program>"):
         data = _check.text("program JSON", text)
         fname = _check.text("filename", filename)
-        h = ctypes.c_void_p()
-        err = _lib.XsError()
-        _raise(_lib.xs_program_parse(data, len(data), fname, ctypes.byref(h),
-                                     ctypes.byref(err)), err)
-        return cls(h)
+        return cls(_call_out(_lib.xs_program_parse, data, len(data), fname))
 
     @classmethod
     def load(cls, path):
         raw = _check.path("program", path)
-        h = ctypes.c_void_p()
-        err = _lib.XsError()
-        _raise(_lib.xs_program_load(raw, ctypes.byref(h), ctypes.byref(err)), err,
-               raw.decode("utf-8", "replace"))
-        return cls(h)
+        return cls(_call_out(_lib.xs_program_load, raw, filename=raw.decode("utf-8", "replace")))
 
     def to_dict(self):
         return _take_json(_lib.xs_program_to_json(self._h))
@@ -298,16 +284,12 @@ def predict(prog: ProgramLike, prof: ProfileLike,
     pg, pf = program(prog), profile(prof)
     names = list(MODELS) if model == "all" else [model]
     results = []
-    err = _lib.XsError()
     try:
         for m in names:
             k = _lib.I()
             if _lib.xs_model_from_name(m.encode(), ctypes.byref(k)) != 0:
                 raise InternalError("the library does not know the model %s" % m, "INTERNAL")
-            r = ctypes.c_void_p()
-            _raise(_lib.xs_evaluate(pg._h, pf._h, k.value, None, ctypes.byref(r),
-                                    ctypes.byref(err)), err)
-            results.append(r)
+            results.append(_call_out(_lib.xs_evaluate, pg._h, pf._h, k.value, None))
         arr = (_lib.P * len(results))(*[r.value for r in results])
         doc = _take_json(_lib.xs_report_json(pg._h, pf._h, arr, len(results)))
     finally:
@@ -328,10 +310,7 @@ def simulate(prog: ProgramLike, prof: ProfileLike, packet_B: float = 0,
     most = _check.number("max_packets", max_packets, 0, 1e15)
     pg, pf = program(prog), profile(prof)
     opts = _lib.SimOptions(packet, arb, 0, None, most)
-    r = ctypes.c_void_p()
-    err = _lib.XsError()
-    _raise(_lib.xs_simulate(pg._h, pf._h, ctypes.byref(opts), ctypes.byref(r),
-                            ctypes.byref(err)), err)
+    r = _call_out(_lib.xs_simulate, pg._h, pf._h, ctypes.byref(opts))
     try:
         arr = (_lib.P * 1)(r.value)
         doc = _take_json(_lib.xs_report_json(pg._h, pf._h, arr, 1))
@@ -451,10 +430,7 @@ def plan_megamoe_table(config: ConfigLike, prof: ProfileLike, tokens: Optional[N
     opts.schedules = mask
     c = _moe_config(config, None, ep)
     pf = profile(prof)
-    t = ctypes.c_void_p()
-    err = _lib.XsError()
-    _raise(_lib.xs_moe_plan_table(ctypes.byref(c), pf._h, ctypes.byref(opts), ctypes.byref(t),
-                                  ctypes.byref(err)), err)
+    t = _call_out(_lib.xs_moe_plan_table, ctypes.byref(c), pf._h, ctypes.byref(opts))
     try:
         return MoETable.from_dict(_call_json(_lib.xs_moe_table_json, t, ctypes.byref(c), pf._h,
                                              tol))

@@ -113,6 +113,14 @@ def from_status(code, message, filename=None):
     return cls(message, status)
 
 
+def raise_status(status, err, filename=None):
+    """Raise the exception for a library call's status (0: nothing), with
+    the message its xs_error err holds (filename: where the library's
+    NOTFOUND names a file)."""
+    if status:
+        raise from_status(status, err.message.decode("utf-8", "replace"), filename)
+
+
 def from_os_error(e, path):
     """The exception for an OSError of reading path (a config, a grid, a
     CSV this package reads itself): the same kinds as the library's."""

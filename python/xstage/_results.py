@@ -101,11 +101,17 @@ class Result:
                    if isinstance(getattr(self, f.name), (str, int, float, bool))]
         return "%s(%s)" % (type(self).__name__, ", ".join(scalars))
 
-    def __str__(self):
-        return repr(self)
-
     def _repr_pretty_(self, p, cycle):  # IPython and Jupyter
         p.text(str(self))
+
+
+def _columns(records):
+    """Every key of records, in order of first appearance."""
+    cols = {}
+    for r in records:
+        for k in r:
+            cols.setdefault(k, None)
+    return list(cols)
 
 
 class Tabular(Result):
@@ -126,20 +132,17 @@ class Tabular(Result):
 
     def columns(self):
         """Every key of records(), in order of first appearance."""
-        cols = {}
-        for r in self.records():
-            for k in r:
-                cols.setdefault(k, None)
-        return list(cols)
+        return _columns(self.records())
 
     def to_csv(self, path=None):
         """The records as CSV (a header line, then one line a row; numbers
         written as repr() writes them, so that they read back exactly).
         path None: the text; else written to that file (or file object)."""
+        recs = self.records()
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=self.columns(), lineterminator="\n")
+        w = csv.DictWriter(buf, fieldnames=_columns(recs), lineterminator="\n")
         w.writeheader()
-        for r in self.records():
+        for r in recs:
             w.writerow({k: ("true" if v is True else "false" if v is False else
                             repr(v) if isinstance(v, float) else v) for k, v in r.items()})
         text = buf.getvalue()
@@ -160,11 +163,12 @@ class Tabular(Result):
             raise ImportError("xstage: to_pandas() needs pandas (Debian: apt-get install "
                               "python3-pandas; pip: pip install pandas); to_csv() and "
                               "records() need nothing") from None
-        return pandas.DataFrame.from_records(self.records(), columns=self.columns())
+        recs = self.records()
+        return pandas.DataFrame.from_records(recs, columns=_columns(recs))
 
     def _repr_html_(self):
         recs = self.records()
-        cols = self.columns()
+        cols = _columns(recs)
         esc = lambda s: (str(s).replace("&", "&amp;").replace("<", "&lt;")  # noqa: E731
                          .replace(">", "&gt;"))
         head = "".join("<th>%s</th>" % esc(c) for c in cols)

@@ -20,12 +20,12 @@ import ctypes
 import json
 
 from . import library_path
-from ._errors import Error, InvalidInputError, NotFoundError, from_status
+from ._errors import InvalidInputError, NotFoundError
+from ._errors import raise_status as _raise
+from ._lib import XsError
 
 __all__ = ["Tuner"]
 
-_STATUS = ["OK", "INVALID", "PARSE", "NOMEM", "IO", "CYCLE", "NOTFOUND",
-           "NOTBUILT", "NODEV", "TIMEOUT", "INTERNAL"]
 _SCHEDULES = ["sequential", "baseline", "searched", "fused-split", "fused-wave",
               "fused-interleaved", "fused-lag"]
 _TERMS = ["gemm", "tile", "l2", "hbm", "link", "link-issue", "capacity", "latency",
@@ -53,10 +53,6 @@ class _Choice(ctypes.Structure):  # xs_tuner_choice
                 ("explore", ctypes.c_int)]
 
 
-class _XsError(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 1024)]
-
-
 _lib = None
 
 
@@ -67,7 +63,7 @@ def _library():
     if _lib is not None:
         return _lib
     lib = ctypes.CDLL(library_path())
-    P, S, E = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_XsError)
+    P, S, E = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(XsError)
     sigs = {
         "xs_struct_size": (ctypes.c_size_t, [S]),
         "xs_moe_config_parse": (ctypes.c_int, [S, ctypes.c_size_t, S, P, E]),
@@ -91,22 +87,17 @@ def _library():
             f = getattr(lib, name)
         except AttributeError:
             raise NotFoundError("libxstage at %s has no %s: too old for xstage.Tuner"
-                                % (library_path(), name), "NOTFOUND") from None
+                                % (library_path(), name)) from None
         f.restype, f.argtypes = sig
-    for cname, mirror in (("xs_tuner_options", _Options), ("xs_tuner_choice", _Choice),
-                          ("xs_error", _XsError)):
+    # (xs_error's mirror, the package's, is checked when it loads)
+    for cname, mirror in (("xs_tuner_options", _Options), ("xs_tuner_choice", _Choice)):
         size = lib.xs_struct_size(cname.encode())
         if size != ctypes.sizeof(mirror):
-            raise InvalidInputError("libxstage's %s is %d bytes, xstage.Tuner's mirror %d: a library "
-                        "of another version" % (cname, size, ctypes.sizeof(mirror)),
-                        "INVALID")
+            raise InvalidInputError("libxstage's %s is %d bytes, xstage.Tuner's mirror %d: "
+                                    "a library of another version"
+                                    % (cname, size, ctypes.sizeof(mirror)))
     _lib = lib
     return lib
-
-
-def _raise(status, err):
-    if status:
-        raise from_status(status, err.message.decode("utf-8", "replace"))
 
 
 def _names(values, known, what):
@@ -118,7 +109,7 @@ def _names(values, known, what):
     mask = 0
     for v in values:
         if v not in known:
-            raise InvalidInputError("%s: unknown %r (%s)" % (what, v, ", ".join(known)), "INVALID")
+            raise InvalidInputError("%s: unknown %r (%s)" % (what, v, ", ".join(known)))
         mask |= 1 << known.index(v)
     return mask
 
@@ -148,12 +139,12 @@ class Tuner:
             config = {"preset": config}
         if not isinstance(config, dict):
             raise InvalidInputError("config: expected a preset name or a dict, got %s"
-                        % type(config).__name__, "INVALID")
+                                    % type(config).__name__)
         config = dict(config)
         grid = [float(x) for x in tokens] if tokens is not None else None
         if grid is not None and "tokens" not in config and grid:
             config["tokens"] = grid[0]
-        err = _XsError()
+        err = XsError()
         cfg = ctypes.create_string_buffer(lib.xs_struct_size(b"xs_moe_config"))
         text = json.dumps(config).encode()
         _raise(lib.xs_moe_config_parse(text, len(text), b"config", cfg, ctypes.byref(err)),
@@ -190,7 +181,7 @@ class Tuner:
         at), "predicted_s", "sd" (relative), "best_s" and "explore"."""
         c = _Choice()
         if self._lib.xs_tuner_choose(self._handle(), float(tokens), ctypes.byref(c)):
-            raise InvalidInputError("choose: tokens %r: expected a positive count" % (tokens,), "INVALID")
+            raise InvalidInputError("choose: tokens %r: expected a positive count" % (tokens,))
         rule = self._lib.xs_moe_rule_name(c.schedule, c.rule)
         return {"schedule": _SCHEDULES[c.schedule], "rule": rule.decode() if rule else None,
                 "knobs": {k: getattr(c.knobs, k) for k in _KNOBS}, "tokens": c.tokens,
@@ -201,10 +192,10 @@ class Tuner:
         """A launch of ``choice`` (a dict from :meth:`choose`, or one with
         "schedule" and "knobs") at ``tokens`` took ``measured_s`` seconds."""
         if choice.get("schedule") not in _SCHEDULES:
-            raise InvalidInputError("observe: choice[\"schedule\"]: unknown %r" % (choice.get("schedule"),),
-                        "INVALID")
+            raise InvalidInputError("observe: choice[\"schedule\"]: unknown %r"
+                                    % (choice.get("schedule"),))
         knobs = _Pattern(**{k: int(choice.get("knobs", {}).get(k, 0)) for k in _KNOBS})
-        err = _XsError()
+        err = XsError()
         _raise(self._lib.xs_tuner_observe(self._handle(), float(tokens),
                                           _SCHEDULES.index(choice["schedule"]),
                                           ctypes.byref(knobs), float(measured_s),
@@ -238,7 +229,7 @@ class Tuner:
 
     def _handle(self):
         if not self._t:
-            raise InvalidInputError("the tuner was closed", "INVALID")
+            raise InvalidInputError("the tuner was closed")
         return self._t
 
     def __enter__(self):
