@@ -42,7 +42,6 @@ typedef struct {
   double sms[XS__FA_CLASSES];  /* SMs in the class                      */
   double time[XS__FA_CLASSES]; /* busy time of each of them             */
   double end;                  /* the kernel's time: the latest class   */
-  double mean;                 /* the mean SM's busy time               */
   double iter_s;               /* one KV iteration of one CTA on an SM  */
 } xs__fa_kcall;
 
@@ -79,7 +78,6 @@ typedef struct {
   int backward;     /* a step of the backward ring                       */
   double mean_s;    /* the ranks' mean kernel time (imbalance)           */
   double out_share; /* of the output the step's merge updates            */
-  double merge_B;   /* bytes the merge moves through HBM (0: none)       */
   double send_B;    /* bytes forwarded at this step (0: none)            */
   double loaded;    /* of send_B, the share the kernel loads anyway
                        (piggyback rides those; the rest is loaded to
@@ -97,7 +95,6 @@ typedef struct {
   xs__fa_kcache *cache; /* may be NULL                                  */
   double kv_B;      /* the KV block of one rank                         */
   double out_el;    /* output elements of one rank                      */
-  double last_B;    /* bytes of the final conversion's merge            */
   int fused;        /* the merge the ring's way runs (1: fused into one
                        kernel, 6 B an element; 0: ring-flash-attention's
                        unfused one): under zigzag it decides which of a
@@ -155,7 +152,6 @@ typedef struct {
   xs_program *p;
   const xs__fa_ring *r;
   const xs__fa_costs *t;
-  const xs_profile *prof;
   int comm_free;       /* every forward free: no bytes, no SMs, no HBM   */
   /* the kernel calls the compute workers run (the ring's, or on fewer
    * SMs) */

@@ -17,7 +17,6 @@ xs_status xs__fa_prog_start(xs__fa_prog *g, const xs__fa_ring *r,
   memset(g, 0, sizeof *g);
   g->r = r;
   g->t = t;
-  g->prof = prof;
   g->call = call;
   g->comm_free = comm_free;
   size_t ch = xs_profile_default_channel(prof);

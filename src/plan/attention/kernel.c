@@ -136,10 +136,6 @@ static int by_time_desc(const void *a, const void *b) {
  * groups, so a program's workers stand for the same SMs at every step. */
 static void classes(double *t, size_t n, xs__fa_kcall *out) {
   qsort(t, n, sizeof *t, by_time_desc);
-  double sum = 0;
-  for (size_t i = 0; i < n; i++)
-    sum += t[i];
-  out->mean = sum / (double)n;
   out->end = t[0];
   out->n = 0;
   size_t G = n < XS__FA_CLASSES ? n : XS__FA_CLASSES;

@@ -224,8 +224,10 @@ xs_status xs__fa_predict_models(const xs_fa_config *c, const xs_profile *prof,
   return st;
 }
 
-xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result *out,
-                     xs_error *err) {
+/* xs_fa_plan; baselines 0: the rings' burstgap times alone (the blocking,
+ * serial and ideal times of the config's layout left NAN) */
+static xs_status plan(const xs_fa_config *c, const xs_profile *prof, int baselines,
+                      xs_fa_result *out, xs_error *err) {
   memset(out, 0, sizeof *out);
   xs__fa_costs t;
   xs__fa_costs_of(prof, &t);
@@ -242,7 +244,7 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
     return st;
   }
   path_result pr;
-  st = run_path(&r, &t, prof, XS_FA_LOCAL, 0, 1, &pr, &out->searched, err);
+  st = run_path(&r, &t, prof, XS_FA_LOCAL, 0, baselines, &pr, &out->searched, err);
   xs__fa_ring_free(&r);
   if (st) {
     free(cache);
@@ -286,8 +288,9 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
       w->measured = r.kf.measured && (!c->backward || r.kb.measured);
     }
     for (int p = XS_FA_PATH_SEQUENTIAL; p < XS_FA_PATHS && !st; p++) {
-      if ((st = run_path(&rm[fused_merge[p]], &t, prof, (xs_fa_path)p, 0, 1, &pr,
-                         &out->searched, err)))
+      /* the baselines of the config's layout only: the plan keeps those */
+      if ((st = run_path(&rm[fused_merge[p]], &t, prof, (xs_fa_path)p, 0,
+                         baselines && l == c->layout, &pr, &out->searched, err)))
         break;
       out->rings[out->nrings++] =
           (xs_fa_ring){(xs_fa_path)p, c->causal ? l : -1, pr.time[XS_MODEL_BURSTGAP], pr.bd};
@@ -307,13 +310,18 @@ xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result
   return st;
 }
 
+xs_status xs_fa_plan(const xs_fa_config *c, const xs_profile *prof, xs_fa_result *out,
+                     xs_error *err) {
+  return plan(c, prof, 1, out, err);
+}
+
 xs_status xs_fa_rings(const xs_fa_config *c, const xs_profile *prof, xs_fa_ring *out,
                       size_t *n, xs_error *err) {
   *n = 0;
   xs_fa_result *r = malloc(sizeof *r);
   if (!r)
     return xs__fail(err, XS_NOMEM, "out of memory");
-  xs_status st = xs_fa_plan(c, prof, r, err);
+  xs_status st = plan(c, prof, 0, r, err);
   if (!st) {
     memcpy(out, r->rings, r->nrings * sizeof *out);
     *n = r->nrings;

@@ -22,16 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static xs_status calls(const xs__fa_ring *r, double sms,
-                       xs__fa_kcall out[2][XS__FA_SHAPES], const int have[2][XS__FA_SHAPES],
-                       xs_error *err) {
+xs_status xs__fa_ring_calls(const xs__fa_ring *r, double sms,
+                            xs__fa_kcall out[2][XS__FA_SHAPES], xs_error *err) {
   const xs_fa_config *c = r->c;
   double S = c->seq, h = S / 2;
   const double lq[XS__FA_SHAPES] = {S, S, S, h}, lk[XS__FA_SHAPES] = {S, S, h, S};
   for (int b = 0; b < 2; b++)
     for (int sh = 0; sh < XS__FA_SHAPES; sh++) {
       memset(&out[b][sh], 0, sizeof out[b][sh]);
-      if (!have[b][sh])
+      if (!r->have[b][sh])
         continue;
       int causal = sh == XS__FA_CAUSAL;
       xs__fa_kcache *k = r->cache;
@@ -58,11 +57,6 @@ static xs_status calls(const xs__fa_ring *r, double sms,
       }
     }
   return XS_OK;
-}
-
-xs_status xs__fa_ring_calls(const xs__fa_ring *r, double sms,
-                            xs__fa_kcall out[2][XS__FA_SHAPES], xs_error *err) {
-  return calls(r, sms, out, (const int (*)[XS__FA_SHAPES])r->have, err);
 }
 
 void xs__fa_ring_free(xs__fa_ring *r) {
@@ -110,7 +104,7 @@ xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
     if (!local && c->layout == XS_FA_ZIGZAG)
       r->have[b][XS__FA_HALF_KV] = r->have[b][XS__FA_HALF_Q] = 1;
   }
-  if ((st = calls(r, r->sms, r->call, (const int (*)[XS__FA_SHAPES])r->have, err))) {
+  if ((st = xs__fa_ring_calls(r, r->sms, r->call, err))) {
     xs__fa_ring_free(r);
     return st;
   }
