@@ -17,11 +17,6 @@
 /* ---- the attention kernel (kernel.c) ---- */
 
 /* One kernel and pass: its measured throughput and shape. */
-/* Forward and backward: 3.5 forwards of FLOPs. The pair's measured
- * throughput gives the backward's (kernel.c) where the backward comes out
- * slower than the forward. */
-#define XS__FA_BWD_FLOPS 3.5
-
 typedef struct {
   double F;      /* forward-equivalent FLOP/s on all SMs               */
   double gpu_sms;/* the SMs F is measured on (the profile's)           */
@@ -31,6 +26,8 @@ typedef struct {
   double per_sm; /* CTAs resident on an SM, sharing it                 */
   double stages; /* KV stages in the kernel's shared-memory pipeline   */
   int measured;  /* 0: F from the profile's FLOP/s x efficiency (a lead) */
+  char key[64];  /* measured: the attn_* entries F, cta_s and ceff come
+                    from ("fa3", "fa3_d64", "fa2_fwd_bwd")              */
 } xs__fa_kfig;
 
 /* One kernel call on the SMs: the SMs sorted by when they finish, in

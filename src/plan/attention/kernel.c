@@ -23,6 +23,7 @@
 #include <string.h>
 
 
+#define BWD_FLOPS 3.5 /* forward and backward: 3.5 forwards of FLOPs     */
 #define SIM_CTAS 200000 /* causal calls simulated CTA by CTA up to       */
 
 static void shape(const char *kernel, double d, int causal, xs__fa_kfig *k) {
@@ -61,14 +62,16 @@ xs_status xs__fa_kernel_figures(const xs_fa_config *c, const xs_profile *prof,
       return st;
     *k = f;
     double Ffb = xs_profile_attn(prof, XS_ATTN_FLOPS, key);
-    if (f.measured && Ffb > 0 && XS__FA_BWD_FLOPS / Ffb > 1 / f.F * 1.0001) {
-      k->F = 1 / (XS__FA_BWD_FLOPS / Ffb - 1 / f.F);
+    if (f.measured && Ffb > 0 && BWD_FLOPS / Ffb > 1 / f.F * 1.0001) {
+      k->F = 1 / (BWD_FLOPS / Ffb - 1 / f.F);
+      snprintf(k->key, sizeof k->key, "%s", key);
       k->cta_s = fmax(0, xs_profile_attn(prof, XS_ATTN_CTA_S, key) - f.cta_s);
       double ce = xs_profile_attn(prof, XS_ATTN_CAUSAL_EFFICIENCY, key);
       k->ceff = ce > 0 ? ce : 1;
     } else {
-      k->F = f.F / (XS__FA_BWD_FLOPS - 1);
+      k->F = f.F / (BWD_FLOPS - 1);
       k->measured = 0;
+      k->key[0] = 0;
     }
     return XS_OK;
   }
@@ -77,6 +80,7 @@ xs_status xs__fa_kernel_figures(const xs_fa_config *c, const xs_profile *prof,
   double F = xs_profile_attn(prof, XS_ATTN_FLOPS, use);
   k->measured = F > 0;
   if (k->measured) {
+    snprintf(k->key, sizeof k->key, "%s", use);
     k->cta_s = xs_profile_attn(prof, XS_ATTN_CTA_S, use);
     k->ceff = xs_profile_attn(prof, XS_ATTN_CAUSAL_EFFICIENCY, use);
   } else {

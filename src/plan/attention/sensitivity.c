@@ -15,7 +15,8 @@
 
 /* The numbers xs_fa_plan reads for config c: the channel the KV blocks
  * go on (emit.c), HBM (merges, interference), the cost terms (costs.c)
- * and the kernel's throughput as kernel.c resolves it. */
+ * and the attn_* entries the kernel's figures come from (kernel.c says
+ * which), or the FLOP/s and efficiency a kernel without any takes. */
 static void params_of(const xs_fa_config *c, const xs_profile *prof, xs__sens_list *l) {
   static const char *const costs[] = {"launch_s",   "ring_step_s",  "barrier_s",
                                       "copy_efficiency", "comm_sms", "comm_cta_Bps",
@@ -25,30 +26,20 @@ static void params_of(const xs_fa_config *c, const xs_profile *prof, xs__sens_li
     xs__sens_channel(l, prof, ch);
   xs__sens_hbm(l, prof);
   xs__sens_costs(l, prof, costs, sizeof costs / sizeof costs[0]);
-  char key[32], dkey[64];
-  snprintf(key, sizeof key, "%s", c->kernel);
-  snprintf(dkey, sizeof dkey, "%s_d%g", c->kernel, c->head_dim);
-  const char *use = xs_profile_attn(prof, XS_ATTN_FLOPS, dkey) > 0 ? dkey : key;
-  double Ff = xs_profile_attn(prof, XS_ATTN_FLOPS, use);
-  if (!(Ff > 0)) {
-    /* a lead: FLOP/s x efficiency (kernel.c) */
+  xs__fa_kfig k[2];
+  xs_error e;
+  if (xs__fa_kernel_figures(c, prof, 0, &k[0], &e) || !k[0].measured) {
     xs__sens_flops(l, prof, c->dtype);
     xs__sens_efficiency(l, prof);
     return;
   }
   for (int pass = 0; pass < 1 + !!c->backward; pass++) {
-    char fb[48];
-    snprintf(fb, sizeof fb, "%s_fwd_bwd", c->kernel);
-    const char *k = pass ? fb : use;
-    /* the pair's figures where kernel.c takes them: a backward slower
-     * than the forward */
-    double Ffb = xs_profile_attn(prof, XS_ATTN_FLOPS, fb);
-    if (pass && !(Ffb > 0 && XS__FA_BWD_FLOPS / Ffb > 1 / Ff * 1.0001))
-      break;
-    xs__sens_attn(l, prof, XS_ATTN_FLOPS, k);
-    xs__sens_attn(l, prof, XS_ATTN_CTA_S, k);
+    if (pass && (xs__fa_kernel_figures(c, prof, 1, &k[1], &e) || !k[1].measured))
+      break; /* the backward at the forward's rate: nothing of its own */
+    xs__sens_attn(l, prof, XS_ATTN_FLOPS, k[pass].key);
+    xs__sens_attn(l, prof, XS_ATTN_CTA_S, k[pass].key);
     if (c->causal)
-      xs__sens_attn(l, prof, XS_ATTN_CAUSAL_EFFICIENCY, k);
+      xs__sens_attn(l, prof, XS_ATTN_CAUSAL_EFFICIENCY, k[pass].key);
   }
 }
 
