@@ -119,8 +119,7 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
     for (size_t i = 0; i < n; i++) {
       char a[32], b[32];
       const xs_fa_ring *pick = &rows[i].chosen;
-      int changed = i && (pick->path != rows[i - 1].chosen.path ||
-                          pick->layout != rows[i - 1].chosen.layout);
+      int changed = i && !xs_fa_same_ring(pick, &rows[i - 1].chosen);
       printf("%c %8g  %-17s %-10s %10s %-8s %10s %4zu\n", changed ? '*' : ' ', rows[i].seq,
              xs_fa_path_name(pick->path),
              pick->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)pick->layout),

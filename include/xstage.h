@@ -1060,6 +1060,9 @@ XS_API xs_status xs_fa_rings(const xs_fa_config *config,
                              size_t *n, xs_error *err);
 /* The fastest ring of rows[0..n) (not the local arm), or NULL. */
 XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
+/* 1 when a and b are the same choice: the same way under the same layout
+ * (dedicated-sms's SMs aside) */
+XS_API int xs_fa_same_ring(const xs_fa_ring *a, const xs_fa_ring *b);
 
 /* Sensitivity of an attention plan to each number of the profile it
  * reads, with xs_moe_sensitivity's design (docs/tune.md "Sensitivity"):

@@ -398,6 +398,11 @@ void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
 xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *prof,
                                     const xs_moe_table_options *o, double limit,
                                     xs_moe_table **out, xs_error *err);
+/* The ring a plan keeps among rows[0..n): prev's (the same way and
+ * layout) while within tol of the fastest, else the fastest (prev NULL:
+ * the fastest); NULL for no ring. xs_fa_table and the sensitivity run. */
+const xs_fa_ring *xs__fa_ring_keep(const xs_fa_ring *rows, size_t n, const xs_fa_ring *prev,
+                                   double tol);
 xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *prof,
                                      double tol, unsigned schedules, double limit,
                                      xs_moe_pick *base, xs_moe_sensitivity *out,

@@ -393,22 +393,16 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
     xs_status st = xs_fa_rings(&at, profile, r, &nr, err);
     if (st)
       return st;
-    const xs_fa_ring *b = xs_fa_ring_best(r, nr), *keep = NULL;
+    const xs_fa_ring *b = xs_fa_ring_best(r, nr);
     if (!b)
       return xs__fail(err, XS_INVALID, "seq %g: no ring planned", seq[i]);
     rows[i].seq = seq[i];
     rows[i].fastest = *b;
     rows[i].near = 0;
-    for (size_t k = 0; k < nr; k++) {
-      if (r[k].path == XS_FA_LOCAL || r[k].time_s > b->time_s * (1 + tolerance))
-        continue;
-      rows[i].near++;
-      if (i && r[k].path == rows[i - 1].chosen.path &&
-          r[k].layout == rows[i - 1].chosen.layout)
-        keep = &r[k];
-    }
-    rows[i].chosen = keep ? *keep : *b;
-    nchanges += i && !keep;
+    for (size_t k = 0; k < nr; k++)
+      rows[i].near += r[k].path != XS_FA_LOCAL && r[k].time_s <= b->time_s * (1 + tolerance);
+    rows[i].chosen = *xs__fa_ring_keep(r, nr, i ? &rows[i - 1].chosen : NULL, tolerance);
+    nchanges += i && !xs_fa_same_ring(&rows[i].chosen, &rows[i - 1].chosen);
   }
   if (changes)
     *changes = nchanges;
@@ -474,8 +468,7 @@ xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
                            char **out, xs_error *err) {
   size_t changes = 0;
   for (size_t i = 1; i < n; i++)
-    changes += rows[i].chosen.path != rows[i - 1].chosen.path ||
-               rows[i].chosen.layout != rows[i - 1].chosen.layout;
+    changes += !xs_fa_same_ring(&rows[i].chosen, &rows[i - 1].chosen);
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(a, json_pack("{s:f,s:o,s:o,s:i}", "seq", rows[i].seq,

@@ -330,6 +330,19 @@ xs_status xs_fa_rings(const xs_fa_config *c, const xs_profile *prof, xs_fa_ring 
   return st;
 }
 
+int xs_fa_same_ring(const xs_fa_ring *a, const xs_fa_ring *b) {
+  return a->path == b->path && a->layout == b->layout;
+}
+
+const xs_fa_ring *xs__fa_ring_keep(const xs_fa_ring *rows, size_t n, const xs_fa_ring *prev,
+                                   double tol) {
+  const xs_fa_ring *b = xs_fa_ring_best(rows, n);
+  for (size_t i = 0; prev && b && i < n; i++)
+    if (xs_fa_same_ring(&rows[i], prev) && rows[i].time_s <= b->time_s * (1 + tol))
+      return &rows[i];
+  return b;
+}
+
 const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *r, size_t n) {
   const xs_fa_ring *b = NULL;
   for (size_t i = 0; i < n; i++)

@@ -64,24 +64,6 @@ static int by_score(const void *x, const void *y) {
   return strcmp(a->param, b->param);
 }
 
-static int same_ring(const xs_fa_ring *a, const xs_fa_ring *b) {
-  return a->path == b->path && a->layout == b->layout;
-}
-
-/* the choice among rows: the fastest ring, or the base one while it is
- * within tol of it */
-static const xs_fa_ring *choose(const xs_fa_ring *rows, size_t n, const xs_fa_ring *base,
-                                double tol, const xs_fa_ring **mine) {
-  const xs_fa_ring *best = xs_fa_ring_best(rows, n);
-  *mine = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (same_ring(&rows[i], base))
-      *mine = &rows[i];
-  if (*mine && best && (*mine)->time_s <= best->time_s * (1 + tol))
-    return *mine;
-  return best;
-}
-
 xs_status xs_fa_sensitivity_run(const xs_fa_config *c, const xs_profile *prof, double tol,
                                 xs_fa_ring *base, xs_fa_sensitivity *out, size_t *n,
                                 xs_error *err) {
@@ -125,7 +107,10 @@ xs_status xs_fa_sensitivity_run(const xs_fa_config *c, const xs_profile *prof, d
       xs_profile_free(q);
       if (st)
         break;
-      const xs_fa_ring *mine, *pick = choose(rows, nr, base, tol, &mine);
+      const xs_fa_ring *mine = NULL, *pick = xs__fa_ring_keep(rows, nr, base, tol);
+      for (size_t j = 0; j < nr; j++)
+        if (xs_fa_same_ring(&rows[j], base))
+          mine = &rows[j];
       if (!pick) {
         st = xs__fail(err, XS_INVALID, "sensitivity: the plan has no ring");
         break;
@@ -134,7 +119,7 @@ xs_status xs_fa_sensitivity_run(const xs_fa_config *c, const xs_profile *prof, d
         s->time_change[f] = mine->time_s / base->time_s - 1;
       s->replan_change[f] = pick->time_s / base->time_s - 1;
       s->choice[f] = *pick;
-      s->changed[f] = !same_ring(pick, base);
+      s->changed[f] = !xs_fa_same_ring(pick, base);
       if (fabs(s->time_change[f]) > s->score)
         s->score = fabs(s->time_change[f]);
     }
