@@ -71,9 +71,6 @@ static const char *source_text(const char *source, size_t width) {
   return cli_text_cut(source, width, buf, sizeof buf);
 }
 
-static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking",
-                                                        "serial", "ideal"};
-
 static int is_time(const xs_validate_row *r) {
   return !r->metric[0] || !strcmp(r->metric, "time");
 }
@@ -82,12 +79,12 @@ static int is_time(const xs_validate_row *r) {
 static void moe_rows(const xs_validate_set *set, const char *data, int model) {
   printf("MegaMoE validation: %zu rows of %s, each predicted with the knobs its\n"
          "kernel ran with, under %s, on its gpu's built-in profile\n\n",
-         set->nrows, data, model < 0 ? "every model" : model_names[model]);
+         set->nrows, data, model < 0 ? "every model" : xs_model_name((xs_model)model));
   printf("  %-16s %-11s %2s %5s %4s %2s %6s %-12s %9s", "source", "gpu", "ep", "H", "E",
          "K", "tokens", "arm", "measured");
   if (model < 0)
     for (int m = 0; m < XS_MODEL_COUNT; m++)
-      printf(" %9s %6s", model_names[m], "error");
+      printf(" %9s %6s", xs_model_name((xs_model)m), "error");
   else
     printf(" %9s %6s", "predicted", "error");
   printf("  %-8s %s\n", "bound", "knobs");
@@ -123,7 +120,7 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
                         size_t nsources, int model, int by_source, const char *fitted) {
   printf("\n  median |error| per arm and model (kernel time rows):\n    %-20s", "arm");
   for (int m = 0; m < XS_MODEL_COUNT; m++)
-    printf(" %9s", model_names[m]);
+    printf(" %9s", xs_model_name((xs_model)m));
   printf("\n");
   for (size_t k = 0; k < narms; k++) {
     printf("    %-20s", arms[k].name);

@@ -13,20 +13,17 @@
 #include <stdint.h>
 #include <string.h>
 
-static const char *const model_names[XS_MODEL_COUNT] = {"burstgap", "blocking", "serial",
-                                                        "ideal"};
-
 void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model) {
   printf("Ring attention validation: %zu rows of %s, each predicted by the attention\n"
          "planner on its gpu's built-in profile under %s; free: the same ring with\n"
          "communication free; ideal/meas.: the measured ring over P x its measured local\n"
          "arm, and predicted over predicted\n\n",
-         set->nrows, data, model < 0 ? "every model" : model_names[model]);
+         set->nrows, data, model < 0 ? "every model" : xs_model_name((xs_model)model));
   printf("  %-16s %-11s %2s %6s %5s %-10s %-7s %-16s %9s", "source", "gpu", "cp", "seq",
          "heads", "layout", "pass", "arm", "measured");
   if (model < 0)
     for (int m = 0; m < XS_MODEL_COUNT; m++)
-      printf(" %9s %6s", model_names[m], "error");
+      printf(" %9s %6s", xs_model_name((xs_model)m), "error");
   else
     printf(" %9s %6s", "predicted", "error");
   printf(" %9s %6s %13s  %s\n", "free", "error", "ideal/meas.", "bound");
@@ -62,7 +59,7 @@ int cli_validate_fa_sections(const xs_validate_set *set) {
     return cli_error("validate", &err);
   printf("\n  every model, median |error| over all %zu rows:", set->nrows);
   for (int m = 0; m < XS_MODEL_COUNT; m++)
-    printf(" %s %.1f%%", model_names[m],
+    printf(" %s %.1f%%", xs_model_name((xs_model)m),
            100 * xs_validate_median_model(set, (xs_model)m, NULL, NULL, NULL, NULL));
   printf("\n\n  where communication shows: of %zu rings with a measured local arm, %zu\n"
          "  measured more than 10%% above their ideal (P x the local arm), from %zu\n"

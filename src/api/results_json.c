@@ -545,8 +545,6 @@ static int fa_summary_json(const xs_validate_set *set, json_t *sum, xs_status *s
 static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms,
                        size_t narms, const xs_validate_group *sources, size_t nsources,
                        json_t *sum, xs_status *st, xs_error *err) {
-  static const char *const mn[XS_MODEL_COUNT] = {"burstgap", "blocking", "serial",
-                                                 "ideal"};
   json_t *bym = json_object(), *bias = json_array(), *pl = json_array(),
          *pulls = json_array(), *bysrc = json_object(), *byk = json_object();
   int bad = !bym || !bias || !pl || !pulls || !bysrc || !byk;
@@ -556,9 +554,9 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
       size_t n;
       double mx, md = xs_validate_median_model(set, (xs_model)m, xs_validate_same_arm,
                                                (void *)arms[k].name, &n, &mx);
-      bad |= xs__jput(a, mn[m], json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n,
-                                          "median_abs_error", real_or_null(md),
-                                          "max_abs_error", real_or_null(mx)));
+      bad |= xs__jput(a, xs_model_name((xs_model)m),
+                      json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n, "median_abs_error",
+                                real_or_null(md), "max_abs_error", real_or_null(mx)));
     }
     bad |= xs__jput(bym, arms[k].name, a);
     for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
