@@ -144,18 +144,6 @@ static int is_time(const xs_validate_row *r) {
   return !r->metric[0] || !strcmp(r->metric, "time");
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median_sorted(double *v, size_t k) {
-  if (!k)
-    return NAN;
-  qsort(v, k, sizeof *v, by_value);
-  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-}
-
 double xs_validate_median_model(const xs_validate_set *set, xs_model model,
                                 int (*keep)(const xs_validate_row *, void *),
                                 void *ctx, size_t *n, double *max_abs) {
@@ -175,7 +163,7 @@ double xs_validate_median_model(const xs_validate_set *set, xs_model model,
     *n = k;
   if (max_abs)
     *max_abs = k ? mx : NAN;
-  double m = median_sorted(v, k);
+  double m = xs__median_of(v, k);
   free(v);
   return m;
 }
@@ -192,7 +180,7 @@ double xs_validate_bias(const xs_validate_set *set, const char *arm, double lo,
   }
   if (n)
     *n = k;
-  double m = median_sorted(v, k);
+  double m = xs__median_of(v, k);
   free(v);
   return m;
 }
@@ -290,7 +278,7 @@ void xs_validate_pair_stats_of(const xs_validate_pair *p, size_t n,
     }
   }
   out->pairs = n;
-  out->median_ratio_error = v ? median_sorted(v, n) : NAN;
+  out->median_ratio_error = v ? xs__median_of(v, n) : NAN;
   out->max_ratio_error = n ? mx : NAN;
   free(v);
 }

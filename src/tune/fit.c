@@ -196,8 +196,7 @@ static double median_abs(const double *lp, const fit_row *rows, size_t n,
     v[i] = fabs(exp(lp[i] - rows[i].y) - 1);
     *max = fmax(*max, v[i]);
   }
-  qsort(v, n, sizeof *v, by_value);
-  double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  double m = xs__median_of(v, n);
   free(v);
   return m;
 }
