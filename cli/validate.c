@@ -117,7 +117,7 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
  * bound, leave one out */
 static int moe_sections(const xs_validate_set *set, const xs_validate_group *arms,
                         size_t narms, const xs_validate_group *sources,
-                        size_t nsources, int model, int by_source, const char *fitted) {
+                        size_t nsources, int by_source, const char *fitted) {
   printf("\n  median |error| per arm and model (kernel time rows):\n    %-20s", "arm");
   for (int m = 0; m < XS_MODEL_COUNT; m++)
     printf(" %9s", xs_model_name((xs_model)m));
@@ -238,8 +238,21 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
                r->measured_us, r->predicted_us, 100 * r->error);
       }
     }
-  (void)model;
   return 0;
+}
+
+/* the profile --profile gave megamoe's rows (NULL: each row's built-in
+ * one), for megamoe_given */
+static const xs_profile *given_profile;
+
+/* xs_validate_megamoe_with on given_profile, as cli_validate_load calls a
+ * validator */
+static xs_status megamoe_given(const char *text, size_t length, const char *filename,
+                               xs_validate_set *out, void (*progress)(size_t, void *),
+                               void *ctx, xs_error *err) {
+  const xs_profile *const gp[1] = {given_profile};
+  return xs_validate_megamoe_with(text, length, filename, gp, given_profile ? 1 : 0, out,
+                                  progress, ctx, err);
 }
 
 int cmd_validate(int argc, char **argv) {
@@ -291,43 +304,27 @@ int cmd_validate(int argc, char **argv) {
   }
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
-  char found[8192];
-  if (!data && !(data = cli_data_file(fa ? "published/ring-attention.csv"
-                                         : "published/megamoe.csv", found, sizeof found)))
-    return cli_usage_error("validate", "--data FILE: %s (set XSTAGE_DATA_DIR to the "
-                                       "folder of published/, or give --data)", found);
   if (fa && (by_source || profile))
     return cli_usage_error("validate", "%s is for megamoe only",
                            by_source ? "--by-source" : "--profile");
-  if (cli_refuse_overwrite("validate", &data, 1, &svg, 1))
-    return EXIT_INPUT;
   xs_validate_set set;
   xs_error err;
   xs_profile *given = NULL;
   if (profile && xs_profile_load(profile, &given, &err))
     return cli_error("validate", &err);
-  char *text;
-  size_t len;
-  int rrc = cli_read_file("validate", data, CLI_INPUT_LIMIT, &text, &len);
-  if (rrc) {
-    xs_profile_free(given);
-    return rrc;
-  }
-  int tty = isatty(2);
-  const xs_profile *const gp[1] = {given};
-  xs_status st = fa ? xs_validate_flashattn(text, len, data, &set, tty ? cli_validate_progress : NULL,
-                                            NULL, &err)
-                    : xs_validate_megamoe_with(text, len, data, gp, given ? 1 : 0, &set,
-                                               tty ? cli_validate_progress : NULL, NULL, &err);
-  free(text);
+  given_profile = given;
+  char found[8192];
+  int lrc = cli_validate_load(&data, fa ? "published/ring-attention.csv"
+                                        : "published/megamoe.csv",
+                              found, sizeof found, svg,
+                              fa ? xs_validate_flashattn : megamoe_given, &set);
   char given_name[160] = "";
   if (given)
     cli_text(xs_profile_name(given), given_name, sizeof given_name);
+  given_profile = NULL;
   xs_profile_free(given);
-  if (tty)
-    fprintf(stderr, "\r%40s\r", "");
-  if (st)
-    return cli_error("validate", &err);
+  if (lrc)
+    return lrc;
   if (given_name[0] && !json)
     printf("(rows of gpu %s predicted on %s, not the built-in profile: its fitted numbers\n"
            "come from kernel timings, perhaps these rows')\n", given_name, cli_name_text(profile));
@@ -392,7 +389,7 @@ int cmd_validate(int argc, char **argv) {
              100 * pr.max_ratio_error);
     }
     if ((rc = fa ? cli_validate_fa_sections(&set)
-                 : moe_sections(&set, arms, narms, sources, nsources, model, by_source,
+                 : moe_sections(&set, arms, narms, sources, nsources, by_source,
                                 given_name[0] ? given_name : NULL))) {
       xs_validate_free(&set);
       free(arms);
