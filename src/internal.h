@@ -522,9 +522,9 @@ xs_status xs__validate_csv(const char *file, const char *const *need,
                            xs__csv_row_fn row, void *user, xs_error *err);
 /* A whole field as a finite number: 0, else -1. */
 int xs__csv_number(const char *s, double *out);
-/* "FILE:LINE:COLUMN: what" */
+/* XS_INVALID with "FILE:LINE:COLUMN: " and the message */
 xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
-                       const char *what);
+                       const char *fmt, ...) XS__PRINTF(5, 6);
 
 /* The burstgap time of one schedule with the given knob values. */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,

@@ -152,6 +152,13 @@ printf '{"preset": "glm", "tokens": 64, "name": "%s"}' "$(printf '%040d' 0 | sed
 expect name-utf8-cut 0 '"preset": "(é)+"' 20 "$x" plan megamoe --config "$dir/name.json" --profile h800-nvlink --json
 
 # ---- validate ----
+# an EP row's source longer than the row holds, cut where a two-byte
+# character straddles the cut: cut before it, and the row stays in --json
+ephdr=$(grep -v '^#' "$src/data/published/ep.csv" | head -1)
+eprow=$(grep -v '^#' "$src/data/published/ep.csv" | grep -v '^"' | sed -n 2p)
+printf '%s\n%s%s%s\n' "$ephdr" "$(printf '%094d' 0 | tr 0 a)" "$(printf '\303\251')" \
+    "tail,${eprow#*,}" >"$dir/epu.csv"
+expect ep-source-utf8 0 '"source": "a{94}"' 20 "$x" validate ep --data "$dir/epu.csv" --json
 hdr='source,gpu,ep,hidden,intermediate,experts,topk,shared_experts,act_dtype,weight_dtype,tokens,arm,time_us'
 row='h100-nvlink,8,7168,2048,256,8,0,fp8,fp8,64,sequential'
 printf '%s\ns,%s,1e-320\n' "$hdr" "$row" >"$dir/v.csv"

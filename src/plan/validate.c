@@ -87,10 +87,8 @@ typedef struct {
 } cached_profile;
 
 /* "FILE:LINE:COLUMN: what was wrong" */
-static xs_status row_fail(xs_error *err, const char *file, size_t line,
-                          size_t col, const char *fmt, ...) XS__PRINTF(5, 6);
-static xs_status row_fail(xs_error *err, const char *file, size_t line,
-                          size_t col, const char *fmt, ...) {
+xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
+                       const char *fmt, ...) {
   char msg[1400];
   va_list ap;
   va_start(ap, fmt);
@@ -165,7 +163,7 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
     builtin |= !strcmp(xs_builtin_profile_name(i), f->s);
   if (!builtin || j->nprofs == sizeof j->profs / sizeof j->profs[0] ||
       xs_profile_load(f->s, &loaded, &e2))
-    return row_fail(err, j->file, lineno, f->col,
+    return xs__csv_fail(err, j->file, lineno, f->col,
                     "gpu: \"%s\" is not a built-in profile (xstage profiles "
                     "list)%s%s%s", f->s, j->ngiven ? " nor the given profile \"" : "",
                     j->ngiven ? xs_profile_name(j->given[0]) : "", j->ngiven ? "\"" : "");
@@ -183,12 +181,12 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
 static xs_status row_measured(csv_job *j, const field *f, size_t lineno,
                               xs_validate_row *row, xs_error *err) {
   if (!(row->predicted_us > 0 && isfinite(row->predicted_us)))
-    return row_fail(err, j->file, lineno, 1,
+    return xs__csv_fail(err, j->file, lineno, 1,
                     "the prediction is %g us, not a positive finite time",
                     row->predicted_us);
   if (number(f->s, &row->measured_us) ||
       !(row->measured_us >= TIME_US_MIN && row->measured_us <= TIME_US_MAX))
-    return row_fail(err, j->file, lineno, f->col,
+    return xs__csv_fail(err, j->file, lineno, f->col,
                     "time_us: expected microseconds from %g to %g, got \"%s\"",
                     TIME_US_MIN, TIME_US_MAX, f->s);
   row->error = row->predicted_us / row->measured_us - 1;
@@ -277,7 +275,7 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     p += 3;
   size_t past = row_past_limit(p, end);
   if (past)
-    st = row_fail(err, j->file, past, 1, "more than %d rows (each is predicted, about "
+    st = xs__csv_fail(err, j->file, past, 1, "more than %d rows (each is predicted, about "
                   "10 ms here): split the file", XS_VALIDATE_MAX_ROWS);
   while (p < end && !st) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -289,12 +287,12 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
       len--;
     const char *nul = memchr(lp, '\0', len);
     if (nul) {
-      st = row_fail(err, j->file, lineno, (size_t)(nul - lp) + 1, "a NUL byte");
+      st = xs__csv_fail(err, j->file, lineno, (size_t)(nul - lp) + 1, "a NUL byte");
       break;
     }
     size_t good = xs__utf8_prefix(lp, len);
     if (good < len) {
-      st = row_fail(err, j->file, lineno, good + 1,
+      st = xs__csv_fail(err, j->file, lineno, good + 1,
                     "not UTF-8 (byte 0x%02x)", (unsigned char)lp[good]);
       break;
     }
@@ -315,19 +313,19 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     size_t bad_col = 1;
     int nf = split(buf, f, MAX_COLS, &bad_col);
     if (nf < 0) {
-      st = nf == -1   ? row_fail(err, j->file, lineno, 1, "a quoted field is not closed")
-           : nf == -3 ? row_fail(err, j->file, lineno, bad_col,
+      st = nf == -1   ? xs__csv_fail(err, j->file, lineno, 1, "a quoted field is not closed")
+           : nf == -3 ? xs__csv_fail(err, j->file, lineno, bad_col,
                                  "a stray quote (a quoted field ends at its closing "
                                  "quote; a quote inside a field is written \"\" "
                                  "within quotes)")
-                      : row_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS);
+                      : xs__csv_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS);
       break;
     }
     if (!have_header) {
       for (int a = 0; a < nf && !st; a++)
         for (int b = 0; b < a && !st; b++)
           if (f[a].s[0] && !strcmp(f[a].s, f[b].s))
-            st = row_fail(err, j->file, lineno, f[a].col,
+            st = xs__csv_fail(err, j->file, lineno, f[a].col,
                           "column \"%s\" is named twice (columns %d and %d)",
                           f[a].s, b + 1, a + 1);
       if (st)
@@ -338,7 +336,7 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
           if (!strcmp(f[i].s, j->need[c]))
             colmap[c] = i;
         if (colmap[c] < 0) {
-          st = row_fail(err, j->file, lineno, 1,
+          st = xs__csv_fail(err, j->file, lineno, 1,
                         "the header has no column \"%s\" (it needs %s)",
                         j->need[c], j->need_list);
           break;
@@ -357,7 +355,7 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     for (size_t c = 0; c < nneed; c++)
       maxcol = colmap[c] > maxcol ? colmap[c] : maxcol;
     if (nf <= maxcol) {
-      st = row_fail(err, j->file, lineno, 1, "only %d fields; the header names more", nf);
+      st = xs__csv_fail(err, j->file, lineno, 1, "only %d fields; the header names more", nf);
       break;
     }
     if (j->out->nrows == j->cap &&
@@ -385,7 +383,7 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     }
     uint32_t first;
     if (xs__strmap_get(&seen, key.s, &first)) {
-      st = row_fail(err, j->file, lineno, 1,
+      st = xs__csv_fail(err, j->file, lineno, 1,
                     "measures what line %zu does (the same source, gpu, shape, "
                     "arm%s): one row each", j->out->rows[first].line,
                     r->kind == 2 ? ", phase, metric and knobs"
@@ -423,14 +421,14 @@ static xs_status row_start(csv_job *j, const field **F, size_t lineno,
                            xs_validate_row *row, int arm,
                            const row_number *nums, size_t n, xs_error *err) {
   if (strlen(F[0]->s) >= sizeof row->source)
-    return row_fail(err, j->file, lineno, F[0]->col,
+    return xs__csv_fail(err, j->file, lineno, F[0]->col,
                     "source: longer than %zu bytes", sizeof row->source - 1);
   snprintf(row->source, sizeof row->source, "%s", F[0]->s);
   snprintf(row->gpu, sizeof row->gpu, "%s", F[1]->s);
   snprintf(row->arm, sizeof row->arm, "%s", F[arm]->s);
   for (size_t i = 0; i < n; i++)
     if (number(F[nums[i].col]->s, nums[i].dst))
-      return row_fail(err, j->file, lineno, F[nums[i].col]->col,
+      return xs__csv_fail(err, j->file, lineno, F[nums[i].col]->col,
                       "%s: expected a number, got \"%s\"", j->need[nums[i].col],
                       F[nums[i].col]->s);
   return XS_OK;
@@ -454,11 +452,11 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   c->act_bytes = dtype_bytes(F[C_ACT]->s);
   c->weight_bytes = dtype_bytes(F[C_WEIGHT]->s);
   if (!c->act_bytes || !strcmp(F[C_ACT]->s, "fp4"))
-    return row_fail(err, file, lineno, F[C_ACT]->col,
+    return xs__csv_fail(err, file, lineno, F[C_ACT]->col,
                     "act_dtype: expected fp8, bf16 or fp16, got \"%s\"",
                     F[C_ACT]->s);
   if (!c->weight_bytes)
-    return row_fail(err, file, lineno, F[C_WEIGHT]->col,
+    return xs__csv_fail(err, file, lineno, F[C_WEIGHT]->col,
                     "weight_dtype: expected fp8, fp4, bf16 or fp16, got \"%s\"",
                     F[C_WEIGHT]->s);
   /* the GEMM runs in the activations' type; FP4 weights with FP8
@@ -469,17 +467,17 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   row->tokens = c->tokens;
   xs_error e2;
   if (xs_moe_config_check(c, &e2))
-    return row_fail(err, file, lineno, 1, "%s", e2.message);
+    return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
   int sched = xs_moe_schedule_from_name(row->arm);
   if (sched < 0)
-    return row_fail(err, file, lineno, F[C_ARM]->col,
+    return xs__csv_fail(err, file, lineno, F[C_ARM]->col,
                     "arm: unknown \"%s\" (sequential, fused-split, fused-wave, "
                     "fused-interleaved, fused-lag, baseline, searched)",
                     row->arm);
   snprintf(row->metric, sizeof row->metric, "time");
   if (F[C_METRIC] && F[C_METRIC]->s[0]) {
     if (strcmp(F[C_METRIC]->s, "time") && strcmp(F[C_METRIC]->s, "pull_end"))
-      return row_fail(err, file, lineno, F[C_METRIC]->col,
+      return xs__csv_fail(err, file, lineno, F[C_METRIC]->col,
                       "metric: expected time or pull_end, got \"%s\"",
                       F[C_METRIC]->s);
     snprintf(row->metric, sizeof row->metric, "%s", F[C_METRIC]->s);
@@ -488,12 +486,12 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   char bad[256];
   if (F[C_KNOBS] &&
       xs__validate_moe_knobs(F[C_KNOBS]->s, c, &row->knobs, bad, sizeof bad))
-    return row_fail(err, file, lineno, F[C_KNOBS]->col, "knobs: %s", bad);
+    return xs__csv_fail(err, file, lineno, F[C_KNOBS]->col, "knobs: %s", bad);
   const xs_profile *prof = NULL;
   if ((st = row_profile(j, F[C_GPU], lineno, &prof, err)))
     return st;
   if (xs__validate_moe_predict(row, prof, &e2))
-    return row_fail(err, file, lineno, 1, "%s", e2.message);
+    return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
   return row_measured(j, F[C_TIME], lineno, row, err);
 }
 
@@ -545,32 +543,32 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   if (st0)
     return st0;
   if (causal != 0 && causal != 1)
-    return row_fail(err, file, lineno, F[F_CAUSAL]->col,
+    return xs__csv_fail(err, file, lineno, F[F_CAUSAL]->col,
                     "causal: expected 0 or 1, got \"%s\"", F[F_CAUSAL]->s);
   c->causal = (int)causal;
   /* batch: a column of its own when the source ran several sequences */
   c->batch = 1;
   if (F[F_BATCH] && F[F_BATCH]->s[0] &&
       (number(F[F_BATCH]->s, &c->batch) || !(c->batch >= 1)))
-    return row_fail(err, file, lineno, F[F_BATCH]->col,
+    return xs__csv_fail(err, file, lineno, F[F_BATCH]->col,
                     "batch: expected a whole number >= 1, got \"%s\"", F[F_BATCH]->s);
   if (strlen(F[F_KERNEL]->s) >= sizeof c->kernel)
-    return row_fail(err, file, lineno, F[F_KERNEL]->col,
+    return xs__csv_fail(err, file, lineno, F[F_KERNEL]->col,
                     "kernel: expected fa2, fa3 or fa4, got \"%s\"", F[F_KERNEL]->s);
   snprintf(c->kernel, sizeof c->kernel, "%s", F[F_KERNEL]->s);
   if (!strcmp(F[F_PASS]->s, "fwd_bwd"))
     c->backward = 1;
   else if (strcmp(F[F_PASS]->s, "fwd"))
-    return row_fail(err, file, lineno, F[F_PASS]->col,
+    return xs__csv_fail(err, file, lineno, F[F_PASS]->col,
                     "pass: expected fwd or fwd_bwd, got \"%s\"", F[F_PASS]->s);
   int path = xs_fa_path_from_name(row->arm);
   if (path < 0)
-    return row_fail(err, file, lineno, F[F_ARM]->col,
+    return xs__csv_fail(err, file, lineno, F[F_ARM]->col,
                     "arm: unknown \"%s\" (local, sequential, dedicated-stream, "
                     "dedicated-sms, piggyback)", row->arm);
   int layout = xs_fa_layout_from_name(F[F_LAYOUT]->s);
   if (layout < 0 && !((path == XS_FA_LOCAL || !c->causal) && !strcmp(F[F_LAYOUT]->s, "-")))
-    return row_fail(err, file, lineno, F[F_LAYOUT]->col,
+    return xs__csv_fail(err, file, lineno, F[F_LAYOUT]->col,
                     "layout: expected contiguous, zigzag or stripe (- for the "
                     "local arm or a full mask), got \"%s\"", F[F_LAYOUT]->s);
   c->layout = layout < 0 ? XS_FA_ZIGZAG : layout;
@@ -579,13 +577,13 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
   row->tokens = c->seq;
   xs_error e2;
   if (xs_fa_config_check(c, &e2))
-    return row_fail(err, file, lineno, 1, "%s", e2.message);
+    return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
   const xs_profile *prof = NULL;
   xs_status st = row_profile(j, F[F_GPU], lineno, &prof, err);
   if (st)
     return st;
   if (xs__validate_fa_predict(row, prof, (xs_fa_path)path, &e2))
-    return row_fail(err, file, lineno, 1, "%s", e2.message);
+    return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
   return row_measured(j, F[F_TIME], lineno, row, err);
 }
 
@@ -624,11 +622,6 @@ xs_status xs__validate_csv(const char *file, const char *const *needed,
 }
 
 int xs__csv_number(const char *s, double *out) { return number(s, out); }
-
-xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
-                       const char *what) {
-  return row_fail(err, file, line, col, "%s", what);
-}
 
 void xs_validate_free(xs_validate_set *set) {
   free(set->rows);

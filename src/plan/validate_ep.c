@@ -265,11 +265,9 @@ static int parse_knobs(const char *text, xs_validate_ep_row *e, char *bad,
 /* copy a field into a fixed buffer, refusing one that does not fit */
 static xs_status field_copy(ep_job *j, const xs__csv_field *f, size_t lineno,
                             const char *col, char *dst, size_t n, xs_error *err) {
-  if (strlen(f->s) >= n) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s: longer than %zu characters", col, n - 1);
-    return xs__csv_fail(err, j->file, lineno, f->col, msg);
-  }
+  if (strlen(f->s) >= n)
+    return xs__csv_fail(err, j->file, lineno, f->col, "%s: longer than %zu characters", col,
+                        n - 1);
   snprintf(dst, n, "%s", f->s);
   return XS_OK;
 }
@@ -278,7 +276,6 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
                         xs_validate_row *row, xs_error *err) {
   ep_job *j = user;
   xs_validate_ep_row *e = &row->ep;
-  char msg[1100];
   row->kind = 2;
   row->line = lineno;
   xs_status st;
@@ -294,7 +291,9 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
       (st = field_copy(j, F[C_METRIC], lineno, "metric", e->metric,
                        sizeof e->metric, err)))
     return st;
-  snprintf(row->source, sizeof row->source, "%s", F[C_SOURCE]->s);
+  /* a long source cut short, never inside a character (--json's text) */
+  snprintf(row->source, sizeof row->source, "%.*s",
+           (int)xs__utf8_cut(F[C_SOURCE]->s, sizeof row->source - 1), F[C_SOURCE]->s);
   /* known names (checked below) fit: "deepep-hybrid/low-latency" at most */
   snprintf(row->arm, sizeof row->arm, "%.15s/%.15s", e->library, e->mode);
   const struct {
@@ -304,49 +303,39 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
               {C_HIDDEN, &e->hidden}, {C_TOPK, &e->topk},
               {C_EXPERTS, &e->experts}};
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-    if (xs__csv_number(F[nums[i].col]->s, nums[i].dst) || !(*nums[i].dst >= 1)) {
-      snprintf(msg, sizeof msg, "%s: expected a number >= 1, got \"%s\"",
-               need[nums[i].col], F[nums[i].col]->s);
-      return xs__csv_fail(err, j->file, lineno, F[nums[i].col]->col, msg);
-    }
-  if (!xs__ep_known(e->library, e->mode)) {
-    snprintf(msg, sizeof msg,
-             "library and kernel: no model of \"%s\" \"%s\" (deepep-v1 normal "
-             "or low-latency, deepep-v2 normal, deepep-hybrid normal, "
-             "pplx-kernels low-latency, uccl-ep normal or low-latency)",
-             e->library, e->mode);
-    return xs__csv_fail(err, j->file, lineno, F[C_LIBRARY]->col, msg);
-  }
+    if (xs__csv_number(F[nums[i].col]->s, nums[i].dst) || !(*nums[i].dst >= 1))
+      return xs__csv_fail(err, j->file, lineno, F[nums[i].col]->col,
+                          "%s: expected a number >= 1, got \"%s\"", need[nums[i].col],
+                          F[nums[i].col]->s);
+  if (!xs__ep_known(e->library, e->mode))
+    return xs__csv_fail(err, j->file, lineno, F[C_LIBRARY]->col,
+                        "library and kernel: no model of \"%s\" \"%s\" (deepep-v1 normal "
+                        "or low-latency, deepep-v2 normal, deepep-hybrid normal, "
+                        "pplx-kernels low-latency, uccl-ep normal or low-latency)",
+                        e->library, e->mode);
   if (strcmp(e->phase, "dispatch") && strcmp(e->phase, "combine") &&
-      strcmp(e->phase, "dispatch+combine")) {
-    snprintf(msg, sizeof msg,
-             "phase: expected dispatch, combine or dispatch+combine, got \"%s\"",
-             e->phase);
-    return xs__csv_fail(err, j->file, lineno, F[C_PHASE]->col, msg);
-  }
+      strcmp(e->phase, "dispatch+combine"))
+    return xs__csv_fail(err, j->file, lineno, F[C_PHASE]->col,
+                        "phase: expected dispatch, combine or dispatch+combine, got \"%s\"",
+                        e->phase);
   if (!strcmp(F[C_DTYPE]->s, "fp8"))
     e->elem_bytes = 1;
   else if (!strcmp(F[C_DTYPE]->s, "bf16"))
     e->elem_bytes = 2;
-  else {
-    snprintf(msg, sizeof msg, "dtype: expected fp8 or bf16, got \"%s\"",
-             F[C_DTYPE]->s);
-    return xs__csv_fail(err, j->file, lineno, F[C_DTYPE]->col, msg);
-  }
+  else
+    return xs__csv_fail(err, j->file, lineno, F[C_DTYPE]->col,
+                        "dtype: expected fp8 or bf16, got \"%s\"", F[C_DTYPE]->s);
   static const char *const metrics[] = {"time_us", "rdma_GBps", "nvl_GBps",
                                         "algbw_GBps", NULL};
-  if (!in_list(metrics, e->metric)) {
-    snprintf(msg, sizeof msg,
-             "metric: expected time_us, rdma_GBps, nvl_GBps or algbw_GBps, got "
-             "\"%s\"", e->metric);
-    return xs__csv_fail(err, j->file, lineno, F[C_METRIC]->col, msg);
-  }
+  if (!in_list(metrics, e->metric))
+    return xs__csv_fail(err, j->file, lineno, F[C_METRIC]->col,
+                        "metric: expected time_us, rdma_GBps, nvl_GBps or algbw_GBps, got "
+                        "\"%s\"", e->metric);
   xs_profile *prof;
   xs_error e2;
-  if (job_profile(j, row->gpu, e->fabric, &prof, &e2)) {
-    snprintf(msg, sizeof msg, "gpu and fabric: %s", e2.message);
-    return xs__csv_fail(err, j->file, lineno, F[C_GPU]->col, msg);
-  }
+  if (job_profile(j, row->gpu, e->fabric, &prof, &e2))
+    return xs__csv_fail(err, j->file, lineno, F[C_GPU]->col, "gpu and fabric: %s",
+                        e2.message);
   /* the harness's settings: the library's own test, unless the knobs say
    * otherwise. DeepEP's (and UCCL-EP's) internode tests route each token
    * to at most 4 nodes; their intranode tests and pplx-kernels' time the
@@ -362,38 +351,31 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
   e->sms = 0;
   if (F[C_KNOBS] && F[C_KNOBS]->s[0]) {
     char bad[256];
-    if (parse_knobs(F[C_KNOBS]->s, e, bad, sizeof bad)) {
-      snprintf(msg, sizeof msg, "knobs: %s", bad);
-      return xs__csv_fail(err, j->file, lineno, F[C_KNOBS]->col, msg);
-    }
+    if (parse_knobs(F[C_KNOBS]->s, e, bad, sizeof bad))
+      return xs__csv_fail(err, j->file, lineno, F[C_KNOBS]->col, "knobs: %s", bad);
   }
   xs__ep_shape s;
   row_shape(row, &s);
   xs__ep_route rt;
   if (xs__ep_routing(&s, node, &rt, &e2))
-    return xs__csv_fail(err, j->file, lineno, 1, e2.message);
+    return xs__csv_fail(err, j->file, lineno, 1, "%s", e2.message);
   xs__ep_phase ph = strcmp(e->phase, "combine") ? XS__EP_DISPATCH : XS__EP_COMBINE;
   e->bytes = 0;
   if (strcmp(e->metric, "time_us")) {
-    if (!strcmp(e->phase, "dispatch+combine")) {
-      snprintf(msg, sizeof msg, "metric: %s of dispatch+combine: no library "
-                                "prints one (time_us only)", e->metric);
-      return xs__csv_fail(err, j->file, lineno, F[C_METRIC]->col, msg);
-    }
+    if (!strcmp(e->phase, "dispatch+combine"))
+      return xs__csv_fail(err, j->file, lineno, F[C_METRIC]->col,
+                          "metric: %s of dispatch+combine: no library prints one "
+                          "(time_us only)", e->metric);
     e->bytes = xs__ep_metric_bytes(e->library, e->mode, ph, e->metric, &s, &rt);
-    if (!(e->bytes > 0)) {
-      snprintf(msg, sizeof msg, "metric: %s does not print %s", e->library,
-               e->metric);
-      return xs__csv_fail(err, j->file, lineno, F[C_METRIC]->col, msg);
-    }
+    if (!(e->bytes > 0))
+      return xs__csv_fail(err, j->file, lineno, F[C_METRIC]->col,
+                          "metric: %s does not print %s", e->library, e->metric);
   }
   xs__ep_params par;
   xs__ep_params_default(&par);
   double t[XS_MODEL_COUNT];
-  if (row_predict(row, prof, &par, 1, t, &e2)) {
-    snprintf(msg, sizeof msg, "%s", e2.message);
-    return xs__csv_fail(err, j->file, lineno, 1, msg);
-  }
+  if (row_predict(row, prof, &par, 1, t, &e2))
+    return xs__csv_fail(err, j->file, lineno, 1, "%s", e2.message);
   for (int m = 0; m < XS_MODEL_COUNT; m++) {
     e->model[m] = in_metric(e, t[m]);
     row->model_us[m] = t[m] * 1e6;
@@ -403,11 +385,9 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
   e->loso = e->loso_error = NAN;
   row->alt_us = NAN;
   /* only now the published figure */
-  if (xs__csv_number(F[C_VALUE]->s, &e->measured) || !(e->measured > 0)) {
-    snprintf(msg, sizeof msg, "value: expected a positive number, got \"%s\"",
-             F[C_VALUE]->s);
-    return xs__csv_fail(err, j->file, lineno, F[C_VALUE]->col, msg);
-  }
+  if (xs__csv_number(F[C_VALUE]->s, &e->measured) || !(e->measured > 0))
+    return xs__csv_fail(err, j->file, lineno, F[C_VALUE]->col,
+                        "value: expected a positive number, got \"%s\"", F[C_VALUE]->s);
   row->measured_us = e->bytes > 0 ? e->bytes / (e->measured * 1e9) * 1e6
                                   : e->measured;
   row->error = e->predicted / e->measured - 1;
