@@ -123,8 +123,9 @@ static xs_status intranode(xs__ep_ctx *c, double sms) {
 }
 
 /* How a step's RDMA messages reach the wire: the NIC engine (one worker)
- * takes them in order once every channel has posted its step; host
- * proxies take one command per message first. */
+ * takes them in order once every channel has posted its step. (Host
+ * proxies, UCCL-EP's, are not modelled here: the RDMA ring bounds what
+ * is in flight.) */
 typedef struct {
   size_t nic, posted;
   double msgs;         /* messages a step stands for                      */

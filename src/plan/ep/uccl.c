@@ -15,6 +15,8 @@
 #define UCCL_INFLIGHT_NORMAL 8
 #define UCCL_INFLIGHT_LL 32
 
+/* The normal kernels' model reads the RDMA ring alone
+ * (xs__ep_deepep_normal): the 8 writes a FIFO admits are not modelled */
 xs_status xs__ep_uccl_normal(xs__ep_ctx *c) {
   xs__ep_rdma rd = {1, UCCL_THREADS * UCCL_FIFOS_PER_THREAD,
                     UCCL_INFLIGHT_NORMAL, 512};
