@@ -286,6 +286,10 @@ xs_status xs__evaluate_ex(const xs_program *p, const xs_profile *prof,
                           xs_model model, const xs_eval_options *opt,
                           xs__eval_extra *extra, xs_result **out,
                           xs_error *err);
+/* A program's makespan under model m (no per-send results; tl, when not
+ * NULL, takes its timeline): for the planners, which want the time only. */
+xs_status xs__makespan(const xs_program *p, const xs_profile *prof, xs_model m,
+                       xs_timeline *tl, double *out, xs_error *err);
 
 /* Append to a timeline; out of memory drops the record (a plot with a
  * gap beats a failed evaluation). */

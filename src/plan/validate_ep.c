@@ -199,13 +199,9 @@ static xs_status row_predict(const xs_validate_row *row, const xs_profile *prof,
       return st;
     t[XS_MODEL_BURSTGAP] += ts;
     for (int m = 1; models && m < XS_MODEL_COUNT && !st; m++) {
-      xs_result *r = NULL;
-      xs_eval_options o = {0};
-      o.summary_only = 1;
-      st = xs_evaluate(p, prof, (xs_model)m, &o, &r, err);
-      if (!st)
-        t[m] += r->makespan_s;
-      xs_result_free(r);
+      double tm;
+      if (!(st = xs__makespan(p, prof, (xs_model)m, NULL, &tm, err)))
+        t[m] += tm;
     }
     xs_program_free(p);
     if (st)

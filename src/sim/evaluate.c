@@ -90,6 +90,17 @@ xs_status xs_evaluate(const xs_program *p, const xs_profile *prof,
   return xs__evaluate_ex(p, prof, model, opt, NULL, out, err);
 }
 
+xs_status xs__makespan(const xs_program *p, const xs_profile *prof, xs_model m,
+                       xs_timeline *tl, double *out, xs_error *err) {
+  xs_eval_options o = {0, 1, NULL, tl};
+  xs_result *res = NULL;
+  xs_status st = xs_evaluate(p, prof, m, &o, &res, err);
+  if (!st)
+    *out = res->makespan_s;
+  xs_result_free(res);
+  return st;
+}
+
 /* The packet simulator runs each copy as a worker of its own (copies in
  * lockstep would send their packets in turns, not as one): simulate the
  * program with its copies written out, and report each worker's and each

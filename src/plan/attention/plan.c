@@ -52,17 +52,6 @@ static xs_status build(const xs__fa_ring *r, const xs__fa_costs *t,
   return st;
 }
 
-static xs_status makespan(const xs_program *p, const xs_profile *prof, xs_model m,
-                          xs_timeline *tl, double *out, xs_error *err) {
-  xs_eval_options o = {0, 1, NULL, tl};
-  xs_result *res;
-  xs_status st = xs_evaluate(p, prof, m, &o, &res, err);
-  if (!st)
-    *out = res->makespan_s;
-  xs_result_free(res);
-  return st;
-}
-
 /* piggyback: the mean stall of the SMs that finish last, waiting for a
  * stage's store to read it (blocked on their "free" counter) */
 static double stall_of(const xs__fa_prog *g, const xs_timeline *tl) {
@@ -121,7 +110,7 @@ static xs_status run_path(const xs__fa_ring *r, const xs__fa_costs *t,
         continue;
       double v;
       if (!(st = build(r, t, prof, path, kk, 0, "candidate", &g, calls, err))) {
-        st = makespan(g.p, prof, XS_MODEL_BURSTGAP, NULL, &v, err);
+        st = xs__makespan(g.p, prof, XS_MODEL_BURSTGAP, NULL, &v, err);
         xs_program_free(g.p);
         if (searched)
           (*searched)++;
@@ -143,9 +132,9 @@ static xs_status run_path(const xs__fa_ring *r, const xs__fa_costs *t,
   if (path == XS_FA_PATH_PIGGYBACK && !tl)
     st = xs__fail(err, XS_NOMEM, "out of memory");
   if (!st)
-    st = makespan(g.p, prof, XS_MODEL_BURSTGAP, tl, &out->time[XS_MODEL_BURSTGAP], err);
+    st = xs__makespan(g.p, prof, XS_MODEL_BURSTGAP, tl, &out->time[XS_MODEL_BURSTGAP], err);
   for (int m = 1; all && !st && m < XS_MODEL_COUNT; m++)
-    st = makespan(g.p, prof, (xs_model)m, NULL, &out->time[m], err);
+    st = xs__makespan(g.p, prof, (xs_model)m, NULL, &out->time[m], err);
   if (searched)
     (*searched)++;
   xs_fa_breakdown *b = &out->bd;
@@ -172,7 +161,7 @@ static xs_status run_path(const xs__fa_ring *r, const xs__fa_costs *t,
   xs_program_free(g.p);
   /* if communication were free: the same ring, nothing forwarded */
   if (!st && !(st = build(r, t, prof, path, 0, 1, "free", &g, calls, err))) {
-    st = makespan(g.p, prof, XS_MODEL_BURSTGAP, NULL, &b->free_s, err);
+    st = xs__makespan(g.p, prof, XS_MODEL_BURSTGAP, NULL, &b->free_s, err);
     xs_program_free(g.p);
   }
   return st;

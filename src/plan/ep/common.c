@@ -265,18 +265,12 @@ size_t xs__ep_steps(const xs__ep_ctx *c, double chunks) {
 
 xs_status xs__ep_finish(xs__ep_ctx *c, xs_program **out, double *time_s) {
   xs_status st = xs_program_finish(c->p, c->err);
-  xs_result *r = NULL;
-  if (!st) {
-    xs_eval_options o = {0};
-    o.summary_only = 1;
-    st = xs_evaluate(c->p, c->prof, XS_MODEL_BURSTGAP, &o, &r, c->err);
-  }
+  if (!st)
+    st = xs__makespan(c->p, c->prof, XS_MODEL_BURSTGAP, NULL, time_s, c->err);
   if (st) {
     xs__ep_abort(c);
     return st;
   }
-  *time_s = r->makespan_s;
-  xs_result_free(r);
   if (out)
     *out = c->p;
   else
