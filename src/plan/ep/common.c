@@ -256,6 +256,12 @@ xs_status xs__ep_nic(xs__ep_ctx *c, size_t nic, size_t posted, double need,
   return st;
 }
 
+xs_status xs__ep_post(xs__ep_ctx *c, size_t w, size_t nic, size_t posted, double need,
+                      double msgs, double bytes, size_t *sid) {
+  xs_status st = xs__ep_signal(c, w, posted, 1);
+  return st ? st : xs__ep_nic(c, nic, posted, need, msgs, bytes, sid);
+}
+
 size_t xs__ep_steps(const xs__ep_ctx *c, double chunks) {
   double n = ceil(chunks);
   if (n < 1)

@@ -138,13 +138,6 @@ static xs_status rdma_path_new(xs__ep_ctx *c, rdma_path *x) {
   return st;
 }
 
-/* Step j's bytes on the wire after `need` posts: one send standing for
- * x->msgs messages. */
-static xs_status rdma_post(xs__ep_ctx *c, rdma_path *x, double need,
-                           double bytes, size_t *sid) {
-  return xs__ep_nic(c, x->nic, x->posted, need, x->msgs, bytes, sid);
-}
-
 /* Credits travel back over the network: a worker that lets the sender's
  * step j + window go one network latency after the forwarder's step j. */
 static xs_status credit_step(xs__ep_ctx *c, size_t cred, size_t done,
@@ -233,11 +226,11 @@ static xs_status internode_dispatch(xs__ep_ctx *c, double sms,
       st = xs__ep_await(c, snd, credit, (double)(j + 1 - rwin));
     if (!st)
       st = xs__ep_copy(c, snd, node_pairs / n, node_pairs * b / n, "hbm", NULL);
+    /* the coordinators' writes: every channel's chunk of the step, one
+     * send standing for x.msgs messages */
     if (!st)
-      st = xs__ep_signal(c, snd, x.posted, 1);
-    /* the coordinators' writes: every channel's chunk of the step */
-    if (!st)
-      st = rdma_post(c, &x, C * k * (double)(j + 1), C * wire * b / n, &nid);
+      st = xs__ep_post(c, snd, x.nic, x.posted, C * k * (double)(j + 1), x.msgs,
+                       C * wire * b / n, &nid);
     /* the forwarders: the step's arrivals, over NVLink to the node's
      * ranks, as the NVLink rings allow */
     if (!st)
@@ -295,9 +288,8 @@ static xs_status internode_combine(xs__ep_ctx *c, double sms,
     if (!st)
       st = xs__ep_signal(c, fw, nfree, 1);
     if (!st)
-      st = xs__ep_signal(c, fw, x.posted, 1);
-    if (!st)
-      st = rdma_post(c, &x, C * k * (double)(j + 1), C * wire * b / n, &nid);
+      st = xs__ep_post(c, fw, x.nic, x.posted, C * k * (double)(j + 1), x.msgs,
+                       C * wire * b / n, &nid);
     /* the home rank's receivers add up the nodes' copies */
     if (!st)
       st = xs__ep_wait(c, rcv, nid);

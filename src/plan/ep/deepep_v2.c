@@ -132,10 +132,8 @@ static xs_status hybrid(xs__ep_ctx *c, double S) {
        * straight into the local receive buffer), one put per remote node */
       st = xs__ep_copy(c, so, node / S / n, node * b / S / n, "hbm", NULL);
       if (!st)
-        st = xs__ep_signal(c, so, posted, 1);
-      if (!st)
-        st = xs__ep_nic(c, nic, posted, S * k * (double)(j + 1), wire / n,
-                        wire * b / n, &nid);
+        st = xs__ep_post(c, so, nic, posted, S * k * (double)(j + 1), wire / n,
+                         wire * b / n, &nid);
       /* forward: what arrived, to the node's ranks over NVLink */
       if (!st)
         st = xs__ep_wait(c, fw, nid);
@@ -150,10 +148,8 @@ static xs_status hybrid(xs__ep_ctx *c, double S) {
       if (!st)
         st = xs__ep_copy(c, so, recv / S / n, (recv + node) * b / S / n, "hbm", NULL);
       if (!st)
-        st = xs__ep_signal(c, so, posted, 1);
-      if (!st)
-        st = xs__ep_nic(c, nic, posted, S * k * (double)(j + 1), wire / n,
-                        wire * b / n, &nid);
+        st = xs__ep_post(c, so, nic, posted, S * k * (double)(j + 1), wire / n,
+                         wire * b / n, &nid);
     }
   }
   if (!st)

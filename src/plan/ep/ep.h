@@ -135,6 +135,10 @@ xs_status xs__ep_copy(xs__ep_ctx *c, size_t w, double pairs, double bytes,
  * (whose own send pays it for the last). */
 xs_status xs__ep_nic(xs__ep_ctx *c, size_t nic, size_t posted, double need,
                      double msgs, double bytes, size_t *sid);
+/* Worker w posts its step (one more on counter `posted`), and the NIC
+ * takes the messages as xs__ep_nic does once `need` posts are counted. */
+xs_status xs__ep_post(xs__ep_ctx *c, size_t w, size_t nic, size_t posted, double need,
+                      double msgs, double bytes, size_t *sid);
 /* Steps a stream of `chunks` chunks is written as (at most nsteps_max). */
 size_t xs__ep_steps(const xs__ep_ctx *c, double chunks);
 /* Finish the program and evaluate it under burstgap: the kernel's time. */

@@ -81,10 +81,8 @@ xs_status xs__ep_hybrid(xs__ep_ctx *c) {
     if (!st && r->N > 1 && !disp) {
       /* the combine: a node's results added up, then one write per
        * (token, remote node) home */
-      st = xs__ep_signal(c, mv, posted, 1);
-      if (!st)
-        st = xs__ep_nic(c, nic, posted, S * k * (double)(j + 1), wire / n,
-                        wire * b / n, &nid);
+      st = xs__ep_post(c, mv, nic, posted, S * k * (double)(j + 1), wire / n,
+                       wire * b / n, &nid);
     }
   }
   if (!st)
