@@ -1095,8 +1095,8 @@ typedef struct xs_fa_sensitivity {
 } xs_fa_sensitivity;
 #define XS_FA_SENS_MAX 32
 /* Fills out (room for XS_FA_SENS_MAX) sorted by score, largest first;
- * *base receives the unmoved choice. (4 x numbers + 1) plans: 0.17 s at
- * 2k tokens per rank, 3.4 s at 128Ki on the development machine
+ * *base receives the unmoved choice. (4 x numbers + 1) plans: 0.11 s at
+ * 2k tokens per rank, 1.7 s at 128Ki on the development machine
  * (xstage-bench plan). */
 XS_API xs_status xs_fa_sensitivity_run(const xs_fa_config *config,
                                        const xs_profile *profile, double tolerance,
