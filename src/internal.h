@@ -486,49 +486,13 @@ xs_status xs__gemm_table_time(const xs_profile *prof, const char *layout,
                               double groups, double m, double n, double k,
                               double *time_s, xs_error *err);
 
-/* `xstage validate megamoe` (validate_moe.c): a row's knobs column
- * ("lag=8;capacity=8192") into knobs and config, 0 or -1 with why in bad;
- * and a row's predictions (every model, the lag's other bound). */
-int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
-                           xs_moe_pattern *k, char *bad, size_t badn);
-xs_status xs__validate_moe_predict(xs_validate_row *row,
-                                   const xs_profile *prof, xs_error *err);
 /* the median of v[0..k), which it sorts; NAN when k is 0 */
 double xs__median_of(double *v, size_t k);
-/* `xstage validate flashattn` (validate_fa.c): a row's prediction under
- * every model, and if communication were free (its breakdown's free_s). */
-xs_status xs__validate_fa_predict(xs_validate_row *row, const xs_profile *prof,
-                                  xs_fa_path path, xs_error *err);
-
 /* tests: the tuner's grid point of tokens: its m options' log times a
  * and gradients g (m x K) as built, and the belief's mean log time and
  * variance of each (arrays of XS_MOE_MAX_OPTIONS, x XS_MOE_TERMS for g) */
 void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
                      double *a, double *g, double *mu, double *var);
-
-/* The validators' CSV reader (validate.c), for validators in other files:
- * comment and blank lines skipped, the header mapping the needed columns
- * (a missing one is an error naming need_list) and the optional ones;
- * row() gets each data row's fields in that order (optional ones NULL
- * when the header lacks them), each with its 1-based column, and fills
- * the row; the set grows by it and progress is called. */
-typedef struct {
-  const char *s; /* into a copy of the line */
-  size_t col;    /* 1-based column of its first character */
-} xs__csv_field;
-typedef xs_status (*xs__csv_row_fn)(void *user, const xs__csv_field **f,
-                                    size_t lineno, xs_validate_row *row,
-                                    xs_error *err);
-xs_status xs__validate_csv(const char *file, const char *const *need,
-                           const char *const *maybe, const char *need_list,
-                           const char *text, size_t length, xs_validate_set *out,
-                           void (*progress)(size_t, void *), void *ctx,
-                           xs__csv_row_fn row, void *user, xs_error *err);
-/* A whole field as a finite number: 0, else -1. */
-int xs__csv_number(const char *s, double *out);
-/* XS_INVALID with "FILE:LINE:COLUMN: " and the message */
-xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
-                       const char *fmt, ...) XS__PRINTF(5, 6);
 
 /* The burstgap time of one schedule with the given knob values. */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,

@@ -1,5 +1,5 @@
 /*
- * validate_ep.c: `xstage validate ep`. Reads published timings of EP
+ * ep.c: `xstage validate ep`. Reads published timings of EP
  * dispatch and combine kernels (ep.csv's columns), builds each row's
  * kernel as its library's program on the GPU's built-in profile with the
  * row's fabric, and puts the prediction beside the published figure in
@@ -9,6 +9,7 @@
  * source's (docs/validate.md "ep", docs/ep.md "Fitted constants").
  */
 #include "plan/ep/ep.h"
+#include "validate/validate.h"
 
 #include <math.h>
 #include <stdio.h>

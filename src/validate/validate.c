@@ -6,7 +6,7 @@
  * measured column is parsed after the config is taken and never reaches
  * the planner (docs/validate.md).
  */
-#include "internal.h"
+#include "validate/validate.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -598,7 +598,7 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
   return csv_rows(&j, text, length, fa_row, err);
 }
 
-/* ---- the reader for validators in other files (validate_ep.c) ---- */
+/* ---- the reader for validators in other files (ep.c) ---- */
 
 static xs_status ext_row(csv_job *j, const field **F, size_t lineno,
                          xs_validate_row *row, xs_error *err) {

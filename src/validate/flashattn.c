@@ -1,5 +1,5 @@
 /*
- * validate_fa.c: how `xstage validate flashattn` predicts a ring row and
+ * flashattn.c: how `xstage validate flashattn` predicts a ring row and
  * what it makes of the rows: each row under every model and with
  * communication free; which rows show communication by measurement (the
  * ring measured more than 10% above P times the local arm of the same
@@ -8,6 +8,7 @@
  * were free (docs/validate.md "flashattn").
  */
 #include "plan/attention/attention.h"
+#include "validate/validate.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * validate_moe.c: how `xstage validate megamoe` predicts a row and what it
+ * megamoe.c: how `xstage validate megamoe` predicts a row and what it
  * makes of the rows. A row is predicted with the knobs its kernel ran
  * with: the kernel's own defaults for the shape (heuristics.c), or those
  * its optional knobs column states ("lag=8;capacity=8192"), never the
@@ -9,7 +9,7 @@
  * model's median error, the pairs of arms measured apart, the signed
  * error per arm and token band.
  */
-#include "internal.h"
+#include "validate/validate.h"
 
 #include <math.h>
 #include <stdlib.h>
