@@ -158,7 +158,14 @@ int cmd_validate(int argc, char **argv);
  * for every model) and its sections after the medians (0 or the exit
  * code) */
 void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model);
-int cli_validate_fa_sections(const xs_validate_set *set);
+int cli_validate_fa_sections(const xs_validate_set *set, const xs_validate_group *arms,
+                             size_t narms);
+/* The signed median per arm (rows) and band (columns) that bias gives,
+ * "-" where it gives NAN. */
+typedef double (*cli_bias_fn)(const xs_validate_set *set, const char *arm, int band,
+                              const char **label, size_t *n);
+void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
+                             size_t narms, int bands, cli_bias_fn bias);
 
 /* "sweep PLANNER --profile P [--grid FILE] [--json | --csv]": -1 to go on
  * (o->profile loaded, to free), else the exit code (help shown, or a bad

@@ -187,8 +187,8 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
          w->measured ? "measured (the profile's attn_flops_per_s)"
                      : "a lead (the profile's FLOP/s x efficiency)");
   static const char *const head[] = {"burstgap", "blocking", "ideal", "if free", "compute",
-                                     "merge", "fixed", "interf.", "exposed", "stall",
-                                     "imbalance"};
+                                     "merge", "fixed", "interf.", "host", "exposed",
+                                     "stall", "imbalance"};
   printf("  %-17s %-10s", "way", "layout");
   for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
     printf(" %9s", head[i]);
@@ -198,14 +198,15 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
     const xs_fa_breakdown *bd = &g->breakdown;
     /* the baselines: for the config's layout only (the plan keeps those) */
     int mine = g->path == XS_FA_LOCAL || g->layout < 0 || g->layout == c->layout;
-    double v[11] = {g->time_s,
+    double v[12] = {g->time_s,
                     mine ? r->time_s[g->path][XS_MODEL_BLOCKING] : NAN,
                     mine ? r->time_s[g->path][XS_MODEL_IDEAL] : NAN,
                     bd->free_s, bd->compute_s, bd->merge_s, bd->fixed_s,
-                    bd->interference_s, bd->exposed_s, bd->stall_s, bd->imbalance_s};
+                    bd->interference_s, bd->host_s, bd->exposed_s, bd->stall_s,
+                    bd->imbalance_s};
     printf("%c %-17s %-10s", mine && g->path == r->best ? '*' : ' ',
            xs_fa_path_name(g->path), layout_text(g->layout));
-    for (int k = 0; k < 11; k++) {
+    for (int k = 0; k < 12; k++) {
       char t[32];
       printf(" %9s", isnan(v[k]) ? "-" : xs_format_time(v[k], t, sizeof t));
     }
@@ -227,10 +228,12 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
          r->time_s[XS_FA_PATH_PIGGYBACK][0] / r->time_s[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL],
          r->breakdown[XS_FA_PATH_PIGGYBACK].free_s / r->time_s[XS_FA_PATH_PIGGYBACK][0],
          r->searched);
-  printf("  (compute + merge + fixed + interf. + exposed = burstgap; exposed is the\n"
+  printf("  (compute + merge + fixed + interf. + host + exposed = burstgap; host is the\n"
+         "  GPU waiting for the host to issue the ring's ops (timing %s), exposed the\n"
          "  communication the others do not hide, stall the part of it piggyback's\n"
          "  SMs spend waiting for a stage's store; %s's numbers are leads unless\n"
-         "  measured: xstage profiles show %s)\n", cli_profile_text(prof),
+         "  measured: xstage profiles show %s)\n",
+         xs_fa_timing_name((xs_fa_timing)c->timing), cli_profile_text(prof),
          cli_profile_text(prof));
 }
 

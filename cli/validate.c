@@ -113,6 +113,30 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
          "  the other token bound is under \"lag bound\" below)\n");
 }
 
+void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
+                             size_t narms, int bands, cli_bias_fn bias) {
+  printf("    %-20s", "arm");
+  for (int b = 0; b < bands; b++) {
+    const char *label;
+    bias(set, NULL, b, &label, NULL);
+    printf(" %14s", label);
+  }
+  printf("\n");
+  for (size_t k = 0; k < narms; k++) {
+    printf("    %-20s", arms[k].name);
+    for (int b = 0; b < bands; b++) {
+      const char *label;
+      size_t n;
+      double v = bias(set, arms[k].name, b, &label, &n);
+      if (!isnan(v))
+        printf(" %+8.1f%% (%2zu)", 100 * v, n);
+      else
+        printf(" %14s", "-");
+    }
+    printf("\n");
+  }
+}
+
 /* the sections after the medians: models, bias, pairs, pull end, lag
  * bound, leave one out */
 static int moe_sections(const xs_validate_set *set, const xs_validate_group *arms,
@@ -133,26 +157,7 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
     printf("\n");
   }
   printf("\n  signed median error per arm and token band (bands of 3 rows or more):\n");
-  printf("    %-20s", "arm");
-  for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
-    const char *label;
-    xs_validate_band_bias(set, NULL, b, &label, NULL);
-    printf(" %14s", label);
-  }
-  printf("\n");
-  for (size_t k = 0; k < narms; k++) {
-    printf("    %-20s", arms[k].name);
-    for (int b = 0; b < XS_VALIDATE_BANDS; b++) {
-      const char *label;
-      size_t n;
-      double v = xs_validate_band_bias(set, arms[k].name, b, &label, &n);
-      if (!isnan(v))
-        printf(" %+8.1f%% (%2zu)", 100 * v, n);
-      else
-        printf(" %14s", "-");
-    }
-    printf("\n");
-  }
+  cli_validate_bias_table(set, arms, narms, XS_VALIDATE_BANDS, xs_validate_band_bias);
   xs_validate_pair *p;
   size_t np;
   xs_error err;
@@ -388,7 +393,7 @@ int cmd_validate(int argc, char **argv) {
              "|error| %.1f%%, largest %.1f%%\n", 100 * pr.median_ratio_error,
              100 * pr.max_ratio_error);
     }
-    if ((rc = fa ? cli_validate_fa_sections(&set)
+    if ((rc = fa ? cli_validate_fa_sections(&set, arms, narms)
                  : moe_sections(&set, arms, narms, sources, nsources, by_source,
                                 given_name[0] ? given_name : NULL))) {
       xs_validate_free(&set);

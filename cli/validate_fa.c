@@ -52,7 +52,8 @@ void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int mode
   printf("  (times in us; a ring with a measured local arm shows its ideal/meas.)\n");
 }
 
-int cli_validate_fa_sections(const xs_validate_set *set) {
+int cli_validate_fa_sections(const xs_validate_set *set, const xs_validate_group *arms,
+                             size_t narms) {
   xs_validate_fa_stats s;
   xs_error err;
   if (xs_validate_fa_summary(set, 0.10, &s, &err))
@@ -61,7 +62,10 @@ int cli_validate_fa_sections(const xs_validate_set *set) {
   for (int m = 0; m < XS_MODEL_COUNT; m++)
     printf(" %s %.1f%%", xs_model_name((xs_model)m),
            100 * xs_validate_median_model(set, (xs_model)m, NULL, NULL, NULL, NULL));
-  printf("\n\n  where communication shows: of %zu rings with a measured local arm, %zu\n"
+  /* the signed median per arm and sequence band: where the model leans */
+  printf("\n\n  signed median error per arm and sequence band (tokens per rank; rows):\n");
+  cli_validate_bias_table(set, arms, narms, XS_VALIDATE_FA_BANDS, xs_validate_fa_band_bias);
+  printf("\n  where communication shows: of %zu rings with a measured local arm, %zu\n"
          "  measured more than 10%% above their ideal (P x the local arm), from %zu\n"
          "  source%s:\n", s.rings, s.shows, s.shows_sources, s.shows_sources == 1 ? "" : "s");
   if (s.shows)

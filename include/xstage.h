@@ -190,6 +190,14 @@ typedef struct xs_kernel_costs {
   double forward_sm_Bps; /* bytes/s one SM sends with bulk stores from
                             inside a kernel (0: the channel's per-worker
                             rate)                                         */
+  double host_op_s;      /* host time to issue one eager PyTorch op from
+                            Python (argument parsing, dispatch, kernel
+                            launch): a ring written in Python pays it for
+                            every op of every step (0: none)              */
+  double kernel_gap_s;   /* GPU time between two dependent kernels
+                            already queued in a stream (0: launch_s)      */
+  double nccl_p2p_s;     /* fixed time of one NCCL send and receive
+                            beyond its bytes (0: none)                    */
   /* the EP kernels' (docs/ep.md) */
   double sm_copy_Bps;    /* bytes/s one SM moves to peers over NVLink when
                             all its warps (or its TMA unit) copy; 0: the
@@ -938,7 +946,22 @@ typedef struct xs_fa_config {
   int layout;      /* xs_fa_layout: how the causal sequence is sharded     */
   int backward;    /* 1: forward and backward (dK, dV ride the ring too)   */
   char kernel[8];  /* "fa2", "fa3", "fa4": the profile's attn_* entries   */
+  int timing;      /* xs_fa_timing: what a time of the ring stands for     */
 } xs_fa_config;
+
+/* What a ring's time stands for (docs/plan-flashattn.md "Timing"):
+ * pipelined, the period of calls issued back to back with no sync between
+ * them (CUDA events around many calls: the host issues a call while the
+ * GPU runs the one before, so the slower of the two sets the pace);
+ * synced, one call from an idle GPU, the host and the GPU starting
+ * together (a sync or barrier around each call). */
+typedef enum {
+  XS_FA_PIPELINED = 0,
+  XS_FA_SYNCED = 1,
+  XS_FA_TIMINGS = 2
+} xs_fa_timing;
+XS_API const char *xs_fa_timing_name(xs_fa_timing timing);
+XS_API int xs_fa_timing_from_name(const char *name); /* -1: none */
 
 /* Causal layouts: contiguous (rank r holds chunk r: the last rank does
  * all the work), zigzag (chunks r and 2P-1-r), stripe (every P-th token) */
@@ -982,7 +1005,7 @@ typedef struct xs_fa_choice {
 } xs_fa_choice;
 
 /* Where one ring's time goes, seconds; compute, merge, fixed,
- * interference and exposed add up to the time under burstgap. */
+ * interference, host and exposed add up to the time under burstgap. */
 typedef struct xs_fa_breakdown {
   double compute_s;   /* attention kernels (the busiest rank's, its SMs
                          that finish last)                               */
@@ -1000,7 +1023,10 @@ typedef struct xs_fa_breakdown {
   double free_s;      /* the same ring if communication were free         */
   unsigned forward_sms; /* dedicated-sms's SMs set aside                  */
   const char *bound;  /* the largest of compute, merge, fixed,
-                         interference, exposed                           */
+                         interference, host, exposed                     */
+  double host_s;      /* the GPU waiting for the host to issue its work
+                         (a ring whose host issues each step's ops slower
+                         than the GPU runs them)                         */
 } xs_fa_breakdown;
 
 /* One path of a plan under one layout (-1: the local arm or a full
@@ -1095,8 +1121,8 @@ typedef struct xs_fa_sensitivity {
 } xs_fa_sensitivity;
 #define XS_FA_SENS_MAX 32
 /* Fills out (room for XS_FA_SENS_MAX) sorted by score, largest first;
- * *base receives the unmoved choice. (4 x numbers + 1) plans: 0.11 s at
- * 2k tokens per rank, 1.7 s at 128Ki on the development machine
+ * *base receives the unmoved choice. (4 x numbers + 1) plans: 0.21 s at
+ * 2k tokens per rank, 2.9 s at 128Ki on the development machine
  * (xstage-bench plan). */
 XS_API xs_status xs_fa_sensitivity_run(const xs_fa_config *config,
                                        const xs_profile *profile, double tolerance,
@@ -1208,6 +1234,12 @@ typedef struct xs_validate_fa_stats {
 } xs_validate_fa_stats;
 XS_API xs_status xs_validate_fa_summary(const xs_validate_set *set, double threshold,
                                         xs_validate_fa_stats *out, xs_error *err);
+/* The signed median error of an arm's ring rows in sequence band i
+ * (tokens per rank <= 4096, 4097 to 16384, > 16384; *label "<=4k",
+ * "4-16k", ">16k"), NAN for a band without rows; *n its rows. */
+#define XS_VALIDATE_FA_BANDS 3
+XS_API double xs_validate_fa_band_bias(const xs_validate_set *set, const char *arm,
+                                       int i, const char **label, size_t *n);
 /* Expert-parallel dispatch and combine (docs/validate.md "ep"): a CSV
  * with ep.csv's columns (source, gpu, fabric, library, kernel, phase,
  * scope, ep, nodes, tokens, hidden, topk, experts, dtype, metric, value,

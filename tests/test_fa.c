@@ -290,7 +290,7 @@ static void test_terms_add_up(void **st) {
               xs_fa_breakdown b;
               assert_int_equal(xs_fa_predict(&c, prof, ring_paths[w], &t, &b, &e), XS_OK);
               double sum = b.compute_s + b.merge_s + b.fixed_s + b.interference_s +
-                           b.exposed_s;
+                           b.host_s + b.exposed_s;
               if (!near(sum, t, 1e-9) || !(b.free_s <= t * (1 + 1e-12)) ||
                   !(b.stall_s <= b.exposed_s + 1e-12) ||
                   !(b.imbalance_s >= 0 && b.imbalance_s <= b.compute_s + 1e-12)) {
@@ -380,6 +380,67 @@ static void test_validate_blind(void **st) {
 static int by_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+/* validate flashattn's bias table (docs/validate.md "flashattn"): the
+ * signed median of an arm's rows in a sequence band, against the rows'
+ * own errors sorted here; a band without rows is NAN; and a row whose
+ * timing says "synced" is predicted as one call from an idle GPU (the
+ * config with timing synced), any other as calls back to back. */
+static void test_bias_and_timing(void **st) {
+  (void)st;
+  static const char csv[] =
+      "source,gpu,cp,seq_per_rank,heads,kv_heads,head_dim,causal,layout,kernel,pass,arm,"
+      "time_us,timing,batch\n"
+      "s,h100-nvlink,4,1024,4,4,128,1,zigzag,fa2,fwd,dedicated-stream,500,events,\n"
+      "s,h100-nvlink,4,2048,4,4,128,1,zigzag,fa2,fwd,dedicated-stream,700,events,\n"
+      "s,h100-nvlink,4,4096,4,4,128,1,zigzag,fa2,fwd,dedicated-stream,900,events,\n"
+      "s,h100-nvlink,4,4097,4,4,128,1,zigzag,fa2,fwd,dedicated-stream,1500,events,\n"
+      "s,h100-nvlink,4,1024,4,4,128,1,zigzag,fa2,fwd,dedicated-stream,800,"
+      "\"synced: a barrier before each call\",\n"
+      "s,h100-nvlink,4,1024,4,4,128,1,-,fa2,fwd,local,60,events,\n";
+  xs_validate_set set;
+  xs_error e;
+  assert_int_equal(xs_validate_flashattn(csv, sizeof csv - 1, "t.csv", &set, NULL, NULL, &e),
+                   XS_OK);
+  assert_int_equal(set.nrows, 6);
+  /* the synced row: the same ring, timed from an idle GPU */
+  xs_profile *prof;
+  assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+  double tp, ts;
+  xs_fa_config c = set.rows[0].fa;
+  assert_int_equal(c.timing, XS_FA_PIPELINED);
+  assert_int_equal(set.rows[4].fa.timing, XS_FA_SYNCED);
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &tp, NULL, &e), XS_OK);
+  c.timing = XS_FA_SYNCED;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &ts, NULL, &e), XS_OK);
+  assert_true(near(set.rows[0].predicted_us, tp * 1e6, 1e-12));
+  assert_true(near(set.rows[4].predicted_us, ts * 1e6, 1e-12));
+  assert_true(ts > tp);
+  /* the bands: <=4k has rows 0, 1, 2 and 4 of the stream arm */
+  static const size_t in[3][5] = {{0, 1, 2, 4, SIZE_MAX}, {3, SIZE_MAX}, {SIZE_MAX}};
+  for (int band = 0; band < XS_VALIDATE_FA_BANDS; band++) {
+    double v[5];
+    size_t k = 0;
+    for (; in[band][k] != SIZE_MAX; k++)
+      v[k] = set.rows[in[band][k]].error;
+    qsort(v, k, sizeof *v, by_double);
+    double want = k == 0 ? NAN : k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+    const char *label;
+    size_t n;
+    double got = xs_validate_fa_band_bias(&set, "dedicated-stream", band, &label, &n);
+    assert_int_equal(n, k);
+    if (k ? !near(got, want, 1e-12) : !isnan(got))
+      fail_msg("band %s: signed median %.9g, by hand %.9g (%zu rows)", label, got, want, k);
+  }
+  const char *label;
+  size_t n;
+  double lo = xs_validate_fa_band_bias(&set, "local", 0, &label, &n);
+  assert_string_equal(label, "<=4k");
+  assert_int_equal(n, 1);
+  assert_true(near(lo, set.rows[5].error, 1e-12));
+  xs_profile_free(prof);
+  xs_validate_free(&set);
 }
 
 /* The profiles' attention figures reproduce the kernel benchmarks they
@@ -693,8 +754,9 @@ static void test_monotone(void **st) {
     case_setup(&cases[k], &prof, &c);
     char fb[32];
     snprintf(fb, sizeof fb, "%s_fwd_bwd", c.kernel);
-    for (int what = 0; what < 3; what++) {
-      static const char *const names[] = {"hbm_Bps", "copy_efficiency", "kernel FLOP/s"};
+    for (int what = 0; what < 4; what++) {
+      static const char *const names[] = {"hbm_Bps", "copy_efficiency", "kernel FLOP/s",
+                                          "host speed (1 / host_op_s)"};
       xs_fa_ring rows[NF][XS_FA_RINGS];
       size_t nr[NF];
       for (int f = 0; f < NF; f++) {
@@ -710,6 +772,11 @@ static void test_monotone(void **st) {
           xs_kernel_costs kc;
           xs_profile_kernel_costs(q, &kc);
           kc.copy_efficiency = fmin(1, kc.copy_efficiency * x);
+          assert_int_equal(xs_profile_set_kernel_costs(q, &kc, &e), XS_OK);
+        } else if (what == 3) {
+          xs_kernel_costs kc;
+          xs_profile_kernel_costs(q, &kc);
+          kc.host_op_s /= x;
           assert_int_equal(xs_profile_set_kernel_costs(q, &kc, &e), XS_OK);
         } else {
           /* the forward's and the pair's together: every kernel faster */
@@ -740,6 +807,81 @@ static void test_monotone(void **st) {
   }
 }
 
+/* A ring written in Python whose host is slower than its GPU
+ * (docs/plan-flashattn.md "The host"): 4 heads of 1024 tokens per rank,
+ * CP 4, zigzag, FlashAttention-2 on h100-nvlink. Worked by hand from
+ * ring-flash-attention's loop (zigzag_ring_flash_attn.py, utils.py at
+ * 556ddaa): step 0 posts the send and receive (2 buffers, 4 isend/irecv,
+ * the group's end: 7 ops), calls the kernel (1) and converts its output
+ * (3: to, transpose, unsqueeze), then waits; steps 1 and 2 post (7), call
+ * (1) and merge (the TorchScript call, 1, whose 9 kernels launch from C++,
+ * and zigzag's half-output slices, 4), then wait; step 3 calls and merges
+ * only; the end converts (3). 46 eager ops, 27 launches, 3 waits.
+ * Calls back to back (pipelined) go at the host's pace, exactly; one call
+ * from an idle GPU (synced) takes longer than either alone; and a ring
+ * whose GPU is the slower (32 heads of 8192) is the same with every host
+ * cost zero. */
+static void test_host_bound(void **st) {
+  (void)st;
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h100-nvlink", &prof, &e), XS_OK);
+  xs_kernel_costs kc;
+  xs_profile_kernel_costs(prof, &kc);
+  xs_fa_config c;
+  assert_int_equal(xs_fa_preset("mha", &c), 0);
+  c.heads_q = c.heads_kv = 4;
+  c.seq = 1024;
+  c.cp = 4;
+  double hand = 46 * kc.host_op_s + 27 * kc.launch_s + 3 * kc.ring_step_s;
+  double t, ts, tl, tls;
+  xs_fa_breakdown b;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &t, &b, &e), XS_OK);
+  if (!near(t, hand, 1e-9) || !(b.host_s > 0))
+    fail_msg("host-bound ring: %.9g s, by hand %.9g s (bound %s, host %.3g s)", t, hand,
+             b.bound, b.host_s);
+  assert_true(near(b.compute_s + b.merge_s + b.fixed_s + b.interference_s + b.host_s +
+                   b.exposed_s, t, 1e-9));
+  /* the GPU alone: what the ring's GPU time is, the host's wait the rest */
+  double gpu = t - b.host_s;
+  assert_true(gpu > 0 && gpu < hand);
+  c.timing = XS_FA_SYNCED;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_PATH_STREAM, &ts, &b, &e), XS_OK);
+  if (!(ts > t && ts > gpu && ts <= hand + gpu + 1e-12))
+    fail_msg("synced %.6g s: not above pipelined %.6g s and the GPU's %.6g s, or above "
+             "their sum", ts, t, gpu);
+  /* the local arm: one call from Python before its kernel when synced */
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_LOCAL, &tls, &b, &e), XS_OK);
+  c.timing = XS_FA_PIPELINED;
+  assert_int_equal(xs_fa_predict(&c, prof, XS_FA_LOCAL, &tl, &b, &e), XS_OK);
+  if (!near(tls, tl + kc.host_op_s, 1e-9))
+    fail_msg("local arm: synced %.9g s, pipelined %.9g s + host_op_s %.3g s", tls, tl,
+             kc.host_op_s);
+  /* GPU-bound: host costs change nothing */
+  assert_int_equal(xs_fa_preset("mha", &c), 0);
+  c.seq = 8192;
+  xs_profile *q;
+  char *text = xs_profile_to_json(prof);
+  assert_int_equal(xs_profile_parse(text, strlen(text), NULL, &q, &e), XS_OK);
+  free(text);
+  xs_kernel_costs k0 = kc;
+  k0.host_op_s = 0;
+  k0.ring_step_s = 0;
+  k0.launch_s = 0;
+  assert_int_equal(xs_profile_set_kernel_costs(q, &k0, &e), XS_OK);
+  for (size_t w = 0; w < 4; w++) {
+    double a, z;
+    assert_int_equal(xs_fa_predict(&c, prof, ring_paths[w], &a, &b, &e), XS_OK);
+    assert_int_equal(b.host_s, 0);
+    assert_int_equal(xs_fa_predict(&c, q, ring_paths[w], &z, NULL, &e), XS_OK);
+    if (!near(a, z, 1e-12))
+      fail_msg("%s at 8192: %.9g s, with no host costs %.9g s", xs_fa_path_name(ring_paths[w]),
+               a, z);
+  }
+  xs_profile_free(q);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_and_chain),
                                      cmocka_unit_test(test_hand_small),
@@ -752,6 +894,8 @@ int main(void) {
                                      cmocka_unit_test(test_comm_summary),
                                      cmocka_unit_test(test_kernel_calibration),
                                      cmocka_unit_test(test_sensitivity),
-                                     cmocka_unit_test(test_monotone)};
+                                     cmocka_unit_test(test_monotone),
+                                     cmocka_unit_test(test_host_bound),
+                                     cmocka_unit_test(test_bias_and_timing)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

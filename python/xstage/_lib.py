@@ -175,6 +175,7 @@ class FaConfig(ctypes.Structure):
         ("sms", ctypes.c_double), ("dtype", ctypes.c_char * 16),
         ("batch", ctypes.c_double), ("layout", ctypes.c_int),
         ("backward", ctypes.c_int), ("kernel", ctypes.c_char * 8),
+        ("timing", ctypes.c_int),
     ]
 
 
@@ -202,7 +203,7 @@ class FaRing(ctypes.Structure):
                 ("compute_s", _D), ("merge_s", _D), ("fixed_s", _D),
                 ("interference_s", _D), ("exposed_s", _D), ("imbalance_s", _D),
                 ("stall_s", _D), ("free_s", _D), ("forward_sms", ctypes.c_uint),
-                ("bound", ctypes.c_char_p)]
+                ("bound", ctypes.c_char_p), ("host_s", _D)]
 
 
 class FaTableRow(ctypes.Structure):

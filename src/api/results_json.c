@@ -255,9 +255,9 @@ xs_status xs_moe_table_json(const xs_moe_table *table, const xs_moe_config *conf
 /* ---- ring attention ---- */
 
 static json_t *breakdown_json(const xs_fa_breakdown *b) {
-  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:s}", "compute_s", b->compute_s,
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:s}", "compute_s", b->compute_s,
                    "merge_s", b->merge_s, "fixed_s", b->fixed_s, "interference_s",
-                   b->interference_s, "exposed_s", b->exposed_s, "imbalance_s",
+                   b->interference_s, "host_s", b->host_s, "exposed_s", b->exposed_s, "imbalance_s",
                    b->imbalance_s, "stall_s", b->stall_s, "free_s", b->free_s,
                    "forward_sms", (int)b->forward_sms, "bound", b->bound ? b->bound : "");
 }
@@ -290,12 +290,12 @@ void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedi
 /* the plan's document (NULL when out of memory) */
 static json_t *fa_plan_doc(const xs_fa_config *config, const xs_profile *profile,
                            const xs_fa_result *r) {
-  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b,s:s,s:s,s:b,s:f}", "preset", config->name,
+  json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:b,s:s,s:s,s:b,s:f,s:s}", "preset", config->name,
                         "profile", xs_profile_name(profile), "seq", config->seq, "cp",
                         config->cp, "causal", config->causal, "layout",
                         config->causal ? xs_fa_layout_name((xs_fa_layout)config->layout) : "-",
                         "kernel", config->kernel, "backward", config->backward, "batch",
-                        config->batch);
+                        config->batch, "timing", xs_fa_timing_name((xs_fa_timing)config->timing));
   if (!o)
     return NULL;
   const xs_fa_workload *w = &r->work;
@@ -526,6 +526,26 @@ static int fa_summary_json(const xs_validate_set *set, json_t *sum, xs_status *s
   bad |= xs__jput(bym, "free", json_pack("{s:I,s:o}", "rows", (json_int_t)s.rows,
                                          "median_abs_error", real_or_null(s.free_median_all)));
   bad |= xs__jput(sum, "by_model", bym);
+  /* the signed median per arm and sequence band */
+  json_t *bias = json_array();
+  bad |= !bias;
+  for (size_t i = 0; i < set->nrows && !bad; i++) {
+    const char *arm = set->rows[i].arm;
+    size_t j = 0;
+    while (j < i && strcmp(set->rows[j].arm, arm))
+      j++;
+    if (j < i) /* the arm's first row lists it */
+      continue;
+    for (int b = 0; b < XS_VALIDATE_FA_BANDS; b++) {
+      const char *label;
+      size_t n;
+      double v = xs_validate_fa_band_bias(set, arm, b, &label, &n);
+      if (!isnan(v))
+        bad |= xs__jappend(bias, json_pack("{s:s,s:s,s:I,s:f}", "arm", arm, "band", label,
+                                           "rows", (json_int_t)n, "signed_median_error", v));
+    }
+  }
+  bad |= xs__jput(sum, "bias", bias);
   bad |= xs__jput(sum, "communication", json_pack(
       "{s:f,s:I,s:I,s:I,s:o,s:o,s:o,s:{s:o,s:o,s:o}}", "threshold", 0.10, "rings",
       (json_int_t)s.rings, "shows", (json_int_t)s.shows, "shows_sources",

@@ -55,6 +55,9 @@ static const struct {
     {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4},
     {"comm_cta_Bps", offsetof(xs_kernel_costs, comm_cta_Bps), 1e15},
     {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps), 1e15},
+    {"host_op_s", offsetof(xs_kernel_costs, host_op_s), 1},
+    {"kernel_gap_s", offsetof(xs_kernel_costs, kernel_gap_s), 1},
+    {"nccl_p2p_s", offsetof(xs_kernel_costs, nccl_p2p_s), 1},
     {"sm_copy_Bps", offsetof(xs_kernel_costs, sm_copy_Bps), 1e13}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
@@ -563,7 +566,8 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "mma_clock_hz", "wgmma_cycles",   "l2_Bps",       "promotion",
       "setup_s",      "host_sync_s",    "attn_flops_per_s", "attn_cta_s",
       "attn_causal_efficiency", "copy_efficiency", "ring_step_s", "comm_sms",
-      "comm_cta_Bps", "forward_sm_Bps", "sm_copy_Bps", NULL};
+      "comm_cta_Bps", "forward_sm_Bps", "sm_copy_Bps", "host_op_s",
+      "kernel_gap_s", "nccl_p2p_s", NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);

@@ -35,7 +35,10 @@ static const struct {
                    {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s)},
                    {"comm_sms", offsetof(xs_kernel_costs, comm_sms)},
                    {"comm_cta_Bps", offsetof(xs_kernel_costs, comm_cta_Bps)},
-                   {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps)}};
+                   {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps)},
+                   {"host_op_s", offsetof(xs_kernel_costs, host_op_s)},
+                   {"kernel_gap_s", offsetof(xs_kernel_costs, kernel_gap_s)},
+                   {"nccl_p2p_s", offsetof(xs_kernel_costs, nccl_p2p_s)}};
 
 static const char *const attn_keys[XS_ATTN_TABLES] = {
     "attn_flops_per_s", "attn_cta_s", "attn_causal_efficiency"};

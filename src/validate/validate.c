@@ -210,9 +210,9 @@ static void row_key(const xs_validate_row *r, int with_arm, xs__sbuf *b) {
                   x->elem_bytes, x->sms, x->topk_groups, x->api_time, x->ll_nvlink);
   } else if (r->kind == 1) {
     const xs_fa_config *x = &r->fa;
-    xs__sb_printf(b, "%a %a %a %a %a %d %d %a %s", x->seq, x->cp, x->heads_q,
+    xs__sb_printf(b, "%a %a %a %a %a %d %d %a %s %d", x->seq, x->cp, x->heads_q,
                   x->heads_kv, x->head_dim, x->causal, x->backward, x->batch,
-                  x->kernel);
+                  x->kernel, x->timing);
   } else {
     const xs_moe_config *x = &r->config;
     xs__sb_printf(b, "%a %a %a %a %a %a %a %a %a", x->tokens, x->hidden,
@@ -523,9 +523,11 @@ static const char *const fa_need[] = {
     "causal", "layout", "kernel", "pass", "arm", "time_us", NULL};
 enum { F_SOURCE, F_GPU, F_CP, F_SEQ, F_HEADS, F_KV, F_D, F_CAUSAL, F_LAYOUT,
        F_KERNEL, F_PASS, F_ARM, F_TIME, F_N };
-/* optional: sequences per rank, when the source ran several */
-static const char *const fa_maybe[] = {"batch", NULL};
-enum { F_BATCH = F_N };
+/* optional: sequences per rank, when the source ran several; how the
+ * source timed the ring ("synced ...": a sync or barrier around each
+ * call; anything else: calls back to back) */
+static const char *const fa_maybe[] = {"batch", "timing", NULL};
+enum { F_BATCH = F_N, F_TIMING };
 
 static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
                         xs_validate_row *row, xs_error *err) {
@@ -552,6 +554,8 @@ static xs_status fa_row(csv_job *j, const field **F, size_t lineno,
       (number(F[F_BATCH]->s, &c->batch) || !(c->batch >= 1)))
     return xs__csv_fail(err, file, lineno, F[F_BATCH]->col,
                     "batch: expected a whole number >= 1, got \"%s\"", F[F_BATCH]->s);
+  c->timing = F[F_TIMING] && !strncmp(F[F_TIMING]->s, "synced", 6) ? XS_FA_SYNCED
+                                                                    : XS_FA_PIPELINED;
   if (strlen(F[F_KERNEL]->s) >= sizeof c->kernel)
     return xs__csv_fail(err, file, lineno, F[F_KERNEL]->col,
                     "kernel: expected fa2, fa3 or fa4, got \"%s\"", F[F_KERNEL]->s);

@@ -114,9 +114,16 @@ xs_status xs__fa_ring_calls(const xs__fa_ring *r, double sms,
 /* Every cost the planner charges beyond kernels and the channel, each a
  * named term with its source (costs.c); a sensitivity run scales them. */
 typedef struct {
-  double launch_s;      /* a kernel launch in a stream (profile)          */
-  double sync_s;        /* posting and waiting on a step's send and
-                           receive from the host (profile ring_step_s)    */
+  double launch_s;      /* the host's launch of a kernel from C++ (profile) */
+  double gap_s;         /* the GPU's gap between two dependent kernels
+                           already queued (profile kernel_gap_s; 0 there:
+                           launch_s)                                      */
+  double host_op_s;     /* the host's issue of one eager PyTorch op from
+                           Python (profile)                               */
+  double nccl_s;        /* an NCCL send and receive's fixed time beyond
+                           its bytes (profile nccl_p2p_s)                 */
+  double sync_s;        /* the host's wait on a step's send and receive
+                           (profile ring_step_s)                          */
   double barrier_s;     /* a device-side barrier across the ranks         */
   double merge_Bps;     /* HBM bandwidth elementwise kernels reach        */
   double unfused_B;     /* merge bytes an output element, unfused         */
@@ -135,6 +142,22 @@ typedef struct {
                            write                                          */
   double phase_groups;  /* piggyback: groups of SMs whose forwards are
                            staggered over the kernel                      */
+  /* what a ring written in Python issues, as ring-flash-attention orders
+   * it (costs.c says where each count comes from) */
+  double post_ops;      /* posting a step's send and receive: eager ops   */
+  double merge_first_ops; /* the first step's merge (a conversion): ops   */
+  double merge_ops;     /* a later step's merge: eager ops from Python,
+                           launching unfused_kernels kernels              */
+  double slice_ops;     /* zigzag's half-output steps: more ops...        */
+  double slice_kernels; /* ...and the copies they launch                  */
+  double end_ops;       /* after the last step: the output's conversion   */
+  double bwd_kernels;   /* kernels one backward attention call launches   */
+  double bwd_acc_ops;   /* a backward step's gradient accumulation: ops   */
+  double bwd_posts;     /* sends a backward step posts (K, V; dK, dV)     */
+  double bwd_end_ops;   /* after the backward: the gradients' conversion  */
+  double native_kernels_sms; /* dedicated-sms: kernels a step launches
+                           from C++ (the ring, its reduction, a barrier)  */
+  double native_kernels_piggyback; /* piggyback: the same (ring, merge)   */
 } xs__fa_costs;
 
 void xs__fa_costs_of(const xs_profile *prof, xs__fa_costs *t);
@@ -161,11 +184,18 @@ typedef struct {
   size_t nw;
   size_t barrier;      /* counter: SMs done with the step's kernel       */
   double barrier_n;    /* its value so far                               */
+  /* the host that issues the ring's work (one worker): pipelined, it
+   * runs beside the GPU (calls back to back); synced, it signals each
+   * piece of work it has issued and the GPU waits for the signal */
+  size_t host, issued; /* the host worker, its counter                   */
+  double issued_n;     /* pieces of work issued so far                   */
+  int synced;
   char channel[64];    /* the channel forwards go on                     */
   const xs_channel *ch;
   double r_w;          /* its per-worker rate                             */
   /* the breakdown's static terms, summed over steps */
   double compute_s, merge_s, fixed_s, interference_s, imbalance_s;
+  double host_total_s; /* the host's busy time                           */
 } xs__fa_prog;
 
 /* A way of moving KV (way_*.c): the rest of the program started by
@@ -211,12 +241,28 @@ xs_status xs__fa_all_compute(xs__fa_prog *g, double seconds, xs_error *err);
 xs_status xs__fa_all_wait(xs__fa_prog *g, size_t send, xs_error *err);
 /* Step s's merge (the ring's kind: fused, one kernel, 6 B an element;
  * else ring-flash-attention's) and the fixed costs after it: `launches`
- * kernel launches and `fixed` seconds more, recorded as terms. */
+ * kernels' gaps on the GPU and `fixed` seconds more, recorded as terms. */
 xs_status xs__fa_merge(xs__fa_prog *g, size_t s, double launches, double fixed,
                        xs_error *err);
 /* The final conversion of the output (and, backward, the gradients), and
- * the program finished. */
-xs_status xs__fa_prog_end(xs__fa_prog *g, xs_error *err);
+ * the program finished; end_ops: what the host issues for it (eager ops). */
+xs_status xs__fa_prog_end(xs__fa_prog *g, double end_ops, xs_error *err);
+/* The host issues a piece of work: it is busy `seconds`, then (synced)
+ * signals it; xs__fa_await_issue makes worker w (SIZE_MAX: every kernel
+ * and communication worker) wait for the latest such signal. */
+xs_status xs__fa_host_issue(xs__fa_prog *g, double seconds, xs_error *err);
+xs_status xs__fa_await_issue(xs__fa_prog *g, size_t w, xs_error *err);
+/* The host busy `seconds` with work the GPU does not wait for (a wait on
+ * a send, Python between calls). */
+xs_status xs__fa_host_busy(xs__fa_prog *g, double seconds, xs_error *err);
+/* Host time of a Python ring's step s, in its parts (way_stream.c's
+ * order, ring-flash-attention's): posting the send and receive, the
+ * attention call, the merge (or, backward, the accumulation); and the
+ * GPU kernels the merge launches. */
+double xs__fa_post_host(const xs__fa_prog *g, size_t s);
+double xs__fa_call_host(const xs__fa_prog *g, size_t s);
+double xs__fa_merge_host(const xs__fa_prog *g, size_t s, int fused);
+double xs__fa_merge_kernels(const xs__fa_prog *g, size_t s, int fused);
 /* A sender of `units` CTAs or SMs each sending at unit_Bps (0: the
  * channel's per-worker rate r_w), as copies of a worker at r_w: the
  * copies' count (at least 1). */

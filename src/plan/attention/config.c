@@ -14,6 +14,14 @@ static const char *const layout_names[XS_FA_LAYOUTS] = {"contiguous", "zigzag",
                                                         "stripe"};
 static const char *const path_names[XS_FA_PATHS] = {
     "local", "sequential", "dedicated-stream", "dedicated-sms", "piggyback"};
+static const char *const timing_names[XS_FA_TIMINGS] = {"pipelined", "synced"};
+
+const char *xs_fa_timing_name(xs_fa_timing t) {
+  return (unsigned)t < XS_FA_TIMINGS ? timing_names[t] : NULL;
+}
+int xs_fa_timing_from_name(const char *n) {
+  return xs__name_index(timing_names, XS_FA_TIMINGS, n);
+}
 
 const char *xs_fa_layout_name(xs_fa_layout l) {
   return (unsigned)l < XS_FA_LAYOUTS ? layout_names[l] : NULL;
@@ -94,6 +102,8 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
   if ((unsigned)c->layout >= XS_FA_LAYOUTS)
     return xs__fail(err, XS_INVALID, "layout %d: expected contiguous, zigzag "
                     "or stripe", c->layout);
+  if ((unsigned)c->timing >= XS_FA_TIMINGS)
+    return xs__fail(err, XS_INVALID, "timing %d: expected pipelined or synced", c->timing);
   if (strcmp(c->kernel, "fa2") && strcmp(c->kernel, "fa3") && strcmp(c->kernel, "fa4"))
     return xs__fail(err, XS_INVALID, "kernel \"%s\": expected fa2, fa3 or fa4",
                     c->kernel);
@@ -107,7 +117,7 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
                                      "heads_kv", "head_dim", "cp",   "causal",
                                      "bytes", "block_m",  "block_n", "sms",
                                      "dtype", "batch",   "layout", "kernel",
-                                     "backward", NULL};
+                                     "backward", "timing", NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   xs_status st = xs__jparse(&d, &root);
@@ -138,6 +148,13 @@ xs_status xs_fa_config_parse(const char *text, size_t length,
   if (have && (c.layout = xs_fa_layout_from_name(s)) < 0) {
     xs__jpath_key(&d.path, "layout");
     st = xs__jfail(&d, "unknown layout \"%s\" (contiguous, zigzag, stripe)", s);
+    goto done;
+  }
+  if ((st = xs__jstring(&d, root, "timing", &s, &have)))
+    goto done;
+  if (have && (c.timing = xs_fa_timing_from_name(s)) < 0) {
+    xs__jpath_key(&d.path, "timing");
+    st = xs__jfail(&d, "unknown timing \"%s\" (pipelined, synced)", s);
     goto done;
   }
   if ((st = xs__jbool(&d, root, "backward", &c.backward)) ||

@@ -27,10 +27,49 @@
 /* The backward accumulates each step's dQ, dK and dV into FP32
  * accumulators: read 2 + 4, write 4 bytes an element. */
 #define GRAD_B 10.0
-/* The unfused merge's kernels on the critical stream each step: the
- * output update and the LSE update (TorchScript fuses each chain of
- * elementwise ops; whether into one kernel each is not verified). */
-#define UNFUSED_KERNELS 2.0
+/* The unfused merge's kernels each step after the first
+ * (zhuzilin/ring-flash-attention utils.py at 556ddaa, _update_out_and_lse):
+ * block_out.to(float32), block_lse - lse, sigmoid, out - block_out, the
+ * product, out minus it; lse - block_lse, logsigmoid, lse minus it: nine
+ * elementwise ops, each its own kernel (its 38 bytes an element are those
+ * of separate kernels; ring-flash-attention PR 87 and vllm-omni PR 5187
+ * describe the merge as several elementwise kernels). */
+#define UNFUSED_KERNELS 9.0
+
+/* What a ring written in Python issues from the host, counted in
+ * ring-flash-attention's source at 556ddaa (ring_flash_attn.py,
+ * zigzag_ring_flash_attn.py, utils.py); each eager op from Python costs
+ * the profile's host_op_s, each kernel launched from C++ (TorchScript's
+ * ops, an extension's own kernels) its launch_s.
+ * Posting a step's send and receive: two receive buffers (torch.empty_like
+ * in RingComm.send_recv), four isend/irecv inside batch_isend_irecv, and
+ * the group's end, which launches NCCL's kernel: 7 ops. */
+#define POST_OPS 7.0
+/* The first step's merge: out = block_out.to(float32), then the LSE's
+ * transpose and unsqueeze: 3 ops. A later step's: the call into the
+ * TorchScript function (1 op), whose nine kernels are launched from C++.
+ * Zigzag's steps that attend the second half of the queries read that
+ * half of out and lse (2 ops) and write it back (2 ops, 2 copy kernels). */
+#define MERGE_FIRST_OPS 3.0
+#define MERGE_OPS 1.0
+#define SLICE_OPS 4.0
+#define SLICE_KERNELS 2.0
+/* After the last step: out.to(q.dtype), the LSE's squeeze and transpose. */
+#define END_OPS 3.0
+/* The backward (ring_flash_attn_backward): FlashAttention-2's backward
+ * call launches three kernels (dot(dO, O), dQ/dK/dV, dQ's conversion:
+ * flash_bwd_launch_template.h); a step accumulates dq, dk and dv (3 ops)
+ * and posts two sends (K, V and dK, dV), each waited on; the gradients'
+ * conversions at the end are 3 ops. */
+#define BWD_KERNELS 3.0
+#define BWD_ACC_OPS 3.0
+#define BWD_POSTS 2.0
+#define BWD_END_OPS 3.0
+/* Rings launched from C++ (one Python call a ring): ThunderKittens' and
+ * mKernel's step is a kernel, a reduction and a barrier kernel; piggyback's
+ * the kernel and its merge. */
+#define NATIVE_KERNELS_SMS 3.0
+#define NATIVE_KERNELS_PIGGYBACK 2.0
 /* Bytes of HBM traffic a transfer costs per byte forwarded: the sender's
  * kernel reads the block from HBM and the receiver writes it there (an
  * NCCL maintainer puts it at 2-3 bytes of HBM per NVLink byte,
@@ -56,6 +95,9 @@ void xs__fa_costs_of(const xs_profile *prof, xs__fa_costs *t) {
   xs_profile_kernel_costs(prof, &kc);
   memset(t, 0, sizeof *t);
   t->launch_s = kc.launch_s;
+  t->gap_s = kc.kernel_gap_s > 0 ? kc.kernel_gap_s : kc.launch_s;
+  t->host_op_s = kc.host_op_s;
+  t->nccl_s = kc.nccl_p2p_s;
   t->sync_s = kc.ring_step_s;
   t->barrier_s = kc.barrier_s;
   t->hbm_Bps = xs_profile_hbm_Bps(prof);
@@ -71,6 +113,18 @@ void xs__fa_costs_of(const xs_profile *prof, xs__fa_costs *t) {
   t->interference = INTERFERENCE;
   t->link_hbm_B = LINK_HBM_B;
   t->phase_groups = PHASE_GROUPS;
+  t->post_ops = POST_OPS;
+  t->merge_first_ops = MERGE_FIRST_OPS;
+  t->merge_ops = MERGE_OPS;
+  t->slice_ops = SLICE_OPS;
+  t->slice_kernels = SLICE_KERNELS;
+  t->end_ops = END_OPS;
+  t->bwd_kernels = BWD_KERNELS;
+  t->bwd_acc_ops = BWD_ACC_OPS;
+  t->bwd_posts = BWD_POSTS;
+  t->bwd_end_ops = BWD_END_OPS;
+  t->native_kernels_sms = NATIVE_KERNELS_SMS;
+  t->native_kernels_piggyback = NATIVE_KERNELS_PIGGYBACK;
   if (!(t->merge_Bps > 0)) /* a profile without HBM: merges are free */
     t->merge_Bps = INFINITY, t->hbm_Bps = INFINITY;
 }

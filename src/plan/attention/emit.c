@@ -30,6 +30,12 @@ xs_status xs__fa_prog_start(xs__fa_prog *g, const xs__fa_ring *r,
   if (!(g->p = xs_program_new(name)))
     return xs__fail(err, XS_NOMEM, "out of memory");
   xs_status st = xs_program_counter(g->p, "kernel_done", &g->barrier, err);
+  /* the host that issues the ring's work */
+  g->synced = r->c->timing == XS_FA_SYNCED;
+  if (!st)
+    st = xs_program_add_workers(g->p, "host", 1, &g->host, err);
+  if (!st && g->synced)
+    st = xs_program_counter(g->p, "issued", &g->issued, err);
   /* every shape's call has the same groups of SMs */
   const xs__fa_kcall *k = NULL;
   for (int b = 0; b < 2 && !k; b++)
@@ -155,21 +161,105 @@ static double merge_B(const xs__fa_prog *g, size_t s) {
 xs_status xs__fa_merge(xs__fa_prog *g, size_t s, double launches, double fixed,
                        xs_error *err) {
   double m = merge_B(g, s) / g->t->merge_Bps;
-  double f = launches * g->t->launch_s + fixed;
+  double f = launches * g->t->gap_s + fixed;
   g->merge_s += m;
   g->fixed_s += f;
   return xs__fa_all_compute(g, m + f, err);
 }
 
-xs_status xs__fa_prog_end(xs__fa_prog *g, xs_error *err) {
+xs_status xs__fa_prog_end(xs__fa_prog *g, double end_ops, xs_error *err) {
   const xs_fa_config *c = g->r->c;
   double kv_el = c->batch * c->seq * c->heads_kv * c->head_dim;
   double B = (g->r->fused ? 0 : g->t->convert_B * g->r->out_el) +
              (c->backward ? g->t->convert_B * (g->r->out_el + 2 * kv_el) : 0);
   double m = B / g->t->merge_Bps;
   g->merge_s += m;
-  xs_status st = xs__fa_all_compute(g, m, err);
+  xs_status st = XS_OK;
+  if (end_ops > 0 && !(st = xs__fa_host_issue(g, end_ops * g->t->host_op_s, err)))
+    st = xs__fa_await_issue(g, SIZE_MAX, err);
+  if (!st)
+    st = xs__fa_all_compute(g, m, err);
   return st ? st : xs_program_finish(g->p, err);
+}
+
+xs_status xs__fa_host_busy(xs__fa_prog *g, double seconds, xs_error *err) {
+  if (!(seconds > 0))
+    return XS_OK;
+  g->host_total_s += seconds;
+  return xs_program_compute(g->p, g->host, seconds, err);
+}
+
+xs_status xs__fa_host_issue(xs__fa_prog *g, double seconds, xs_error *err) {
+  xs_status st = xs__fa_host_busy(g, seconds, err);
+  if (st || !g->synced)
+    return st;
+  g->issued_n += 1;
+  return xs_program_signal_index(g->p, g->host, g->issued, 1, err);
+}
+
+xs_status xs__fa_await_issue(xs__fa_prog *g, size_t w, xs_error *err) {
+  xs_status st = XS_OK;
+  if (!g->synced || !(g->issued_n > 0))
+    return st;
+  if (w != SIZE_MAX)
+    return xs_program_await_index(g->p, w, g->issued, g->issued_n, err);
+  for (size_t i = 0; i < g->nw && !st; i++)
+    st = xs_program_await_index(g->p, g->w[i], g->issued, g->issued_n, err);
+  return st;
+}
+
+/* a zigzag step that merges half of the output (its second half's
+ * queries): it slices out and lse, and writes them back */
+static int half_out(const xs__fa_prog *g, size_t s) {
+  const xs__fa_step *st = &g->r->step[s];
+  return !st->backward && st->out_share < 1;
+}
+
+/* the step's index within its pass */
+static size_t pass_step(const xs__fa_prog *g, size_t s) {
+  size_t P = (size_t)g->r->c->cp;
+  return P ? s % P : s;
+}
+
+double xs__fa_post_host(const xs__fa_prog *g, size_t s) {
+  const xs__fa_step *st = &g->r->step[s];
+  if (!(st->send_B > 0))
+    return 0;
+  return (st->backward ? g->t->bwd_posts : 1) * g->t->post_ops * g->t->host_op_s;
+}
+
+double xs__fa_call_host(const xs__fa_prog *g, size_t s) {
+  /* the call from Python; a backward call's other kernels from C++ */
+  const xs__fa_step *st = &g->r->step[s];
+  return g->t->host_op_s + (st->backward ? (g->t->bwd_kernels - 1) * g->t->launch_s : 0);
+}
+
+double xs__fa_merge_host(const xs__fa_prog *g, size_t s, int fused) {
+  const xs__fa_costs *t = g->t;
+  const xs__fa_step *st = &g->r->step[s];
+  const xs_fa_config *c = g->r->c;
+  if (st->backward)
+    return t->bwd_acc_ops * t->host_op_s;
+  if (fused) /* one kernel called from Python */
+    return t->host_op_s;
+  if (pass_step(g, s) == 0)
+    return t->merge_first_ops * t->host_op_s;
+  /* under zigzag some rank merges half of its output at every later step
+   * (rank 0 at all of them): the ring goes at that host's pace whichever
+   * rank's kernel is the longer */
+  int half = c->causal && c->layout == XS_FA_ZIGZAG;
+  return (t->merge_ops + (half ? t->slice_ops : 0)) * t->host_op_s +
+         t->unfused_kernels * t->launch_s;
+}
+
+double xs__fa_merge_kernels(const xs__fa_prog *g, size_t s, int fused) {
+  const xs__fa_costs *t = g->t;
+  const xs__fa_step *st = &g->r->step[s];
+  if (st->backward)
+    return t->bwd_acc_ops;
+  if (fused || pass_step(g, s) == 0)
+    return 1;
+  return t->unfused_kernels + (half_out(g, s) ? t->slice_kernels : 0);
 }
 
 double xs__fa_streams(const xs__fa_prog *g, double units, double unit_Bps) {

@@ -77,6 +77,26 @@ static double stall_of(const xs__fa_prog *g, const xs_timeline *tl) {
   return n > 0 ? sum / n : 0;
 }
 
+/* The GPU waiting for the host: synced, the time the SMs that finish
+ * last spend blocked on the host's signals; pipelined (the host runs
+ * beside the GPU), how far the host's issuing outlasts the rest. */
+static double host_of(const xs__fa_prog *g, const xs_timeline *tl, double T) {
+  double b = 0, end = 0;
+  size_t w0 = SIZE_MAX;
+  for (size_t i = 0; i < g->nw && w0 == SIZE_MAX; i++)
+    if (g->wclass[i] == 0)
+      w0 = g->w[i];
+  for (size_t s = 0; s < tl->nsegments; s++) {
+    const xs_segment *seg = &tl->segments[s];
+    if (seg->worker != g->host)
+      end = fmax(end, seg->end_s);
+    if (g->synced && seg->kind == XS_SEG_BLOCKED && seg->worker == w0 &&
+        seg->counter == g->issued)
+      b += seg->end_s - seg->start_s;
+  }
+  return g->synced ? b : fmax(0, T - end);
+}
+
 /* values within a billionth of the time are rounding: 0 */
 static double snap(double v, double scale) {
   return fabs(v) <= 1e-9 * scale ? 0 : v;
@@ -128,11 +148,21 @@ static xs_status run_path(const xs__fa_ring *r, const xs__fa_costs *t,
   }
   if ((st = build(r, t, prof, path, k, 0, xs_fa_path_name(path), &g, calls, err)))
     return st;
-  xs_timeline *tl = path == XS_FA_PATH_PIGGYBACK ? xs_timeline_new() : NULL;
-  if (path == XS_FA_PATH_PIGGYBACK && !tl)
+  /* a timeline where the breakdown needs one: piggyback's stall, the
+   * host's signals when synced, and a pipelined host that is the last to
+   * finish (the GPU's end then comes from the timeline) */
+  int need = path == XS_FA_PATH_PIGGYBACK || g.synced;
+  xs_timeline *tl = need ? xs_timeline_new() : NULL;
+  if (need && !tl)
     st = xs__fail(err, XS_NOMEM, "out of memory");
   if (!st)
     st = xs__makespan(g.p, prof, XS_MODEL_BURSTGAP, tl, &out->time[XS_MODEL_BURSTGAP], err);
+  if (!st && !tl && g.host_total_s >= out->time[XS_MODEL_BURSTGAP] * (1 - 1e-12)) {
+    if (!(tl = xs_timeline_new()))
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+    else
+      st = xs__makespan(g.p, prof, XS_MODEL_BURSTGAP, tl, &out->time[XS_MODEL_BURSTGAP], err);
+  }
   for (int m = 1; all && !st && m < XS_MODEL_COUNT; m++)
     st = xs__makespan(g.p, prof, (xs_model)m, NULL, &out->time[m], err);
   if (searched)
@@ -145,14 +175,16 @@ static xs_status run_path(const xs__fa_ring *r, const xs__fa_costs *t,
     b->fixed_s = g.fixed_s;
     b->interference_s = snap(g.interference_s, T);
     b->imbalance_s = snap(g.imbalance_s, T);
+    b->host_s = tl ? snap(host_of(&g, tl, T), T) : 0;
     b->exposed_s = fmax(0, snap(T - g.compute_s - g.merge_s - g.fixed_s -
-                                    g.interference_s, T));
-    b->stall_s = tl ? snap(stall_of(&g, tl), T) : 0;
+                                    g.interference_s - b->host_s, T));
+    b->stall_s = path == XS_FA_PATH_PIGGYBACK ? snap(stall_of(&g, tl), T) : 0;
     b->forward_sms = k;
-    const char *names[5] = {"compute", "merge", "fixed", "interference", "exposed"};
-    double v[5] = {b->compute_s, b->merge_s, b->fixed_s, b->interference_s, b->exposed_s};
+    const char *names[6] = {"compute", "merge", "fixed", "interference", "host", "exposed"};
+    double v[6] = {b->compute_s, b->merge_s, b->fixed_s, b->interference_s, b->host_s,
+                   b->exposed_s};
     int w = 0;
-    for (int i = 1; i < 5; i++)
+    for (int i = 1; i < 6; i++)
       if (v[i] > v[w])
         w = i;
     b->bound = names[w];

@@ -92,6 +92,8 @@ xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
   xs__fa_costs t;
   xs__fa_costs_of(prof, &t);
   double merge_full = (fused ? t.fused_B : t.unfused_B) * r->out_el / t.merge_Bps;
+  /* the unfused merge of half the output also copies it back: more kernels */
+  double slice_s = fused ? 0 : t.slice_kernels * (t.gap_s > 0 ? t.gap_s : 0);
   /* which kernels the steps run */
   for (int b = 0; b < (int)passes; b++) {
     if (!c->causal) {
@@ -137,7 +139,7 @@ xs_status xs__fa_ring_build(const xs_fa_config *c, const xs_profile *prof,
        * on both (emit.c, merge_B): its kernel alone decides. */
       const xs__fa_kcall *a = &call[XS__FA_HALF_KV], *q = &call[XS__FA_HALF_Q];
       double early = (double)(P - k) / (double)P, m = b ? 0 : merge_full;
-      int first = a->end + m >= q->end + m / 2;
+      int first = a->end + m >= q->end + m / 2 + (b ? 0 : slice_s);
       s->shape = first ? XS__FA_HALF_KV : XS__FA_HALF_Q;
       s->out_share = first ? 1 : 0.5;
       s->loaded = first ? 0.5 : 1;

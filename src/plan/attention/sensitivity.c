@@ -18,7 +18,8 @@
  * and the attn_* entries the kernel's figures come from (kernel.c says
  * which), or the FLOP/s and efficiency a kernel without any takes. */
 static void params_of(const xs_fa_config *c, const xs_profile *prof, xs__sens_list *l) {
-  static const char *const costs[] = {"launch_s",   "ring_step_s",  "barrier_s",
+  static const char *const costs[] = {"launch_s",   "kernel_gap_s", "host_op_s",
+                                      "ring_step_s", "nccl_p2p_s",  "barrier_s",
                                       "copy_efficiency", "comm_sms", "comm_cta_Bps",
                                       "forward_sm_Bps"};
   size_t ch = xs_profile_default_channel(prof);
@@ -54,6 +55,11 @@ static const char *settle_of(const xs__sens_param *p) {
            "stores to a peer";
   if (strstr(p->key, "copy_efficiency"))
     return "the merge kernels' time in a timeline of the ring (nsys)";
+  if (strstr(p->key, "host_op_s"))
+    return "the host's time per eager op: a timeline of the ring's Python loop "
+           "(nsys, the CUDA API row), or ops issued back to back with one sync";
+  if (strstr(p->key, "nccl_p2p"))
+    return "NCCL's sendrecv_perf at small sizes on the two GPUs";
   return "the gaps between the ring's kernels in a timeline (nsys)";
 }
 

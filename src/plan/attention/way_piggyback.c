@@ -65,10 +65,17 @@ xs_status xs__fa_way_piggyback(xs__fa_prog *g, unsigned k_unused, xs_error *err)
     }
     cum[i] = 0;
   }
+  /* the host: one Python call a ring, then each step's kernels launched
+   * from C++ (the kernel and its merge) */
+  if (!st)
+    st = xs__fa_host_busy(g, g->t->host_op_s, err);
   for (size_t s = 0; s < r->n && !st; s++) {
     const xs__fa_step *sp = &r->step[s];
     const xs__fa_kcall *call = xs__fa_call(g, s);
     int fwd = !g->comm_free && sp->send_B > 0;
+    if ((st = xs__fa_host_issue(g, g->t->native_kernels_piggyback * g->t->launch_s, err)) ||
+        (st = xs__fa_await_issue(g, SIZE_MAX, err)))
+      break;
     /* the receiver writes every byte; what the kernel does not load is
      * read to be sent */
     double interf = fwd ? xs__fa_interference(g, sp->send_B * (2 - sp->loaded)) : 0;
@@ -113,9 +120,9 @@ xs_status xs__fa_way_piggyback(xs__fa_prog *g, unsigned k_unused, xs_error *err)
     /* the merge (fused) and the launches: attention and merge; then the
      * next block must be here */
     if (!st)
-      st = xs__fa_merge(g, s, 2, 0, err);
+      st = xs__fa_merge(g, s, g->t->native_kernels_piggyback, 0, err);
     for (size_t i = 0; i < nk && !st && fwd; i++)
       st = xs__fa_all_wait(g, last[i], err);
   }
-  return st ? st : xs__fa_prog_end(g, err);
+  return st ? st : xs__fa_prog_end(g, 0, err);
 }

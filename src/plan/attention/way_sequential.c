@@ -22,23 +22,32 @@ xs_status xs__fa_way_sequential(xs__fa_prog *g, unsigned k_unused, xs_error *err
   for (size_t s = 0; s < r->n && !st; s++) {
     const xs__fa_step *sp = &r->step[s];
     int fwd = !g->comm_free && sp->send_B > 0;
-    if ((st = xs__fa_kernel_on_classes(g, s, 1, 0, err)))
+    /* the host calls the attention (from Python, as a NCCL ring is) */
+    if ((st = xs__fa_host_issue(g, xs__fa_call_host(g, s), err)) ||
+        (st = xs__fa_await_issue(g, SIZE_MAX, err)) ||
+        (st = xs__fa_kernel_on_classes(g, s, 1, 0, err)))
       break;
     if (fwd) {
-      /* the communication kernel's launch, then its bytes; every SM
-       * waits for the block (by symmetry, this rank's own forward
-       * arrives when the next block does) */
+      /* the host posts the send and receive; the communication kernel's
+       * launch gap and fixed time, then its bytes; every SM waits for
+       * the block (by symmetry, this rank's own forward arrives when the
+       * next block does); the host waits on the send and receive */
       char id[32];
       snprintf(id, sizeof id, "kv%zu", s);
-      g->fixed_s += t->launch_s + t->sync_s;
-      if (!(st = xs_program_compute(g->p, cw, t->launch_s, err)) &&
+      double f = t->gap_s + t->nccl_s;
+      g->fixed_s += f;
+      if (!(st = xs__fa_host_issue(g, xs__fa_post_host(g, s), err)) &&
+          !(st = xs__fa_await_issue(g, cw, err)) &&
+          !(st = xs_program_compute(g->p, cw, f, err)) &&
           !(st = xs_program_send(g->p, cw, sp->send_B / n, g->channel, id, &sid, err)) &&
           !(st = xs__fa_all_wait(g, sid, err)))
-        st = xs__fa_all_compute(g, t->sync_s, err);
+        st = xs__fa_host_busy(g, (sp->backward ? t->bwd_posts : 1) * t->sync_s, err);
     }
-    /* the merge, fused, and the kernels' launches: attention and merge */
-    if (!st)
-      st = xs__fa_merge(g, s, 2, 0, err);
+    /* the merge, fused, once issued; the kernels: attention and merge */
+    if (!st && !(st = xs__fa_host_issue(g, xs__fa_merge_host(g, s, 1), err)) &&
+        !(st = xs__fa_await_issue(g, SIZE_MAX, err)))
+      st = xs__fa_merge(g, s, (sp->backward ? t->bwd_kernels : 1) +
+                                  xs__fa_merge_kernels(g, s, 1), 0, err);
   }
-  return st ? st : xs__fa_prog_end(g, err);
+  return st ? st : xs__fa_prog_end(g, r->c->backward ? t->bwd_end_ops : 0, err);
 }

@@ -22,9 +22,16 @@ xs_status xs__fa_way_sms(xs__fa_prog *g, unsigned k, xs_error *err) {
   double n = xs__fa_streams(g, k, t->forward_sm_Bps);
   if (comm)
     st = xs__fa_add_worker(g, "forward", n, &cw, err);
+  /* the host: one Python call a ring, then each step's three kernels
+   * launched from C++ */
+  if (!st)
+    st = xs__fa_host_busy(g, t->host_op_s, err);
   for (size_t s = 0; s < r->n && !st; s++) {
     const xs__fa_step *sp = &r->step[s];
     int fwd = comm && sp->send_B > 0;
+    if ((st = xs__fa_host_issue(g, t->native_kernels_sms * t->launch_s, err)) ||
+        (st = xs__fa_await_issue(g, SIZE_MAX, err)))
+      break;
     double interf = fwd ? xs__fa_interference(g, t->link_hbm_B * sp->send_B) : 0;
     char id[32];
     snprintf(id, sizeof id, "kv%zu", s);
@@ -35,9 +42,9 @@ xs_status xs__fa_way_sms(xs__fa_prog *g, unsigned k, xs_error *err) {
     /* the reduction kernel and the barrier kernel: the next block is
      * there once every device has passed it */
     if (!st)
-      st = xs__fa_merge(g, s, 3, t->barrier_s, err);
+      st = xs__fa_merge(g, s, t->native_kernels_sms, t->barrier_s, err);
     if (!st && fwd)
       st = xs__fa_all_wait(g, sid, err);
   }
-  return st ? st : xs__fa_prog_end(g, err);
+  return st ? st : xs__fa_prog_end(g, 0, err);
 }
