@@ -518,6 +518,31 @@ int cli_validate_load(const char **datap, const char *dflt, char *found, size_t 
   return st ? cli_error("validate", &err) : 0;
 }
 
+void cli_validate_intervals_print(const xs_validate_set *set) {
+  xs_validate_cover *c = NULL;
+  size_t n = 0, rows = 0, inside = 0;
+  xs_error err;
+  if (xs_validate_coverage(set, &c, &n, &err) || !n) {
+    free(c);
+    return;
+  }
+  printf("\n  80%% intervals (docs/validate.md \"Intervals\"): each row's from the residuals\n"
+         "  of the other sources in its arm and band, so as a kernel never seen would\n"
+         "  get it; how many rows they hold, and their median half-width:\n"
+         "    %-28s %-9s %5s %8s %11s\n", "arm", "band", "rows", "inside", "half-width");
+  for (size_t i = 0; i < n; i++) {
+    char nm[40];
+    rows += c[i].rows;
+    inside += c[i].inside;
+    printf("    %-28s %-9s %5zu %7.0f%% %10.1f%%%s\n", cli_text(c[i].arm, nm, sizeof nm),
+           c[i].band_name, c[i].rows, 100.0 * (double)c[i].inside / (double)c[i].rows,
+           100 * c[i].median_half_width,
+           c[i].pooled == c[i].rows ? "  (pooled)" : c[i].pooled ? "  (some pooled)" : "");
+  }
+  printf("    %-28s %-9s %5zu %7.0f%%\n", "all", "", rows, 100.0 * (double)inside / (double)rows);
+  free(c);
+}
+
 /* ---- sensitivity (plan megamoe and plan flashattn --sensitivity) ---- */
 
 static const char *value_words(const char *key, double v, char *buf, size_t n) {

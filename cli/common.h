@@ -95,6 +95,10 @@ void cli_moe_pick_print(const xs_moe_pick *p, double tol);
 /* How sure the recommendation is: the runner-up's margin, the finer grid. */
 void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
                              double tol);
+/* The recommended option's 80% interval, and whether it is a clear win
+ * over the runner-up or too close to call (with what would settle it, on
+ * the profile named) */
+void cli_moe_verdict_print(const xs_moe_pick *p, const char *profile);
 /* plan megamoe --tokens-grid: the table as text or JSON, and the C header
  * into header (NULL: none; "-": standard output) */
 int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
@@ -128,6 +132,11 @@ int cmd_predict(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
 /* cli/validate_ep.c: `xstage validate ep ...` (argv[1] is "ep") */
 int cli_validate_ep(int argc, char **argv);
+/* cli/validate_residuals.c: xstage validate residuals */
+int cli_validate_residuals(int argc, char **argv);
+/* The intervals' coverage by arm and band (xs_validate_intervals filled
+ * the rows), as a section of validate's report. */
+void cli_validate_intervals_print(const xs_validate_set *set);
 /* cli/validate.c, for every validator: --fail-above's fraction (0, or the
  * exit code after saying what was wrong), and the data read and predicted
  * (progress on a terminal; 0, or the exit code after saying why not) */

@@ -375,6 +375,7 @@ int cmd_plan(int argc, char **argv) {
       goto done;
     }
     cli_moe_certainty_print(&pick, &cert, tol);
+    cli_moe_verdict_print(&pick, pname);
     if (sens && (rc = cli_moe_sensitivity_print(prof, &pick, sens, nsens)))
       goto done;
     printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",

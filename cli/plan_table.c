@@ -118,6 +118,32 @@ void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
            100 * gain, 100 * tol);
 }
 
+void cli_moe_verdict_print(const xs_moe_pick *p, const char *profile) {
+  xs_interval iv;
+  xs_error e;
+  char a[32], b[32];
+  if (!xs_moe_interval(p->chosen.schedule, p->tokens, &iv, &e))
+    printf("    80%% interval: %s to %s (the model's errors on published kernels\n"
+           "    of its kind at this size: %zu rows from %zu sources%s)\n",
+           xs_format_time(p->chosen.time_s * iv.low, a, sizeof a),
+           xs_format_time(p->chosen.time_s * iv.high, b, sizeof b), iv.rows, iv.sources,
+           iv.pooled ? ", too few of its kind: every MoE kernel's" : "");
+  xs_moe_verdict v;
+  if (xs_moe_verdict_of(p, &v, &e) || v.clear < 0)
+    return;
+  printf("    the runner-up over the recommended: x%.3f predicted, x%.3f to x%.3f at\n"
+         "    80%% (from measured pairs of kernels): ",
+         v.ratio, v.low, v.high);
+  if (v.clear) {
+    printf("a clear win\n");
+    return;
+  }
+  printf("too close to call: time both on\n"
+         "    the machine and fit the model to the timings (xstage fit megamoe --data\n"
+         "    TIMINGS.csv --profile %s -o tuned.json), then plan on tuned.json\n",
+         profile);
+}
+
 void cli_moe_pick_print(const xs_moe_pick *p, double tol) {
   char w[128], a[32];
   printf("  recommended: %s, %s\n", option_words(&p->chosen, w, sizeof w),

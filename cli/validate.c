@@ -87,7 +87,7 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
       printf(" %9s %6s", xs_model_name((xs_model)m), "error");
   else
     printf(" %9s %6s", "predicted", "error");
-  printf("  %-8s %s\n", "bound", "knobs");
+  printf(" %-15s  %-8s %s\n", "80% interval", "bound", "knobs");
   for (size_t i = 0; i < set->nrows; i++) {
     const xs_validate_row *r = &set->rows[i];
     const xs_moe_config *c = &r->config;
@@ -106,6 +106,10 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
       }
     else
       printf(" %9.1f %+5.1f%%", r->predicted_us, 100 * r->error);
+    if (isfinite(r->interval_us[0]))
+      printf(" %7.0f-%-7.0f", r->interval_us[0], r->interval_us[1]);
+    else
+      printf(" %15s", "-");
     printf("  %-8s %s%s\n", is_time(r) ? (r->breakdown.bound ? r->breakdown.bound : "") : r->metric,
            knobs, isnan(r->alt_us) ? "" : " *");
   }
@@ -267,8 +271,10 @@ int cmd_validate(int argc, char **argv) {
   }
   if (argc >= 2 && !strcmp(argv[1], "ep"))
     return cli_validate_ep(argc, argv);
+  if (argc >= 2 && !strcmp(argv[1], "residuals"))
+    return cli_validate_residuals(argc, argv);
   if (argc < 2 || (strcmp(argv[1], "megamoe") && strcmp(argv[1], "flashattn")))
-    return cli_usage_error("validate", "expected a planner: megamoe, flashattn or ep");
+    return cli_usage_error("validate", "expected a planner: megamoe, flashattn or ep, or residuals");
   int fa = !strcmp(argv[1], "flashattn");
   static const struct option opts[] = {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
@@ -401,6 +407,7 @@ int cmd_validate(int argc, char **argv) {
       free(sources);
       return rc;
     }
+    cli_validate_intervals_print(&set);
     if (fa)
       printf("  (bound: what dominates the predicted time: compute, merge of partial\n"
              "  outputs, fixed per-step costs, interference or exposed communication)\n");

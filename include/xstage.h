@@ -202,6 +202,19 @@ typedef struct xs_kernel_costs {
   double sm_copy_Bps;    /* bytes/s one SM moves to peers over NVLink when
                             all its warps (or its TMA unit) copy; 0: the
                             link's worker_inject_Bps                      */
+  /* the latency floor (docs/plan-megamoe.md "The latency floor"): each
+   * from a microbenchmark or a kernel's source, 0 where unknown */
+  double grid_sync_s;    /* a grid-wide barrier inside one GPU: every CTA's
+                            atomic arrival on one counter, then its poll   */
+  double signal_s;       /* one flag from an SM to a peer GPU until the
+                            peer's poll sees it (half a signal ping-pong)  */
+  double pdl_saving_s;   /* what programmatic dependent launch takes off a
+                            dependent kernel's start                       */
+  double atomic_s;       /* the time one global atomic holds its address:
+                            same-address atomics from many SMs queue       */
+  double flag_s;         /* a release store on one SM until another SM's
+                            acquire poll on the same GPU sees it           */
+  double l2_B;           /* the L2 cache's capacity, bytes                */
 } xs_kernel_costs;
 
 XS_API xs_status xs_profile_set_kernel_costs(xs_profile *profile,
@@ -593,6 +606,16 @@ typedef struct xs_moe_config {
    * them (docs/ep.md); empty: "deepep-v2" "normal" */
   char ep_library[24];
   char ep_kernel[16];
+  /* how the time is taken (docs/plan-megamoe.md "The latency floor"):
+   * "stream" (empty: the kernels launched back to back by the host, as
+   * CUDA events around a call see them), "graph" (replayed from a CUDA
+   * graph) or "device" (the kernels' own durations on the GPU, as Kineto
+   * or Nsight report them: no launches) */
+  char timing[16];
+  /* 1: the call ran right after the L2 was flushed by writing a large
+   * buffer (a cold-L2 harness): the flush's dirty lines are written back
+   * to HBM as the kernel's first reads evict them */
+  double cold_l2;
 } xs_moe_config;
 
 /* Presets: deepseek-v3, deepseek-v4-flash, deepseek-v4-pro, qwen3.5, glm,
@@ -1129,6 +1152,48 @@ XS_API xs_status xs_fa_sensitivity_run(const xs_fa_config *config,
                                        xs_fa_ring *base, xs_fa_sensitivity *out,
                                        size_t *n, xs_error *err);
 
+/* ---- How sure a prediction is (docs/validate.md "Intervals") ----
+ * An 80% interval from the model's residuals on the project's published
+ * timings (each row predicted without its own source where constants are
+ * fitted), by family ("megamoe", "ep", "flashattn"), arm (a MegaMoE
+ * schedule's kernel, "LIBRARY/MODE", an attention way; "pair" for the
+ * ratio of two arms of one config) and size band (tokens or sequence per
+ * rank): [predicted x low, predicted x high]. The residual table is
+ * data/residuals.csv as `xstage validate residuals` writes it, built into
+ * the library. */
+typedef struct xs_interval {
+  double low, high;  /* the interval, as multiples of the prediction     */
+  double center;     /* the residuals' typical measured / predicted      */
+  double level;      /* 0.8                                              */
+  size_t rows, sources; /* the residuals it rests on                     */
+  int pooled;        /* 1: the family's pooled model (the arm and band had
+                        too few rows)                                    */
+} xs_interval;
+XS_API xs_status xs_prediction_interval(const char *family, const char *arm, double size,
+                                        xs_interval *out, xs_error *err);
+/* A MegaMoE schedule's interval at tokens per rank (its kernel's cell:
+ * xstage's own orders are the lag kernel's machinery's). */
+XS_API xs_status xs_moe_interval(int schedule, double tokens, xs_interval *out, xs_error *err);
+/* The interval of a predicted ratio of two arms of one config: from the
+ * measured pairs of the family's data ("pair" cells). */
+XS_API xs_status xs_ratio_interval(const char *family, double size, xs_interval *out,
+                                   xs_error *err);
+/* Whether a choice is a clear win: the predicted ratio of the runner-up's
+ * time over the chosen's, and its 80% interval from the residuals of
+ * measured pairs of arms (xs_ratio_interval at the pick's tokens). clear:
+ * 1 when the interval's low end is above 1 (the runner-up is slower even
+ * where the model errs most), 0 when it is too close to call (measure
+ * both: `xstage fit megamoe` on the machine's own timings settles it), -1
+ * when there is no runner-up of another schedule. */
+typedef struct xs_moe_verdict {
+  double ratio;          /* runner-up / chosen, predicted; NAN: none      */
+  double low, high;      /* its 80% interval                              */
+  xs_interval interval;  /* the ratio residuals' interval it rests on     */
+  int clear;
+} xs_moe_verdict;
+XS_API xs_status xs_moe_verdict_of(const xs_moe_pick *pick, xs_moe_verdict *out,
+                                   xs_error *err);
+
 /* ---- Validation against published kernel timings (docs/validate.md) ----
  * A CSV with megamoe.csv's columns: source, gpu, gpu_note, ep, hidden,
  * intermediate, experts, topk, shared_experts, act_dtype, weight_dtype,
@@ -1177,12 +1242,42 @@ typedef struct xs_validate_row {
   double alt_us;
   xs_moe_pattern alt_knobs;
   xs_validate_ep_row ep; /* kind 2 */
+  /* the row's 80% interval from the other sources' residuals (NAN until
+   * xs_validate_intervals; NAN for a row of another metric), and whether
+   * its arm and band had too few of them (the family's pooled model) */
+  double interval_us[2];
+  int interval_pooled;
 } xs_validate_row;
 
 typedef struct xs_validate_set {
   xs_validate_row *rows;
   size_t nrows;
 } xs_validate_set;
+
+/* Every kernel-time row's 80% interval (docs/validate.md "Intervals"):
+ * from the residuals of the set's rows of other sources in its arm and
+ * size band (each EP row's taken as predicted without its own source:
+ * call xs_validate_ep_by_source first), so that a row's interval is what a
+ * kernel never seen would get. */
+XS_API xs_status xs_validate_intervals(xs_validate_set *set, xs_error *err);
+/* How the intervals cover their rows, by arm and size band. */
+typedef struct xs_validate_cover {
+  char arm[48];
+  int band;
+  char band_name[16];
+  size_t rows, inside, pooled;
+  double median_half_width; /* of the interval, over the prediction      */
+} xs_validate_cover;
+XS_API xs_status xs_validate_coverage(const xs_validate_set *set, xs_validate_cover **out,
+                                      size_t *n, xs_error *err);
+/* The residual table (data/residuals.csv) of sets: every kernel-time row
+ * and every pair of arms of one config, as CSV text (*out malloc'd). */
+XS_API xs_status xs_validate_residuals_csv(const xs_validate_set *const *sets, size_t nsets,
+                                           char **out, xs_error *err);
+/* Two residual tables agree (rows in order, numbers within rel): *differ
+ * 0, else the first row (from 1) that does not. */
+XS_API xs_status xs_validate_residuals_same(const char *a, size_t alen, const char *b,
+                                            double rel, size_t *differ, xs_error *err);
 
 /* Parse and predict every row (progress: called after each row, may be
  * NULL). Errors name file:line:column: besides a bad value, a line not

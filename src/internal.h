@@ -482,6 +482,45 @@ void xs__moe_audit_free(xs__moe_audit *audit);
 xs_status xs__moe_gemm_phase_time(const xs_moe_config *c, const xs_profile *prof,
                                   int layer, xs_moe_pattern *tile_used,
                                   double *time_s, xs_error *err);
+/* ---- prediction intervals (src/plan/interval.c) ---- */
+/* One residual: a validation row (or, pair, a ratio of two arms of one
+ * config), measured beside predicted; strings point into the table. */
+typedef struct {
+  const char *family, *source, *arm; /* arm "pair" for a ratio         */
+  int pair;
+  double size;       /* tokens (or sequence) per rank                   */
+  double measured, predicted;
+} xs__resid;
+typedef struct {
+  xs__resid *rows;
+  size_t nrows;
+  char *strings;
+  size_t nstrings;
+} xs__resid_table;
+xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t,
+                                xs_error *err);
+/* the residual table the library carries (data/residuals.csv) */
+xs_status xs__resid_builtin(xs__resid_table *t, xs_error *err);
+void xs__resid_table_free(xs__resid_table *t);
+int xs__interval_band(const char *family, double size);
+/* the arm (kernel) of a MegaMoE schedule's residuals */
+const char *xs__moe_schedule_arm(int schedule);
+const char *xs__interval_band_name(const char *family, int band);
+/* The interval of a new prediction of family/arm at size, from the rows
+ * of sources other than exclude (NULL: all). */
+xs_status xs__interval_of(const xs__resid *rows, size_t nrows, const char *family,
+                          const char *arm, double size, const char *exclude,
+                          xs_interval *out, xs_error *err);
+
+/* The timing a source's free-text description of its harness names
+ * (xs_moe_config.timing): "device" where it reports the kernels' own
+ * durations (Kineto, Nsight, an in-kernel trace), "graph" for a CUDA
+ * graph's replay, else "stream" (CUDA events or a clock around calls
+ * launched from the host, or not said). */
+const char *xs__moe_timing_of_text(const char *text);
+/* 1 where the description says the L2 was flushed before each call
+ * ("cold L2", "flush"), else 0 */
+double xs__moe_cold_of_text(const char *text);
 xs_status xs__gemm_table_time(const xs_profile *prof, const char *layout,
                               double groups, double m, double n, double k,
                               double *time_s, xs_error *err);

@@ -46,7 +46,8 @@ validate_megamoe validate
 validate_megamoe tune
 validate_flashattn validate
 validate_flashattn tune
-validate_ep validate"
+validate_ep validate
+validate_residuals validate"
 # pages that also show flags of commands documented elsewhere, and flags
 # of other programs they show (mpirun's; pkg-config's, cmake's and the
 # linker's where docs/api.md shows how to build against the library; pip's

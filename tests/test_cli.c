@@ -537,11 +537,15 @@ static void test_plan_sweep(void **s) {
   json_t *cs = json_object_get(root, "configs");
   assert_int_equal(json_array_size(cs), 84);
   const char *keys[] = {"preset", "tokens", "ep", "best_interleaved", "best_plain", "speedup",
-                        "blocking_speedup", "order_gain", "ideal_ratio"};
+                        "blocking_speedup", "order_gain", "ideal_ratio", "speedup_interval"};
   json_t *c0 = json_array_get(cs, 0);
-  assert_int_equal(json_object_size(c0), 11);
-  for (int i = 0; i < 9; i++)
+  assert_int_equal(json_object_size(c0), 12);
+  for (int i = 0; i < 10; i++)
     assert_non_null(json_object_get(c0, keys[i]));
+  /* the speedup's interval holds it */
+  json_t *si = json_object_get(c0, "speedup_interval");
+  assert_true(num(c0, "speedup") > json_real_value(json_array_get(si, 0)));
+  assert_true(num(c0, "speedup") < json_real_value(json_array_get(si, 1)));
   assert_int_equal(json_object_size(json_object_get(c0, "schedules")), XS_MOE_SCHEDULES);
   /* the first config, planned here: the same best schedules and ratio */
   {
@@ -590,16 +594,16 @@ static void test_validate(void **s) {
   assert_int_equal(json_object_size(root), 2);
   const char *rk[] = {"source", "gpu", "tokens", "arm", "measured_us", "predicted_us", "error",
                       "ep", "hidden", "intermediate", "experts", "topk", "metric", "knobs",
-                      "models", "breakdown"};
+                      "models", "breakdown", "interval_us"};
   json_t *r0 = json_array_get(rows, 0);
-  assert_int_equal(json_object_size(r0), 16);
-  for (int i = 0; i < 16; i++)
+  assert_int_equal(json_object_size(r0), 17);
+  for (int i = 0; i < 17; i++)
     assert_non_null(json_object_get(r0, rk[i]));
   assert_true(num(json_object_get(r0, "models"), "burstgap_us") == num(r0, "predicted_us"));
   const char *sk[] = {"rows", "median_abs_error", "max_abs_error", "by_arm", "by_model", "bias",
-                      "pairs", "pull_end", "fitted_constants", "leave_one_out"};
-  assert_int_equal(json_object_size(sum), 10);
-  for (int i = 0; i < 10; i++)
+                      "pairs", "pull_end", "fitted_constants", "leave_one_out", "intervals"};
+  assert_int_equal(json_object_size(sum), 11);
+  for (int i = 0; i < 11; i++)
     assert_non_null(json_object_get(sum, sk[i]));
   assert_true(num(sum, "max_abs_error") >= num(sum, "median_abs_error"));
   json_t *seq = json_object_get(json_object_get(sum, "by_arm"), "sequential");

@@ -67,7 +67,7 @@ def test_errors(tuner):
 
 def test_closed():
     t = xstage.Tuner({"preset": "qwen3-235b", "tokens": 64}, "h200-nvlink",
-                     schedules=["fused-lag", "searched"], terms=["link", "gemm"])
+                     schedules=["fused-lag", "searched"], terms=["link", "hbm"])
     assert t.choose(64)["schedule"] in ("fused-lag", "searched")
     t.close()
     with pytest.raises(xstage.Error):

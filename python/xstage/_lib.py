@@ -161,7 +161,8 @@ class MoeConfig(ctypes.Structure):
             "act_bytes", "combine_bytes", "weight_bytes", "shared_experts",
             "block_m", "block_n", "sms", "imbalance", "capacity", "sm_groups")
     ] + [("dtype", ctypes.c_char * 16), ("ep_library", ctypes.c_char * 24),
-         ("ep_kernel", ctypes.c_char * 16)]
+         ("ep_kernel", ctypes.c_char * 16), ("timing", ctypes.c_char * 16),
+         ("cold_l2", ctypes.c_double)]
 
 
 class FaConfig(ctypes.Structure):

@@ -12,8 +12,12 @@
 /* Dump doc (consumed; NULL counts as out of memory) with 2-space indent
  * and the given real precision into *out. */
 xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err);
-/* Each schedule's times, knobs and breakdown of a MegaMoE plan. */
-json_t *xs__api_moe_schedules(const xs_moe_result *r);
+/* Each schedule's times, 80% interval at tokens per rank, knobs and
+ * breakdown of a MegaMoE plan. */
+json_t *xs__api_moe_schedules(const xs_moe_result *r, double tokens);
+/* A schedule's 80% interval in microseconds for a time in seconds (null
+ * where there is none). */
+json_t *xs__api_moe_interval_us(int schedule, double tokens, double time_s);
 json_t *xs__api_moe_knobs(const xs_moe_pattern *k);
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b);
 /* An attention plan's rows as an array. */
@@ -22,5 +26,9 @@ json_t *xs__api_rings(const xs_fa_ring *r, size_t n);
  * dedicated way, and the first under blocking. */
 void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedicated,
                          double *blocking);
+
+/* The 80% intervals of a validation set's rows (xs_validate_intervals
+ * filled them): coverage per arm and band, and overall. NULL on failure. */
+json_t *xs__api_intervals_json(const xs_validate_set *set);
 
 #endif

@@ -94,11 +94,23 @@ json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
                    b->xstage_tail_s, "bound", b->bound ? b->bound : "");
 }
 
-json_t *xs__api_moe_schedules(const xs_moe_result *r) {
+/* A schedule's 80% interval at tokens per rank, in microseconds, for a
+ * burstgap time in seconds (docs/validate.md "Intervals"); null where the
+ * time is not a time */
+json_t *xs__api_moe_interval_us(int schedule, double tokens, double time_s) {
+  xs_interval iv;
+  xs_error e;
+  if (!(time_s > 0) || xs_moe_interval(schedule, tokens, &iv, &e))
+    return json_null();
+  return json_pack("[f,f]", time_s * iv.low * 1e6, time_s * iv.high * 1e6);
+}
+
+json_t *xs__api_moe_schedules(const xs_moe_result *r, double tokens) {
   json_t *s = json_object();
   for (int k = 0; k < XS_MOE_SCHEDULES; k++)
     json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
-        json_pack("{s:f,s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+        json_pack("{s:f,s:o,s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+                  "interval_us", xs__api_moe_interval_us(k, tokens, r->time_s[k][0]),
                   "blocking_s", r->time_s[k][1], "serial_s", r->time_s[k][2],
                   "ideal_s", r->time_s[k][3], "knobs",
                   xs__api_moe_knobs(&r->knobs[k]), "breakdown",
@@ -106,24 +118,37 @@ json_t *xs__api_moe_schedules(const xs_moe_result *r) {
   return s;
 }
 
-static json_t *option_json(const xs_moe_option *o) {
+static json_t *option_json(const xs_moe_option *o, double tokens) {
   if (isnan(o->time_s))
     return json_null();
   const char *rule = xs_moe_rule_name(o->schedule, o->rule);
-  return json_pack("{s:s,s:s,s:i,s:f,s:o}", "schedule",
+  return json_pack("{s:s,s:s,s:i,s:f,s:o,s:o}", "schedule",
                    xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
-                   "away", (int)o->away, "time_s", o->time_s, "knobs",
+                   "away", (int)o->away, "time_s", o->time_s, "interval_us",
+                   xs__api_moe_interval_us(o->schedule, tokens, o->time_s), "knobs",
                    xs__api_moe_knobs(&o->knobs));
+}
+
+/* whether the pick is a clear win over its runner-up (xs_moe_verdict_of) */
+static json_t *verdict_json(const xs_moe_pick *p) {
+  xs_moe_verdict v;
+  xs_error e;
+  if (xs_moe_verdict_of(p, &v, &e) || v.clear < 0)
+    return json_null();
+  return json_pack("{s:f,s:[f,f],s:s,s:b}", "ratio", v.ratio, "ratio_interval", v.low, v.high,
+                   "call", v.clear ? "clear" : "too close to call", "pooled",
+                   v.interval.pooled);
 }
 
 static json_t *pick_json(const xs_moe_pick *p, double tol) {
   json_t *near = json_array();
+  double t = p->tokens;
   for (size_t i = 0; i < p->near; i++)
-    json_array_append_new(near, option_json(&p->near_set[i]));
-  return json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
-                   "lo", p->lo, "tolerance", tol, "chosen", option_json(&p->chosen),
-                   "best", option_json(&p->best), "runner_up",
-                   option_json(&p->runner_up), "near", near);
+    json_array_append_new(near, option_json(&p->near_set[i], t));
+  return json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:o}", "tokens", t, "lo", p->lo,
+                   "tolerance", tol, "chosen", option_json(&p->chosen, t), "best",
+                   option_json(&p->best, t), "runner_up", option_json(&p->runner_up, t),
+                   "near", near, "verdict", verdict_json(p));
 }
 
 /* A sensitivity row (xs_moe_sensitivity and xs_fa_sensitivity share its
@@ -151,12 +176,12 @@ static json_t *sens_row(const xs_profile *prof, const char *param, double value,
 }
 
 static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_sensitivity *s,
-                                size_t n) {
+                                size_t n, double tokens) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++) {
     json_t *ch = json_array();
     for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
-      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k])
+      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k], tokens)
                                                 : json_null());
     json_array_append_new(a, sens_row(prof, s[i].param, s[i].value, s[i].kind, s[i].lo,
                                       s[i].hi, s[i].settle, s[i].factor, s[i].time_change,
@@ -181,7 +206,7 @@ static json_t *moe_plan_doc(const xs_moe_config *c, const xs_profile *prof,
       "flops", w->flops, "weights_B", w->weights_B, "mma_flops_per_s",
       w->mma_flops_per_s, "l2_Bps", w->l2_Bps, "dispatch_B", w->dispatch_B,
       "combine_B", w->combine_B));
-  json_object_set_new(o, "schedules", xs__api_moe_schedules(r));
+  json_object_set_new(o, "schedules", xs__api_moe_schedules(r, c->tokens));
   json_object_set_new(o, "best_fused",
                       json_string(xs_moe_schedule_name(r->best_fused)));
   json_object_set_new(o, "programs_evaluated", json_integer(r->searched));
@@ -223,11 +248,11 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
     json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
         "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
                                                          : json_real(cert.runner_up_margin),
-        "finer", option_json(&cert.finer), "settings", (json_int_t)cert.settings,
+        "finer", option_json(&cert.finer, pick.tokens), "settings", (json_int_t)cert.settings,
         "holds", cert.holds));
     json_object_set_new(o, "recommended", rec);
     if (sens)
-      json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens));
+      json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens, config->tokens));
     st = xs__api_dump(o, 12, out, err);
   }
   free(sens);
@@ -636,6 +661,45 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
   return bad;
 }
 
+json_t *xs__api_intervals_json(const xs_validate_set *set) {
+  xs_validate_cover *c = NULL;
+  size_t n = 0, rows = 0, inside = 0;
+  xs_error err;
+  if (xs_validate_coverage(set, &c, &n, &err))
+    return NULL;
+  json_t *cells = json_array();
+  int bad = !cells;
+  double *hw = malloc((set->nrows + 1) * sizeof *hw);
+  size_t k = 0;
+  bad |= !hw;
+  for (size_t i = 0; i < n && !bad; i++) {
+    rows += c[i].rows;
+    inside += c[i].inside;
+    bad |= xs__jappend(cells, json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:I}", "arm", c[i].arm,
+                                        "band", c[i].band_name, "rows", (json_int_t)c[i].rows,
+                                        "inside", (json_int_t)c[i].inside, "coverage",
+                                        (double)c[i].inside / (double)c[i].rows,
+                                        "median_half_width", c[i].median_half_width,
+                                        "pooled", (json_int_t)c[i].pooled));
+  }
+  for (size_t i = 0; i < set->nrows && !bad; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (isfinite(r->interval_us[0]))
+      hw[k++] = (r->interval_us[1] - r->interval_us[0]) / (2 * r->predicted_us);
+  }
+  free(c);
+  json_t *o = bad ? NULL
+                  : json_pack("{s:f,s:I,s:I,s:o,s:o,s:o}", "level", 0.8, "rows",
+                              (json_int_t)rows, "inside", (json_int_t)inside, "coverage",
+                              rows ? json_real((double)inside / (double)rows) : json_null(),
+                              "median_half_width",
+                              k ? json_real(xs__median_of(hw, k)) : json_null(), "cells", cells);
+  free(hw);
+  if (!o)
+    json_decref(cells);
+  return o;
+}
+
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
   /* arms and sources in order of first appearance, with their medians */
@@ -683,6 +747,10 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
     }
     if (o && r->kind == 1)
       bad |= fa_row_json(o, r);
+    if (o)
+      bad |= xs__jput(o, "interval_us", isfinite(r->interval_us[0])
+                                            ? json_pack("[f,f]", r->interval_us[0], r->interval_us[1])
+                                            : json_null());
     bad |= xs__jappend(rows, o);
     if (bad)
       st = xs__fail(err, XS_INVALID, "line %zu: its row cannot be written as JSON "
@@ -698,6 +766,10 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       "max_abs_error", real_or_null(mx), "by_arm", byarm);
   json_decref(byarm);
   bad |= !sum;
+  if (!bad) {
+    json_t *iv = xs__api_intervals_json(set);
+    bad |= !iv || xs__jput(sum, "intervals", iv);
+  }
   if (!bad && set->nrows && set->rows[0].kind == 0)
     bad |= moe_summary(set, arms, narms, sources, nsources, sum, &st, err);
   else if (!bad && set->nrows && set->rows[0].kind == 1)

@@ -415,16 +415,23 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
     const xs_moe_result *r = &results[i];
     const xs_moe_config *c = &configs[i];
     const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
+    double speedup = pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP];
+    /* the speedup's 80% interval, from the residuals of measured pairs */
+    xs_interval ri;
+    xs_error e2;
+    json_t *sp_iv = xs_ratio_interval("megamoe", c->tokens, &ri, &e2)
+                        ? json_null()
+                        : json_pack("[f,f]", speedup * ri.low, speedup * ri.high);
     json_array_append_new(cs, json_pack(
-        "{s:s,s:f,s:f,s:s,s:s,s:f,s:f,s:f,s:f,s:o,s:s}", "preset", c->name,
+        "{s:s,s:f,s:f,s:s,s:s,s:f,s:o,s:f,s:f,s:f,s:o,s:s}", "preset", c->name,
         "tokens", c->tokens, "ep", c->ep,
         "best_interleaved", xs_moe_schedule_name(r->best_interleaved),
         "best_plain", xs_moe_schedule_name(r->best_plain),
-        "speedup", pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP],
+        "speedup", speedup, "speedup_interval", sp_iv,
         "blocking_speedup", pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
         "order_gain", r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
         "ideal_ratio", il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL],
-        "schedules", xs__api_moe_schedules(r), "best_fused",
+        "schedules", xs__api_moe_schedules(r, c->tokens), "best_fused",
         xs_moe_schedule_name(r->best_fused)));
   }
   json_object_set_new(root, "configs", cs);

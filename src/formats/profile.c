@@ -58,7 +58,13 @@ static const struct {
     {"host_op_s", offsetof(xs_kernel_costs, host_op_s), 1},
     {"kernel_gap_s", offsetof(xs_kernel_costs, kernel_gap_s), 1},
     {"nccl_p2p_s", offsetof(xs_kernel_costs, nccl_p2p_s), 1},
-    {"sm_copy_Bps", offsetof(xs_kernel_costs, sm_copy_Bps), 1e13}};
+    {"sm_copy_Bps", offsetof(xs_kernel_costs, sm_copy_Bps), 1e13},
+    {"grid_sync_s", offsetof(xs_kernel_costs, grid_sync_s), 1},
+    {"signal_s", offsetof(xs_kernel_costs, signal_s), 1},
+    {"pdl_saving_s", offsetof(xs_kernel_costs, pdl_saving_s), 1},
+    {"atomic_s", offsetof(xs_kernel_costs, atomic_s), 1},
+    {"flag_s", offsetof(xs_kernel_costs, flag_s), 1},
+    {"l2_B", offsetof(xs_kernel_costs, l2_B), 1e12}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
 
@@ -567,7 +573,9 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "setup_s",      "host_sync_s",    "attn_flops_per_s", "attn_cta_s",
       "attn_causal_efficiency", "copy_efficiency", "ring_step_s", "comm_sms",
       "comm_cta_Bps", "forward_sm_Bps", "sm_copy_Bps", "host_op_s",
-      "kernel_gap_s", "nccl_p2p_s", NULL};
+      "kernel_gap_s", "nccl_p2p_s",     "grid_sync_s",
+      "signal_s",     "pdl_saving_s",   "atomic_s",
+      "flag_s",       "l2_B",           NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);

@@ -77,8 +77,8 @@ static const char *const need[] = {
 enum { C_SOURCE, C_GPU, C_EP, C_HIDDEN, C_INTER, C_EXPERTS, C_TOPK, C_SHARED,
        C_ACT, C_WEIGHT, C_TOKENS, C_ARM, C_TIME, C_N };
 /* optional: the knobs a source states, and what a row measures */
-static const char *const maybe[] = {"knobs", "metric", NULL};
-enum { C_KNOBS = C_N, C_METRIC };
+static const char *const maybe[] = {"knobs", "metric", "timing", NULL};
+enum { C_KNOBS = C_N, C_METRIC, C_TIMING };
 
 
 typedef struct {
@@ -484,6 +484,11 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   }
   memset(&row->knobs, 0, sizeof row->knobs);
   char bad[256];
+  /* how the source timed it, where that changes what the time holds */
+  if (F[C_TIMING]) {
+    snprintf(c->timing, sizeof c->timing, "%s", xs__moe_timing_of_text(F[C_TIMING]->s));
+    c->cold_l2 = xs__moe_cold_of_text(F[C_TIMING]->s);
+  }
   if (F[C_KNOBS] &&
       xs__validate_moe_knobs(F[C_KNOBS]->s, c, &row->knobs, bad, sizeof bad))
     return xs__csv_fail(err, file, lineno, F[C_KNOBS]->col, "knobs: %s", bad);
@@ -493,6 +498,14 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   if (xs__validate_moe_predict(row, prof, &e2))
     return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
   return row_measured(j, F[C_TIME], lineno, row, err);
+}
+
+/* every row's 80% interval from the other sources' rows (interval.c) */
+static xs_status with_intervals(xs_validate_set *set, xs_error *err) {
+  xs_status st = xs_validate_intervals(set, err);
+  if (st)
+    xs_validate_free(set);
+  return st;
 }
 
 xs_status xs_validate_megamoe(const char *text, size_t length,
@@ -513,7 +526,8 @@ xs_status xs_validate_megamoe_with(const char *text, size_t length,
                "source, gpu, ep, hidden, intermediate, experts, topk, "
                "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
                out, 0, {{{0}, NULL}}, 0, progress, ctx, profiles, nprofiles, NULL, NULL};
-  return csv_rows(&j, text, length, moe_row, err);
+  xs_status st = csv_rows(&j, text, length, moe_row, err);
+  return st ? st : with_intervals(out, err);
 }
 
 /* ---- ring attention ---- */
@@ -599,7 +613,8 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
                out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0, NULL, NULL};
-  return csv_rows(&j, text, length, fa_row, err);
+  xs_status st = csv_rows(&j, text, length, fa_row, err);
+  return st ? st : with_intervals(out, err);
 }
 
 /* ---- the reader for validators in other files (ep.c) ---- */

@@ -91,6 +91,9 @@ struct xs__emit {
    * of the same worker is met already, as counters only grow */
   double *seen;
   uint32_t code_hbm, code_link, code_nic; /* the program's channel codes, or NONE */
+  double sm_load_Bps;   /* what one SM's pipeline pulls from HBM: its stages'
+                           bytes per load round trip (0: no cap)          */
+  double dirty_B;       /* dirty L2 bytes still to be written back         */
 };
 
 static int audit_blocks(xs__emit *e);
@@ -146,6 +149,15 @@ xs_status xs__emit_new(const xs__moe_kctx *k, const xs__tile_cfg *tile,
   e->audit = k->audit;
   e->gate = SIZE_MAX;
   e->code_hbm = e->code_link = e->code_nic = XS__NONE;
+  e->dirty_B = g->dirty_B;
+  /* what one SM's TMA pipeline keeps in flight: its stages of A and B
+   * tiles over 128 of K (as many as fit the shared memory where the
+   * kernel's heuristic does not say), over a load's round trip */
+  {
+    double stage = 128 * (tile->bm * g->act_bytes + tile->bn * g->weight_bytes);
+    double n = tile->stages > 0 ? tile->stages : floor((232448.0 - 40960.0) / stage);
+    e->sm_load_Bps = g->hbm_latency_s > 0 && n >= 1 ? n * stage / g->hbm_latency_s : 0;
+  }
   snprintf(e->name, sizeof e->name, "%s", k->name);
   xs__utf8_trim(e->name); /* cut between characters */
   size_t S = e->S;
@@ -301,6 +313,15 @@ static xs_status await_new(xs__emit *e, size_t slot, size_t w, size_t cslot,
   return xs_program_await_index(e->p, w, ctr, value, e->err);
 }
 
+/* Class c's worker computes s seconds (none for s = 0), counted among
+ * its compute ops (the audit finds runs by that count). */
+static xs_status math_compute(xs__emit *e, size_t c, double s) {
+  if (!(s > 0))
+    return XS_OK;
+  e->ncompute[c]++;
+  return xs_program_compute(e->p, e->math[c], s, e->err);
+}
+
 /* Every class: compute s seconds counted as fixed. */
 static xs_status all_fixed(xs__emit *e, double s) {
   if (!(s > 0))
@@ -357,12 +378,34 @@ static xs_status arrive(xs__emit *e, const char *what, size_t *ctr) {
   return st;
 }
 
-/* The rank's side of a barrier: once every SM arrived, one flag to every
- * other rank queues behind the egress; theirs come back the same way
- * (symmetry); then the grid syncs around it. Returns the release counter. */
-static xs_status barrier_rank(xs__emit *e, size_t *out) {
+/* the sync worker computes s seconds (none for s = 0) */
+static xs_status sync_compute(xs__emit *e, double s) {
+  return s > 0 ? xs_program_compute(e->p, e->sync, s, e->err) : XS_OK;
+}
+
+/* SM0's round of flags with the other ranks (DeepGEMM's nvlink_barrier,
+ * comm/barrier.cuh): with first_sync, the grid sync every SM's arrival
+ * makes first; one flag to every rank queues behind the egress (by
+ * symmetry theirs arrive the same way) and the poll sees the last of
+ * them signal_s after it was stored, of which the link carries its
+ * latency. */
+static xs_status signal_round(xs__emit *e, int first_sync) {
+  size_t f[2];
+  xs_status st;
+  double rest = e->g->signal_s - e->g->link_latency_s;
+  if ((first_sync && (st = sync_compute(e, e->g->grid_sync_s))) ||
+      (st = link_send(e, e->sync, 0, f)) || (st = link_wait(e, e->sync, f)))
+    return st;
+  return sync_compute(e, rest > 0 ? rest : 0);
+}
+
+/* The rank's side of a barrier (grid sync, SM0's round of flags, grid
+ * sync; first_sync 0 where the caller's own grid sync came just before):
+ * once every SM arrived, the round; then every SM is let go. Returns the
+ * release counter. */
+static xs_status barrier_rank(xs__emit *e, int first_sync, size_t *out) {
   xs_error *err = e->err;
-  size_t in, f[2];
+  size_t in;
   xs_status st;
   if ((st = sync_worker(e)) || (st = arrive(e, "arrive", &in)))
     return st;
@@ -371,11 +414,8 @@ static xs_status barrier_rank(xs__emit *e, size_t *out) {
   return (st = xs_program_counter(e->p, nm, out, err)) ||
                  (st = xs_program_await_index(e->p, e->sync, in,
                                               (double)e->S, err)) ||
-                 (st = link_send(e, e->sync, 0, f)) ||
-                 (st = link_wait(e, e->sync, f)) ||
-                 (e->g->barrier_s > 0 &&
-                  (st = xs_program_compute(e->p, e->sync, e->g->barrier_s,
-                                           err))) ||
+                 (st = signal_round(e, first_sync)) ||
+                 (st = sync_compute(e, e->g->grid_sync_s)) ||
                  (st = xs_program_signal_index(e->p, e->sync, *out, 1, err))
              ? st
              : XS_OK;
@@ -390,7 +430,7 @@ xs_status xs__emit_barrier_start(xs__emit *e, xs_error *err) {
   e->err = err;
   xs_status st = start(e);
   size_t out;
-  if (st || (st = barrier_rank(e, &out)))
+  if (st || (st = barrier_rank(e, 1, &out)))
     return st;
   e->gate = out;
   e->gate_value = 1;
@@ -407,16 +447,55 @@ xs_status xs__emit_await_barrier(xs__emit *e, xs_error *err) {
 }
 
 /* The count hand-shake that replaces the first barrier in the lag kernel:
- * one flag to each rank, no grid sync. */
+ * one flag to each rank, every SM polls its own; no grid sync. */
 xs_status xs__emit_handshake(xs__emit *e, xs_error *err) {
   e->err = err;
   xs_status st = start(e);
-  size_t out, s[2];
+  size_t out;
   char nm[32];
   snprintf(nm, sizeof nm, "counts.%u", ++e->nbar);
   if (st || (st = sync_worker(e)) ||
       (st = xs_program_counter(e->p, nm, &out, err)) ||
-      (st = link_send(e, e->sync, 0, s)) || (st = link_wait(e, e->sync, s)) ||
+      (st = signal_round(e, 0)) ||
+      (st = xs_program_signal_index(e->p, e->sync, out, 1, err)))
+    return st;
+  e->gate = out;
+  e->gate_value = 1;
+  return XS_OK;
+}
+
+xs_status xs__emit_launch(xs__emit *e, int pdl, xs_error *err) {
+  double s = e->g->launch_cost_s - (pdl ? e->g->pdl_saving_s : 0);
+  return xs__emit_fixed(e, s > 0 ? s : 0, "launch", err);
+}
+
+/* The routing's send-count step: each SM adds to every expert's counter
+ * (its dispatch threads a few each, one after another), and each counter
+ * takes the SMs' atomics in turn. */
+static double routing_atomics_s(const xs__emit *e) {
+  double threads = 32 * (e->flow.pull_warps > 0 ? e->flow.pull_warps : 1);
+  return ceil(e->wl->E / threads) * (double)e->S * e->g->atomic_s;
+}
+
+xs_status xs__emit_routing(xs__emit *e, int handshake, xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  if (st || (st = all_fixed(e, routing_atomics_s(e) + e->g->grid_sync_s)))
+    return st;
+  if (handshake)
+    return xs__emit_handshake(e, err);
+  /* SM0 stores each rank's counts there with a system-scope atomic per
+   * expert (one round trip, the threads' atomics in flight together),
+   * then the barrier's round of flags and its closing grid sync */
+  size_t in, out;
+  char nm[32];
+  if ((st = sync_worker(e)) || (st = arrive(e, "counts", &in)))
+    return st;
+  snprintf(nm, sizeof nm, "barrier.%u", e->nbar);
+  if ((st = xs_program_counter(e->p, nm, &out, err)) ||
+      (st = xs_program_await_index(e->p, e->sync, in, (double)e->S, err)) ||
+      (st = sync_compute(e, 2 * e->g->link_latency_s)) ||
+      (st = signal_round(e, 0)) || (st = sync_compute(e, e->g->grid_sync_s)) ||
       (st = xs_program_signal_index(e->p, e->sync, out, 1, err)))
     return st;
   e->gate = out;
@@ -445,7 +524,10 @@ xs_status xs__emit_kernel(xs__emit *e, int pdl, xs_error *err) {
     return st;
   for (size_t c = 0; c < e->nclass && !st; c++)
     st = xs_program_await_index(e->p, e->math[c], end, (double)e->S, err);
-  return st ? st : all_fixed(e, pdl ? 0 : e->g->launch_s);
+  if (st)
+    return st;
+  double s = e->g->launch_cost_s - (pdl ? e->g->pdl_saving_s : 0);
+  return all_fixed(e, s > 0 ? s : 0);
 }
 
 xs_status xs__emit_pull(xs__emit *e, xs_error *err) {
@@ -542,11 +624,12 @@ void xs__moe_audit_free(xs__moe_audit *a) {
  * bytes are added task by task, in order. */
 static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
                          const tile_group *grp, size_t ng, int pick,
-                         double rows_needed, const double *need) {
+                         double rows_needed, const double *need, int fill) {
   xs_error *err = e->err;
   size_t nc = e->nclass, w = e->math[c];
   double g = (double)(e->cs[c + 1] - e->cs[c]);
   double secs = 0, hin = 0, hout = 0, lout = 0;
+  int l1 = 0;
   for (size_t q = 0; q < ng; q++) {
     if (grp[q].d != pick)
       continue;
@@ -554,12 +637,25 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
     double s1 = ti->ntiles * e->tt[2 * ti->block + (ti->layer == 2)];
     double a, o, l;
     task_bytes(e, ti, &a, &o, &l);
+    l1 |= ti->layer == 1;
     for (size_t x = grp[q].i; x < grp[q].j; x++) {
       secs += s1;
       hin += a;
       hout += o;
       lout += l;
     }
+  }
+  /* an SM pulls from HBM no faster than the bytes its pipeline keeps in
+   * flight per load round trip (Little's law): a cap that binds only
+   * where few SMs stream, the HBM channel's share binding otherwise */
+  if (hin > 0 && e->sm_load_Bps > 0 && hin / g / e->sm_load_Bps > secs / g)
+    secs = hin / e->sm_load_Bps;
+  /* each byte read while the L2 still holds a flush's dirty lines evicts
+   * one, which HBM writes back beside the read */
+  if (hin > 0 && e->dirty_B > 0) {
+    double wb = hin < e->dirty_B ? hin : e->dirty_B;
+    e->dirty_B -= wb;
+    hin += wb;
   }
   xs_status st = XS_OK;
   if (rows_needed > 0)
@@ -568,9 +664,17 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
     if (need[x] > 0 && x != c)
       st = await_new(e, c, w, x, e->done[x],
                      need[x] * (double)(e->cs[x + 1] - e->cs[x]));
+  /* a run whose inputs were being made just before (fill): the A loader
+   * sees the producer's flag flag_s after its release, then the math
+   * waits for the first stage's round trip from HBM (the B loader's
+   * weights run ahead; the tokens cannot) */
+  if (!st && fill)
+    st = math_compute(e, c, e->g->flag_s);
   size_t load = 0;
   if (!st && hin > 0)
     st = send_on(e, w, hin / g, 0, &load);
+  if (!st && fill)
+    st = math_compute(e, c, e->g->hbm_latency_s);
   if (!st)
     st = xs_program_compute(e->p, w, secs / g, err);
   if (!st && e->audit && audit_run(e, c, k, t, grp, ng, pick))
@@ -578,8 +682,12 @@ static xs_status sub_run(xs__emit *e, size_t c, size_t k, const xs__task *t,
   e->ncompute[c]++;
   if (!st && hin > 0)
     st = xs_program_wait_send(e->p, w, load, err);
+  size_t out = 0;
   if (!st && hout > 0)
-    st = send_on(e, w, hout / g, 0, NULL);
+    st = send_on(e, w, hout / g, 0, &out);
+  /* an L1 epilogue publishes its rows once its store has landed */
+  if (!st && hout > 0 && l1 && e->flow.publish_wait)
+    st = xs_program_wait_send(e->p, w, out, err);
   size_t ls[2];
   if (!st && lout > 0)
     st = link_send(e, w, lout / g, ls);
@@ -641,7 +749,7 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
       double rows0 = 0, rows1 = 0;
       for (size_t x = 0; x < nc; x++)
         e->need[x] = need1[x] = 0;
-      int have[2] = {0, 0};
+      int have[2] = {0, 0}, prev = 0;
       size_t ng = 0;
       stamp++;
       for (size_t i = 0, j; i < m; i = j) {
@@ -654,6 +762,7 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
         const double *cov = NULL;
         int d = 0; /* needs a task of this very run */
         double rn = 0;
+        size_t key_prev = SIZE_MAX; /* the dependency's covpos entry */
         if (t[i].layer == 1) {
           if (e->pull_wanted && !wl->experts[b->expert].local)
             rn = e->pull_end[bi];
@@ -663,11 +772,17 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
             size_t key = 2 * (bi - (size_t)R) + 1;
             cov = &e->l2cov[(bi - (size_t)R) * nc];
             d = mark[key] == stamp || e->covpos[key] == e->posstamp;
+            key_prev = key;
           }
         } else {
           cov = &e->l1cov[bi * nc];
           d = mark[2 * bi] == stamp || e->covpos[2 * bi] == e->posstamp;
+          key_prev = 2 * bi;
         }
+        /* a dependency covered at the position just before */
+        if (!d && cov && key_prev != SIZE_MAX && e->covpos[key_prev] > 0 &&
+            e->covpos[key_prev] + 1 == e->posstamp)
+          prev = 1;
         grp[ng++] = (tile_group){(uint32_t)i, (uint32_t)j, d};
         have[d] = 1;
         double *nd = d ? need1 : e->need;
@@ -684,10 +799,14 @@ xs_status xs__emit_phase(xs__emit *e, const xs__task *tasks, size_t n,
           rows0 = dmax(rows0, rn);
         mark[2 * bi + (t[i].layer == 2)] = stamp;
       }
+      /* the first run after a dependency being made: the pull's rows at a
+       * phase's first position, a tile of the position just before
+       * (sub-run 0) or of this one (sub-run 1) */
       if (have[0])
-        st = sub_run(e, c, k, t, grp, ng, 0, rows0, e->need);
+        st = sub_run(e, c, k, t, grp, ng, 0, rows0, e->need,
+                     (k == 0 && rows0 > 0) || prev);
       if (have[1] && !st)
-        st = sub_run(e, c, k, t, grp, ng, 1, rows1, need1);
+        st = sub_run(e, c, k, t, grp, ng, 1, rows1, need1, 1);
     }
   }
   e->phases++;
@@ -704,6 +823,11 @@ xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
   xs_status st = start(e);
   if (st)
     return st;
+  if (bytes > 0 && e->dirty_B > 0) {
+    double wb = bytes < e->dirty_B ? bytes : e->dirty_B;
+    e->dirty_B -= wb;
+    bytes += wb;
+  }
   double per = bytes / (double)e->S;
   for (size_t c = 0; c < e->nclass && !st; c++) {
     size_t w = e->math[c], s;
@@ -712,6 +836,23 @@ xs_status xs__emit_stream(xs__emit *e, double bytes, double fixed_s,
       st = xs_program_wait_send(e->p, w, s, err);
   }
   return st ? st : all_fixed(e, fixed_s);
+}
+
+xs_status xs__emit_combine(xs__emit *e, double bytes, int cleanup,
+                           xs_error *err) {
+  e->err = err;
+  xs_status st = start(e);
+  if (st)
+    return st;
+  /* beside the reduction, the dispatch warps clean the workspace and meet
+   * the other ranks once more: a grid sync and SM0's round of flags, which
+   * SM0 waits out before the kernel ends */
+  if (cleanup && !(st = sync_worker(e)) && !(st = signal_round(e, 1)))
+    st = XS_OK;
+  /* a warp reduces one token at a time: its top-k rows two loads in
+   * flight, then the store */
+  double chain = (ceil(e->wl->K / 2) + 1) * e->g->hbm_latency_s;
+  return st ? st : xs__emit_stream(e, bytes, chain, "combine", err);
 }
 
 xs_status xs__emit_ep(xs__emit *e, double seconds, int dispatch,
@@ -797,14 +938,13 @@ xs_status xs__moe_emit_fused(const xs__moe_kctx *k, const xs__tile_cfg *tile,
   xs_status st = oom ? xs__fail(err, XS_NOMEM, "out of memory") : XS_OK;
   if (!st && !(st = xs__emit_new(k, tile, blocks, nb, flow, &e, err)) &&
       !(st = xs__emit_split(e, sizes, 1)) &&
-      !(st = xs__emit_fixed(e, how.pdl ? 0 : k->g->launch_s, "launch", err)) &&
-      !(st = xs__emit_fixed(e, k->g->setup_s, "routing", err)) &&
-      !(st = how.handshake ? xs__emit_handshake(e, err) : xs__emit_barrier(e, err)) &&
+      !(st = xs__emit_launch(e, how.pdl, err)) &&
+      !(st = xs__emit_routing(e, how.handshake, err)) &&
       !(st = xs__emit_pull(e, err)) &&
       !(st = xs__emit_phase(e, tasks->t, tasks->n, err)) &&
       !(st = how.early_combine ? xs__emit_barrier_start(e, err)
                                : xs__emit_barrier(e, err)) &&
-      !(st = xs__emit_stream(e, xs__moe_reduce_bytes(k), 0, "combine", err)) &&
+      !(st = xs__emit_combine(e, xs__moe_reduce_bytes(k), !how.early_combine, err)) &&
       !(st = how.early_combine ? xs__emit_await_barrier(e, err) : XS_OK))
     st = xs__emit_finish(e, out, bd, err);
   xs__emit_free(e);
@@ -825,7 +965,13 @@ static xs_status emit_pull_workers(xs__emit *e) {
     return XS_OK;
   double trips = floor(R / W), rest = R - trips * W;
   double row_B = wl->H * e->g->act_bytes;
-  double lat = e->flow.pull_request_s;
+  /* a trip: the slot's source index from L2 (half a flag's round), the
+   * remote read's request; a row pulled in chunks reads and stores each
+   * chunk before the next (a read round trip and a store each), the
+   * last one as the model's own send below */
+  double chunks = e->flow.pull_chunk_B > 0 ? ceil(row_B / e->flow.pull_chunk_B) : 1;
+  double lat = e->flow.pull_request_s + 0.5 * e->g->flag_s +
+               (chunks - 1) * (2 * e->g->link_latency_s + e->g->hbm_latency_s);
   xs_status st = XS_OK;
   for (int part = 0; part < 2 && !st; part++) {
     double copies = part == 0 ? (double)e->S : rest;

@@ -50,7 +50,11 @@ void xs__moe_tile_split(const xs__moe_wl *wl, xs__tile_cfg *t) {
   double bm = 64;
   forced(wl, &bm);
   double load = wl->T * wl->K / wl->El;
-  if (load <= 24 && wl->c->block_m == 0) {
+  /* swap-AB up to 24 rows per local expert for the "Compact" shapes
+   * (hidden 3072-5119, intermediate 1536-2559), 16 for the others
+   * (AichenF/DeepGEMM at bc4f33a, heuristics/sm90_mega_moe.hpp) */
+  int compact = wl->H >= 3072 && wl->H < 5120 && wl->I >= 1536 && wl->I < 2560;
+  if (load <= (compact ? 24 : 16) && wl->c->block_m == 0) {
     tile(t, 64, 128, 2, 64, 1, 0, 0, 128, 64);
     t->swap_ab = 1;
   } else {
@@ -60,23 +64,21 @@ void xs__moe_tile_split(const xs__moe_wl *wl, xs__tile_cfg *t) {
     t->bn = wl->c->block_n;
 }
 
-/* The SM90 port with expert waves (sgl-project/DeepGEMM's dev branch, its
- * heuristic at 3f9268b/00d07c9): at least 64 rows per expert, BLOCK_M 128
- * with four warpgroups (m64n128 each) on a 128x256 tile; fewer, BLOCK_M 64
- * with two split along N; swap-AB under 30 rows per local expert; L2
- * activations per 64 of K; no cluster. */
+/* The SM90 port with expert waves (sgl-project/DeepGEMM PR 36, its
+ * heuristic at 3f9268b, get_mega_moe_config_sm90): at least 64 rows per
+ * expert, BLOCK_M 128 with four warpgroups (m64n128 each) on a 128x256
+ * tile; fewer, BLOCK_M 64 with two split along N, BLOCK_N 256 where the
+ * intermediate size is at least 3072 and a quarter row per expert is
+ * expected, else 128; no swap-AB at that commit; L2 activations per 64 of
+ * K; no cluster; as many stages as fit. */
 void xs__moe_tile_wave(const xs__moe_wl *wl, xs__tile_cfg *t) {
   double r = rows_per_expert(wl), bm = r >= 64 ? 128 : 64;
-  int f = forced(wl, &bm);
+  forced(wl, &bm);
+  int wide = wl->I >= 3072 && r >= 0.25 && fmod(2 * wl->I, 256) == 0;
   if (bm >= 128)
     tile(t, bm, 256, 4, 128, 1, 0, 0, 128, 64);
   else
-    tile(t, bm, wl->I >= 2048 && r >= 0.25 ? 256 : 128, 2,
-         wl->I >= 2048 && r >= 0.25 ? 128 : 64, 1, 0, 0, 128, 64);
-  if (!f && wl->T * wl->K / wl->El < 30) {
-    tile(t, 64, 128, 2, 64, 1, 0, 0, 128, 64);
-    t->swap_ab = 1;
-  }
+    tile(t, bm, wide ? 256 : 128, 2, wide ? 128 : 64, 1, 0, 0, 128, 64);
   if (wl->c->block_n > 0)
     t->bn = wl->c->block_n;
 }

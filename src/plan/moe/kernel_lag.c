@@ -101,6 +101,7 @@ xs_status xs__moe_kernel_lag(const xs__moe_kctx *k, xs_moe_pattern *kn,
   xs__emit_flow flow;
   xs__moe_fused_flow(k, &flow);
   flow.pull_warps = 2;
+  flow.publish_wait = 1;
   flow.ring_blocks = ring ? UNIT_BLOCKS * (lag + group) + 4 : 0;
   return xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks,
                             lag_order(blocks, nb, n1, n2, lag, group, &tasks),

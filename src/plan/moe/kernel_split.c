@@ -33,19 +33,21 @@ xs_status xs__moe_kernel_split(const xs__moe_kctx *k, xs_moe_pattern *kn,
   }
   xs__emit_flow flow;
   xs__moe_fused_flow(k, &flow);
-  flow.pull_warps = tile.bn >= 256 ? 2 : 4;
+  /* two dispatch warps on the 256-wide tile and on the decode tile
+   * (swap-AB), four otherwise */
+  flow.pull_warps = tile.bn >= 256 || tile.swap_ab ? 2 : 4;
   flow.pull_store_wait = 1;
+  flow.publish_wait = 1;
   size_t S = (size_t)k->g->S, sizes[2] = {l1.n % S, l2.n % S};
   if (!(st = xs__emit_new(k, &tile, blocks, nb, &flow, &e, err)) &&
       !(st = xs__emit_split(e, sizes, 2)) &&
-      !(st = xs__emit_fixed(e, k->g->launch_s, "launch", err)) &&
-      !(st = xs__emit_fixed(e, k->g->setup_s, "routing", err)) &&
-      !(st = xs__emit_barrier(e, err)) && !(st = xs__emit_pull(e, err)) &&
+      !(st = xs__emit_launch(e, 0, err)) &&
+      !(st = xs__emit_routing(e, 0, err)) && !(st = xs__emit_pull(e, err)) &&
       !(st = xs__emit_phase(e, l1.t, l1.n, err)) &&
       !(st = xs__emit_kernel(e, 0, err)) &&
       !(st = xs__emit_phase(e, l2.t, l2.n, err)) &&
       !(st = xs__emit_barrier(e, err)) &&
-      !(st = xs__emit_stream(e, xs__moe_reduce_bytes(k), 0, "combine", err)))
+      !(st = xs__emit_combine(e, xs__moe_reduce_bytes(k), 1, err)))
     st = xs__emit_finish(e, out, bd, err);
 done:
   xs__emit_free(e);

@@ -14,11 +14,17 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* sgl's dev heuristics: one wave (every local expert) below one or above
- * four routed rows per local expert; in between, SM100's rule */
+/* The SM90 port's experts per wave (3f9268b): one wave (every local
+ * expert) below one or above four routed rows per local expert, or where
+ * the 64-row tiles of a wide intermediate fill the SMs four times; in
+ * between, SM100's rule */
 static double sgl_epw(const xs__moe_wl *wl, const xs__tile_cfg *t) {
   double load = wl->T * wl->K / wl->El;
-  return load < 1 || load > 4 ? wl->El : xs__moe_default_epw(wl, t);
+  if (load < 1 || load > 4)
+    return wl->El;
+  if (t->bm == 64 && wl->I >= 3072 && wl->El * floor(2 * wl->I / t->bn) >= 4 * wl->S)
+    return wl->El;
+  return xs__moe_default_epw(wl, t);
 }
 
 xs_status xs__moe_kernel_wave(const xs__moe_kctx *k, xs_moe_pattern *kn,
@@ -49,8 +55,13 @@ xs_status xs__moe_kernel_wave(const xs__moe_kctx *k, xs_moe_pattern *kn,
   }
   xs__emit_flow flow;
   xs__moe_fused_flow(k, &flow);
-  flow.pull_warps = k->g->hopper ? (tile.bm >= 128 || tile.bn >= 256 ? 2 : 4) : 4;
+  flow.pull_warps = k->g->hopper ? 2 : 4;
   flow.pull_store_wait = k->g->hopper;
+  /* SM90's math warpgroups wait for their L1 store before publishing;
+   * SM100's epilogue warps do it while the MMA goes on */
+  flow.publish_wait = k->g->hopper;
+  /* SM100 pulls a row in chunks of at most 4096 bytes */
+  flow.pull_chunk_B = k->g->hopper ? 0 : 4096;
   return xs__moe_emit_fused(k, &tile, blocks, nb, &flow, &tasks, bad,
                             (xs__fused_launch){0, 0, 0}, out, bd, err);
 }

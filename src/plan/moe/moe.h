@@ -74,7 +74,14 @@ typedef struct {
   int mc_a, mc_b;     /* multicast of A (tokens) or B (weights)          */
   double scale_k1, scale_k2; /* K per promotion in L1 and L2; 0: none    */
   int swap_ab;        /* small M: tokens on WGMMA's N, padded to 8       */
+  double stages;      /* TMA pipeline stages (0: as many as fit)         */
 } xs__tile_cfg;
+
+/* How a call's time is taken (xs_moe_config.timing): kernels launched
+ * from the host, a CUDA graph's replay, or the kernels' own time. */
+enum { XS__TIMING_STREAM = 0, XS__TIMING_GRAPH = 1, XS__TIMING_DEVICE = 2 };
+/* the config's timing, or -1 for a name that is none of them */
+int xs__moe_timing(const xs_moe_config *c);
 
 /* The profile's terms of the tile model, read once. */
 typedef struct {
@@ -87,6 +94,15 @@ typedef struct {
   double launch_s, barrier_s, setup_s;
   double act_bytes, weight_bytes, combine_bytes;
   int hopper;         /* promotions on CUDA cores (sm_90)                */
+  /* the latency floor (docs/plan-megamoe.md "The latency floor") */
+  double launch_cost_s;  /* a kernel's start as the config's timing sees
+                            it: a host launch, a graph node, or none      */
+  double pdl_saving_s;   /* taken off launch_cost_s by PDL                */
+  double grid_sync_s, signal_s, atomic_s, flag_s;
+  double hbm_latency_s;  /* a TMA load's round trip from HBM             */
+  double link_latency_s; /* one way over the link to a peer               */
+  double dirty_B;        /* dirty L2 bytes a cold-L2 harness leaves, which
+                            the first reads from HBM write back           */
 } xs__gemm_terms;
 
 xs_status xs__gemm_terms_read(const xs_profile *prof, const xs_moe_config *c,
@@ -127,6 +143,10 @@ typedef struct {
   double l1_out_bytes;/* bytes per element of L1's output (FP8: 1; the
                          sequential kernels' BF16: 2)                    */
   double l2_in_bytes; /* what L2 reads of it per element                 */
+  int publish_wait;   /* L1 epilogues wait for their store to land before
+                         counting themselves done (fused kernels)         */
+  double pull_chunk_B;/* a row pulled in chunks of this many bytes, each
+                         stored before the next is read (0: whole rows)  */
 } xs__emit_flow;
 
 /* A new emitter for a kernel builder's context (moe.h below): the
@@ -155,6 +175,21 @@ xs_status xs__emit_kernel(xs__emit *e, int pdl, xs_error *err);
 /* An all-rank barrier: every SM arrives, one SM signals the other ranks
  * over the link (behind whatever the egress holds), waits for theirs. */
 xs_status xs__emit_barrier(xs__emit *e, xs_error *err);
+/* A kernel's start: its launch as the config's timing sees it (PDL
+ * takes pdl_saving_s off). */
+xs_status xs__emit_launch(xs__emit *e, int pdl, xs_error *err);
+/* The fused kernels' routing: every SM adds its count of each expert's
+ * rows to a per-expert counter (each counter takes one atomic from every
+ * SM in turn), stores its rows' slots to their ranks, a grid sync; then
+ * SM0 sends each rank its counts. handshake: the lag kernel's flags (one
+ * to each rank, polled by every SM; no barrier); else an all-rank
+ * barrier without its first grid sync (the routing's serves). */
+xs_status xs__emit_routing(xs__emit *e, int handshake, xs_error *err);
+/* The end of a kernel after its barrier before the combine: the
+ * reduction (with its latency chain) on the SMs and, with cleanup, the
+ * barrier after the workspace clean beside it. */
+xs_status xs__emit_combine(xs__emit *e, double bytes, int cleanup,
+                           xs_error *err);
 /* Fixed time on every SM (the routing counts, a grid sync). */
 xs_status xs__emit_fixed(xs__emit *e, double seconds, const char *why,
                          xs_error *err);

@@ -82,7 +82,8 @@ xs_status xs_moe_config_check(const xs_moe_config *c, xs_error *err) {
            {"sms", c->sms, 0, 1e5, 1},
            {"imbalance", c->imbalance, 1, 1e3, 0},
            {"capacity", c->capacity, 0, 1e7, 1},
-           {"sm_groups", c->sm_groups, 0, 4096, 1}};
+           {"sm_groups", c->sm_groups, 0, 4096, 1},
+           {"cold_l2", c->cold_l2, 0, 1, 1}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi) ||
         (f[i].integer && !whole(f[i].v)))
@@ -105,6 +106,11 @@ xs_status xs_moe_config_check(const xs_moe_config *c, xs_error *err) {
                     c->capacity, c->tokens);
   if (!c->dtype[0])
     return xs__fail(err, XS_INVALID, "dtype must name a compute dtype");
+  if (xs__moe_timing(c) < 0)
+    return xs__fail(err, XS_INVALID,
+                    "timing \"%s\": expected stream (kernels launched from the "
+                    "host, the default), graph (a CUDA graph's replay) or device "
+                    "(the kernels' own time on the GPU)", c->timing);
   if ((c->ep_library[0] || c->ep_kernel[0]) &&
       !xs__ep_known(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                     c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL))
@@ -126,7 +132,7 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
       "act_bytes",    "combine_bytes",  "block_m",   "block_n",
       "sms",          "imbalance",      "dtype",     "weight_bytes",
       "shared_experts", "capacity",     "sm_groups", "ep_library",
-      "ep_kernel",    NULL};
+      "ep_kernel",    "timing",         "cold_l2",   NULL};
   xs__jdoc d = {filename, text, length, {0}, err};
   json_t *root;
   xs_status st = xs__jparse(&d, &root);
@@ -155,7 +161,8 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
       (st = xs__jstrcpy(&d, root, "dtype", c.dtype, sizeof c.dtype)) ||
       (st = xs__jstrcpy(&d, root, "ep_library", c.ep_library,
                         sizeof c.ep_library)) ||
-      (st = xs__jstrcpy(&d, root, "ep_kernel", c.ep_kernel, sizeof c.ep_kernel)))
+      (st = xs__jstrcpy(&d, root, "ep_kernel", c.ep_kernel, sizeof c.ep_kernel)) ||
+      (st = xs__jstrcpy(&d, root, "timing", c.timing, sizeof c.timing)))
     goto done;
   const xs__jfield nums[] = {{"tokens", &c.tokens},
                              {"hidden", &c.hidden},
@@ -172,7 +179,8 @@ xs_status xs_moe_config_parse(const char *text, size_t length,
                              {"sms", &c.sms},
                              {"imbalance", &c.imbalance},
                              {"capacity", &c.capacity},
-                             {"sm_groups", &c.sm_groups}};
+                             {"sm_groups", &c.sm_groups},
+                             {"cold_l2", &c.cold_l2}};
   if ((st = xs__jnumbers(&d, root, nums, sizeof nums / sizeof nums[0])))
     goto done;
   xs_error e2;
