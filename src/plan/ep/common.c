@@ -159,6 +159,9 @@ xs_status xs__ep_begin(xs__ep_ctx *c, const xs__ep_shape *s, xs__ep_phase ph,
   c->launch_s = kc.launch_s;
   c->barrier_s = kc.barrier_s;
   c->host_sync_s = kc.host_sync_s;
+  c->gap_s = kc.kernel_gap_s > 0 ? kc.kernel_gap_s : kc.launch_s;
+  c->grid_sync_s = kc.grid_sync_s;
+  c->signal_s = kc.signal_s;
   c->nvl_latency_s = link->latency_s;
   if (nic) {
     c->has_nic = 1;

@@ -8,7 +8,7 @@
  * 6 tokens, and a forward warp copies what arrives to the node's ranks. The
  * kernel ends with a barrier that the data has landed; the copy epilogue
  * into the caller's tensors is a kernel of its own, launched once the host
- * has seen the counts (cpu_sync).
+ * has seen the counts (cpu_sync), or at once with PDL in a graph's replay.
  */
 #include "plan/ep/ep.h"
 
@@ -59,35 +59,77 @@ static double token_B(const xs__ep_ctx *c) {
 
 /* The host: the launch; with cpu_sync the epilogue is launched once the
  * host has the counts, which the notify warps write while the kernel runs,
- * so the wait overlaps it. */
+ * so the wait overlaps it. A graph's replay has no host in the loop: the
+ * kernel starts kernel_gap_s behind the one before it. */
 static xs_status v2_host(xs__ep_ctx *c) {
+  if (c->s->graph)
+    return xs__ep_host(c, c->gap_s);
   return xs__ep_host(c, c->launch_s + (c->s->api_time ? c->par.api_s : 0));
 }
 
-/* The kernel's end: its barrier that every rank's data has arrived; with
- * cpu_sync, the epilogue (a launch after the host's wait, every received
- * token copied out). */
-static xs_status v2_end(xs__ep_ctx *c, size_t w, double recv_B) {
-  double t = c->barrier_s + c->nvl_latency_s;
-  xs_status st = xs__ep_compute(c, w, t);
+/* One cross-rank barrier of the kernel (comm::gpu_barrier: a grid sync
+ * and a round of flags with the peers). */
+static double v2_barrier_s(const xs__ep_ctx *c) {
+  return c->barrier_s + c->nvl_latency_s;
+}
+
+/* The kernel's end: its barrier that every rank's data has arrived; then
+ * the copy epilogue, a kernel of its own that moves epi_B through HBM
+ * (every received token out of the buffer into the caller's tensors):
+ * with cpu_sync launched after the host's wait; in a graph's replay
+ * launched at once with programmatic dependent launch, its CTAs waiting
+ * on the SMs the dispatch leaves free until the dispatch's barrier is
+ * passed (deep_ep/include/deep_ep/impls/dispatch_copy_epilogue.cuh:59,
+ * dispatch.cuh:397, csrc/kernels/elastic/dispatch.hpp:408 at b306af0), so
+ * no launch in between. The kernel alone (neither) has no epilogue. */
+static xs_status v2_end(xs__ep_ctx *c, size_t w, double epi_B) {
+  xs_status st = xs__ep_compute(c, w, v2_barrier_s(c));
   if (!st && c->s->cpu_sync) {
     st = xs__ep_compute(c, w, c->host_sync_s);
     if (!st)
-      st = xs__ep_send(c, w, 2 * recv_B, "hbm", NULL);
+      st = xs__ep_send(c, w, epi_B, "hbm", NULL);
+  } else if (!st && c->s->graph && epi_B > 0) {
+    st = xs__ep_send(c, w, epi_B, "hbm", NULL);
   }
+  return st;
+}
+
+/* A graph's replay times the kernel's whole fixed chain, which the fitted
+ * per-call constant stands for where the Python call is timed: the
+ * opening barrier of every V2 kernel (dispatch.cuh:73, combine.cuh:78 at
+ * b306af0) on every SM before it moves a token; in the dispatch the
+ * notify beside the copies (dispatch.cuh:78-252): every SM adds its counts
+ * into global counters that SM 0 polls (a grid-wide reduction, grid_sync_s),
+ * then puts each peer its counts and waits for theirs (signal_s), which the
+ * closing barrier waits for. */
+static xs_status v2_open(xs__ep_ctx *c, size_t sms, size_t done) {
+  if (!c->s->graph)
+    return XS_OK;
+  double notify = c->phase == XS__EP_DISPATCH ? c->grid_sync_s + c->signal_s : 0;
+  xs_status st = xs__ep_compute(c, sms, v2_barrier_s(c));
+  if (!st)
+    st = xs__ep_compute(c, done, v2_barrier_s(c) + notify);
   return st;
 }
 
 static xs_status direct(xs__ep_ctx *c, double S) {
   const xs__ep_route *r = &c->rt;
   double b = token_B(c), k = c->streams;
-  double pairs = r->T * r->R, self = r->T * r->pself, remote = pairs - self;
+  int disp = c->phase == XS__EP_DISPATCH;
+  /* the dispatch writes each token once per destination rank; the combine
+   * returns one row per (token, rank), or with the expanded layout and no
+   * local reduction one per (token, local expert) that it was sent to
+   * (combine.cuh:42 and 177-212 at b306af0: kDoExpandedSend) */
+  int x = c->s->expanded && !disp;
+  double pairs = x ? r->T * r->K : r->T * r->R;
+  double self = x ? r->T * r->K / r->P : r->T * r->pself;
+  double remote = pairs - self;
   size_t n = xs__ep_steps(c, r->T / S / 6);
   size_t w, done, last = SIZE_MAX;
   xs_status st;
   if ((st = v2_host(c)) || (st = xs__ep_start(c)) ||
       (st = xs__ep_workers(c, "sm", S * k, &w)) ||
-      (st = xs__ep_workers(c, "end", 1, &done)))
+      (st = xs__ep_workers(c, "end", 1, &done)) || (st = v2_open(c, w, done)))
     return st;
   for (size_t j = 0; j < n && !st; j++) {
     /* per token: a TMA load, then one bulk store per destination rank */
@@ -97,12 +139,18 @@ static xs_status direct(xs__ep_ctx *c, double S) {
   }
   if (!st)
     st = xs__ep_wait(c, done, last);
-  if (!st) /* the combine reads every copy and writes each token once */
-    st = c->phase == XS__EP_DISPATCH ? v2_end(c, done, pairs * b)
-                                     : xs__ep_send(c, done, (pairs + r->T) * b,
-                                                   "hbm", NULL);
-  if (!st && c->phase == XS__EP_COMBINE)
-    st = v2_end(c, done, 0);
+  if (!st && !disp) /* the combine reads every copy and writes each token
+                     * once (combine_reduce_epilogue.cuh:62-124) */
+    st = xs__ep_send(c, done, (pairs + r->T) * b, "hbm", NULL);
+  if (!st) {
+    /* the dispatch's copy epilogue reads each received token and writes
+     * it once, or with the expanded layout once per local expert it
+     * chose (dispatch_copy_epilogue.cuh:69-137) */
+    double epi_B = !disp ? 0
+                   : c->s->expanded ? (pairs + r->T * r->K) * b
+                                    : 2 * pairs * b;
+    st = v2_end(c, done, epi_B);
+  }
   return st;
 }
 
@@ -123,7 +171,9 @@ static xs_status hybrid(xs__ep_ctx *c, double S) {
       (st = xs__ep_workers(c, "nic", 1, &nic)) ||
       (st = xs__ep_workers(c, "forward", S * k, &fw)) ||
       (st = xs__ep_workers(c, "end", 1, &done)) ||
-      (st = xs__ep_counter(c, "posted", &posted)))
+      (st = xs__ep_counter(c, "posted", &posted)) ||
+      (st = v2_open(c, so, done)) ||
+      (c->s->graph && (st = xs__ep_compute(c, fw, v2_barrier_s(c)))))
     return st;
   size_t fid = SIZE_MAX, nid = SIZE_MAX;
   for (size_t j = 0; j < n && !st; j++) {
@@ -159,7 +209,7 @@ static xs_status hybrid(xs__ep_ctx *c, double S) {
   if (!st && !disp) /* the home rank adds up the nodes' copies */
     st = xs__ep_send(c, done, (node + r->T) * b, "hbm", NULL);
   if (!st)
-    st = v2_end(c, done, disp ? recv * b : 0);
+    st = v2_end(c, done, disp ? 2 * recv * b : 0);
   return st;
 }
 

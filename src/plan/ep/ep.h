@@ -38,6 +38,16 @@ typedef struct xs__ep_shape {
   int ll_nic_only;    /* low-latency kernels: same-node peers through the
                          NIC too, as DeepEP's before June 2025 (0: over
                          NVLink, as since)                                */
+  int graph;          /* the whole call timed as a CUDA graph's replay
+                         (DeepGEMM's baseline): every kernel of the call
+                         with its own fixed chain, each queued behind the
+                         last (kernel_gap_s, no host launch); DeepEP V2
+                         only, without cpu_sync and api_time             */
+  int expanded;       /* one received row per (token, local expert), and
+                         the combine returns each on its own, the home
+                         rank adding the top-k copies (V2's do_expand with
+                         allow_multiple_reduction off); DeepEP V2 within
+                         one NVLink domain                                */
 } xs__ep_shape;
 
 /* The model's constants that no microbenchmark gives; each is fitted to
@@ -85,6 +95,9 @@ typedef struct xs__ep_ctx {
   double streams;      /* workers per SM on the NVLink channel, so that
                           streams x its per-worker rate = sm_Bps        */
   double launch_s, barrier_s, host_sync_s;
+  double gap_s;        /* a queued kernel's start behind the last (a CUDA
+                          graph's replay): kernel_gap_s, else launch_s    */
+  double grid_sync_s, signal_s;
   const char *link;    /* the channel to peers in the node: the profile's
                           default (NVLink)                                */
   double nvl_latency_s;

@@ -14,6 +14,22 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* The rows each expert's received block is padded to, which the harness
+ * passes to the all-to-all as its expert alignment and to the grouped
+ * GEMM (deepseek-ai/DeepGEMM tests/test_mega_moe.py:146-147 and 161 at
+ * 891d57b): get_theoretical_mk_alignment_for_contiguous_layout(), 128 on
+ * SM90, 240 on SM100 (csrc/jit_kernels/heuristics/runtime.hpp:10 and
+ * 47-56). On SM100 the m-grouped GEMM's token block is that alignment
+ * (heuristics/sm100.hpp:31-43: swap-AB, block N 128, a 2-CTA cluster),
+ * and its TMA loads the whole block of token rows at every K step however
+ * few of them are the expert's (impls/sm100_fp8_fp4_gemm_1d1d.cuh:209-247:
+ * only the MMA's N shrinks to the rows, line 330), so a tile of a few rows
+ * still moves 240 rows of activations through the L2. */
+static double seq_align(const xs__moe_wl *wl, const xs__gemm_terms *g) {
+  (void)wl;
+  return g->hopper ? 128 : 240;
+}
+
 /* One of the library's kernels for this config's shape, through the EP
  * kernel programs (src/plan/ep/, docs/ep.md): its burstgap time. The
  * harness asks for the counts on the host (do_cpu_sync) and a receive
@@ -28,9 +44,21 @@ static xs_status a2a_time(const xs__moe_kctx *k, xs__ep_phase phase,
   s.experts = c->experts;
   s.ep = c->ep;
   s.elem_bytes = phase == XS__EP_DISPATCH ? c->act_bytes : c->combine_bytes;
-  s.align = 128;
-  s.cpu_sync = 1;
-  s.api_time = 1; /* the harness calls the library's Python API */
+  s.align = seq_align(k->wl, k->g);
+  /* the harness calls the library's Python API, which asks for the counts
+   * on the host; a CUDA graph's replay has neither (no host in the loop,
+   * and no host wait can be captured: the library runs on its worst-case
+   * receive buffers). The graph-timed baseline is DeepGEMM's
+   * tests/test_mega_moe.py run_baseline (891d57b:148-187): do_cpu_sync
+   * off, and the expanded layout (do_expand) with
+   * allow_multiple_reduction=False, so the combine returns each (token,
+   * expert) row on its own; the host-timed harness's settings beyond the
+   * sync are not published, and the library's defaults stand there */
+  int graph = xs__moe_timing(c) == XS__TIMING_GRAPH;
+  s.cpu_sync = !graph;
+  s.api_time = !graph;
+  s.graph = graph;
+  s.expanded = graph;
   return xs__ep_kernel(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                        c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL, phase,
                        &s, k->prof, NULL, NULL, t, err);
@@ -43,10 +71,13 @@ xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
   const xs__gemm_terms *g = k->g;
   xs__tile_cfg tile;
   xs__moe_tile_grouped(wl, g, &tile);
+  double align = seq_align(wl, g);
+  if (!g->hopper && !(wl->c->block_m > 0))
+    tile.bm = align;
   xs__moe_block *blocks;
   size_t nb, n1, n2;
-  /* the library's receive layout pads each expert to 128 rows */
-  xs_status st = xs__moe_kernel_blocks(wl, &tile, kn, 128, &blocks, &nb, &n1, &n2, err);
+  /* the library's receive layout pads each expert to the GEMM's alignment */
+  xs_status st = xs__moe_kernel_blocks(wl, &tile, kn, align, &blocks, &nb, &n1, &n2, err);
   if (st)
     return st;
   double rows = 0;
