@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "plan/moe/moe.h"
 #include "testio.h"
 
 #include <jansson.h>
@@ -540,6 +541,54 @@ static void test_grouped_gemm_h200(void **st) {
   xs_profile_free(prof);
 }
 
+/* The SM90 wave kernel's 128-row tile promotes in place, multiplying each
+ * accumulator register twice per interval below a hidden size of 7168
+ * (prescale and postscale) and once from 7168; the lag kernel's once at
+ * 4096 and more. The second pass costs, per interval, one multiply per
+ * register on each sub-partition: the difference of the two tile times,
+ * computed by hand from the tile and the profile's clock. */
+static void test_promotion_passes(void **st) {
+  (void)st;
+  xs_profile *prof = load("h100-nvlink");
+  static const double hidden[] = {4096, 7168};
+  for (int h = 0; h < 2; h++) {
+    xs_moe_config c;
+    assert_int_equal(xs_moe_preset("glm", &c), 0);
+    c.hidden = hidden[h];
+    c.tokens = 4096; /* far above 64 rows per expert: the 128-row tiles */
+    xs__moe_wl wl;
+    xs__gemm_terms g;
+    xs_error e;
+    assert_int_equal(xs__moe_wl_build(&c, xs_profile_sms(prof), &wl, &e), XS_OK);
+    assert_int_equal(xs__gemm_terms_read(prof, &c, xs_profile_sms(prof), &g, &e), XS_OK);
+    xs__tile_cfg wave, lag;
+    xs__moe_tile_wave(&wl, &wave);
+    xs__moe_tile_lag(&wl, &lag);
+    assert_true(wave.bm == 128 && wave.wgs == 4 && lag.bm == 128 && lag.wgs == 2);
+    double want = hidden[h] < 7168 ? 2 : 1;
+    if (wave.promo_passes != want || lag.promo_passes != 1) {
+      fprintf(stderr, "hidden %g: wave %g passes (want %g), lag %g (want 1)\n", hidden[h],
+              wave.promo_passes, want, lag.promo_passes);
+      fail();
+    }
+    xs__tile_cfg one = wave;
+    one.promo_passes = 1;
+    for (int layer = 1; layer <= 2; layer++) {
+      double K = layer == 1 ? wl.H : wl.I;
+      double kp = layer == 1 ? wave.scale_k1 : wave.scale_k2;
+      double extra = (want - 1) * ceil(K / kp) * wave.wgs * (wave.wg_n / 2) / g.clock_hz;
+      double got = xs__tile_time(&g, &wave, 128, K, layer) - xs__tile_time(&g, &one, 128, K, layer);
+      if (!close(got, extra, 1e-9) && !(extra == 0 && fabs(got) < 1e-15)) {
+        fprintf(stderr, "hidden %g L%d: second pass %.6g s, by hand %.6g s\n", hidden[h], layer,
+                got, extra);
+        fail();
+      }
+    }
+    xs__moe_wl_free(&wl);
+  }
+  xs_profile_free(prof);
+}
+
 /* every number of the GPU profiles that carry "sources" names where it
  * comes from, and what kind of figure it is */
 static void check_leaf(const xs_profile *prof, const char *key) {
@@ -754,6 +803,7 @@ int main(void) {
       cmocka_unit_test(test_routing_monte_carlo),
       cmocka_unit_test(test_gemm_tables),
       cmocka_unit_test(test_grouped_gemm_h200),
+      cmocka_unit_test(test_promotion_passes),
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_profile_sources),
       cmocka_unit_test(test_validate)};

@@ -9,7 +9,9 @@
  *   tensor: its FLOPs at the SM's MMA peak, plus a fixed issue cost per
  *           WGMMA instruction, plus the promotion (every accumulator
  *           register of a warpgroup rescaled, one FFMA per register and
- *           clock on each SM sub-partition, while the tensor pipe idles);
+ *           clock on each SM sub-partition, while the tensor pipe idles;
+ *           promo_passes such passes where the kernel multiplies each
+ *           register more than once per interval);
  *   L2:     its operand bytes (A rows and B columns over the interval's K,
  *           halved for an operand multicast to a CTA pair) at the SM's
  *           share of the L2's bandwidth,
@@ -152,8 +154,10 @@ double xs__tile_time(const xs__gemm_terms *g, const xs__tile_cfg *t,
   double flops = 2 * rp * t->bn * kp;
   double instr = t->wgs * ceil(kp / 32);
   double tensor = flops / g->F_sm + instr * g->wgmma_cycles / g->clock_hz;
-  if (g->hopper)
-    tensor += t->wgs * (t->wg_n / 2) / g->clock_hz;
+  if (g->hopper) {
+    double passes = t->promo_passes > 0 ? t->promo_passes : 1;
+    tensor += passes * t->wgs * (t->wg_n / 2) / g->clock_hz;
+  }
   double a = rp * kp * g->act_bytes / (t->mc_a ? t->cluster : 1);
   double b = t->bn * kp * g->weight_bytes / (t->mc_b ? t->cluster : 1);
   double l2 = (a + b) / g->l2_sm_Bps;

@@ -70,14 +70,23 @@ void xs__moe_tile_split(const xs__moe_wl *wl, xs__tile_cfg *t) {
  * tile; fewer, BLOCK_M 64 with two split along N, BLOCK_N 256 where the
  * intermediate size is at least 3072 and a quarter row per expert is
  * expected, else 128; no swap-AB at that commit; L2 activations per 64 of
- * K; no cluster; as many stages as fit. */
+ * K; no cluster; as many stages as fit. Its 128-row tile has no register
+ * room for a second accumulator (112 per math thread at 640 threads), so
+ * it promotes in place (reuse_accum_as_final = BLOCK_M 128): below a
+ * hidden size of 7168 each interval rescales every accumulator register
+ * twice, a prescale before the WGMMAs and a postscale after them
+ * (impls/sm90_fp8_mega_moe.cuh:936-1269 at 3f9268b; from 7168 one rescale
+ * of the running sum, :1044). The lag kernel's 128-row tile rescales once
+ * per interval at these shapes (its hoisted loop, DeepGEMM 187288b
+ * sm90_fp8_fused_mega_moe.cuh), as the one-FFMA default counts. */
 void xs__moe_tile_wave(const xs__moe_wl *wl, xs__tile_cfg *t) {
   double r = rows_per_expert(wl), bm = r >= 64 ? 128 : 64;
   forced(wl, &bm);
   int wide = wl->I >= 3072 && r >= 0.25 && fmod(2 * wl->I, 256) == 0;
-  if (bm >= 128)
+  if (bm >= 128) {
     tile(t, bm, 256, 4, 128, 1, 0, 0, 128, 64);
-  else
+    t->promo_passes = wl->H < 7168 ? 2 : 1;
+  } else
     tile(t, bm, wide ? 256 : 128, 2, wide ? 128 : 64, 1, 0, 0, 128, 64);
   if (wl->c->block_n > 0)
     t->bn = wl->c->block_n;
@@ -91,9 +100,13 @@ void xs__moe_tile_wave(const xs__moe_wl *wl, xs__tile_cfg *t) {
 void xs__moe_tile_lag(const xs__moe_wl *wl, xs__tile_cfg *t) {
   double bm = rows_per_expert(wl) >= 64 ? 128 : 64;
   forced(wl, &bm);
-  if (bm >= 128)
+  if (bm >= 128) {
     tile(t, bm, 256, 2, 256, 2, 0, 1, 128, 128);
-  else
+    /* in-place promotion: one rescale per interval in the hoisted loop
+     * it runs from a hidden size of 4096, a prescale and a postscale
+     * below (sm90_fp8_fused_mega_moe.cuh at 187288b, kHoistedMainloop) */
+    t->promo_passes = wl->H < 4096 ? 2 : 1;
+  } else
     tile(t, bm, 256, 2, 128, 1, 0, 0, 128, 128);
   if (wl->c->block_n > 0)
     t->bn = wl->c->block_n;

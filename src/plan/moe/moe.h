@@ -75,6 +75,9 @@ typedef struct {
   double scale_k1, scale_k2; /* K per promotion in L1 and L2; 0: none    */
   int swap_ab;        /* small M: tokens on WGMMA's N, padded to 8       */
   double stages;      /* TMA pipeline stages (0: as many as fit)         */
+  double promo_passes;/* FP32 multiplies of each accumulator register
+                         per promotion (0: one, a fused FFMA into a
+                         second accumulator)                             */
 } xs__tile_cfg;
 
 /* How a call's time is taken (xs_moe_config.timing): kernels launched
