@@ -16,6 +16,8 @@
  *
  *   s^2 = sw^2 + tau^2 (1 + 1/m)       (m: the cell's sources)
  *
+ * and its centre the cell's mean, shrunk toward the family's median by
+ * m / (m + 1) (a cell's offset is known from m sources only),
  * with sw^2 and tau^2 shrunk toward the family's pooled values by K
  * pseudo-rows (a cell of a few rows of one source does not claim a tight
  * interval), and the interval mu -/+ 1.2816 s (80% of a normal). A cell
@@ -199,8 +201,12 @@ xs_status xs__interval_of(const xs__resid *rows, size_t nrows, const char *famil
     double dw = (double)(c.n - c.m), db = (double)(c.m - 1);
     double sw2 = (dw * (c.sw2 > 0 ? c.sw2 : 0) + K_PSEUDO * sw2p) / (dw + K_PSEUDO);
     double tau2 = (db * (c.tau2 > 0 ? c.tau2 : 0) + K_PSEUDO * tau2p) / (db + K_PSEUDO);
-    mu = c.mu;
-    s2 = sw2 + tau2 * (1 + 1.0 / (double)c.m);
+    /* the cell's offset from the family's centre, known from m sources
+     * whose own offsets scatter by tau: shrunk by m / (m + 1), as a cell's
+     * offset that scatters like a source's would be */
+    double m = (double)c.m;
+    mu = fam.all_mu + m / (m + 1) * (c.mu - fam.all_mu);
+    s2 = sw2 + tau2 * (1 + 1.0 / m);
     out->rows = c.n;
     out->sources = c.m;
   } else {
