@@ -199,9 +199,10 @@ typedef struct xs_kernel_costs {
   double nccl_p2p_s;     /* fixed time of one NCCL send and receive
                             beyond its bytes (0: none)                    */
   /* the EP kernels' (docs/ep.md) */
-  double sm_copy_Bps;    /* bytes/s one SM moves to peers over NVLink when
-                            all its warps (or its TMA unit) copy; 0: the
-                            link's worker_inject_Bps                      */
+  double ep_sm_streams;  /* a whole number: the NVLink channel's workers
+                            (each at its worker_inject_Bps) one SM of an
+                            EP library's copy kernel stands for, all its
+                            warps or its TMA unit storing; 0: one       */
 } xs_kernel_costs;
 
 XS_API xs_status xs_profile_set_kernel_costs(xs_profile *profile,
