@@ -1272,6 +1272,16 @@ XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
  * predicted with them (each row's ep.loso and ep.loso_error). */
 XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
                                           xs_error *err);
+/* The signed median, over the EP rows of one arm ("library/mode"; NULL:
+ * all) in token band i (<= 128, 129 to 1024, > 1024 tokens per rank;
+ * *label "<=128", "129-1024", ">1024"), of the predicted time over the
+ * published time less 1 (a row in GB/s counts by the time its figure
+ * stands for, so that the sign means the same in every metric); NAN for
+ * a band of fewer than 3 rows; *n its rows. */
+#define XS_VALIDATE_EP_BANDS 3
+XS_API double xs_validate_ep_band_bias(const xs_validate_set *set,
+                                       const char *arm, int i,
+                                       const char **label, size_t *n);
 
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */

@@ -6,7 +6,7 @@
  * fabric, predictions that never read the published value, the shipped
  * constants as the fit's fixed point; the low-latency kernels' terms (the
  * doorbells a queue pair rings, the busiest rank, a small kernel worked
- * out by hand).
+ * out by hand) and the signed median per library and token band.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -676,6 +676,59 @@ static void test_constants_fit(void **st) {
   free(text);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The signed median per library/mode and token band against the rows'
+ * own times, sorted here: every arm and band, NAN where fewer than 3
+ * rows, and a row in GB/s counted by its time (a bandwidth over-predicted
+ * is a time under-predicted). */
+static void test_band_bias(void **st) {
+  (void)st;
+  char *text;
+  xs_validate_set set;
+  validate_data(&set, &text);
+  const double lo[] = {0, 129, 1025}, hi[] = {128, 1024, INFINITY};
+  double *v = malloc(set.nrows * sizeof *v);
+  size_t checked = 0;
+  for (size_t a = 0; a < xs__ep_library_count(); a++) {
+    const char *mode, *lib = xs__ep_library_name(a, &mode);
+    char arm[64];
+    snprintf(arm, sizeof arm, "%s/%s", lib, mode);
+    for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
+      size_t k = 0;
+      for (size_t i = 0; i < set.nrows; i++) {
+        const xs_validate_row *r = &set.rows[i];
+        if (!strcmp(r->arm, arm) && r->tokens >= lo[b] && r->tokens <= hi[b]) {
+          double t = r->ep.bytes > 0 ? r->ep.measured / r->ep.predicted - 1
+                                     : r->ep.predicted / r->ep.measured - 1;
+          v[k++] = t;
+        }
+      }
+      qsort(v, k, sizeof *v, cmp_double);
+      double want = k < 3 ? NAN : k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+      size_t n;
+      const char *label;
+      double got = xs_validate_ep_band_bias(&set, arm, b, &label, &n);
+      assert_int_equal(n, k);
+      if (isnan(want)) {
+        assert_true(isnan(got));
+      } else {
+        assert_true(fabs(got - want) <= 1e-12);
+        checked++;
+      }
+    }
+  }
+  /* ep.csv's low-latency rows are at 1 and 128 tokens, the normal ones at
+   * 4096 and 8192: seven cells */
+  assert_int_equal(checked, 7);
+  free(v);
+  xs_validate_free(&set);
+  free(text);
+}
+
 static void bad_csv(const char *body, const char *want) {
   char text[4096];
   snprintf(text, sizeof text,
@@ -804,6 +857,7 @@ int main(void) {
       cmocka_unit_test(test_ll_chain),
       cmocka_unit_test(test_needs_fabric),    cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
+      cmocka_unit_test(test_band_bias),
       cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

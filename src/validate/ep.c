@@ -594,3 +594,27 @@ xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
   free(src);
   return st;
 }
+
+double xs_validate_ep_band_bias(const xs_validate_set *set, const char *arm,
+                                int i, const char **label, size_t *n) {
+  static const double band[XS_VALIDATE_EP_BANDS][2] = {
+      {0, 128}, {129, 1024}, {1025, INFINITY}};
+  static const char *const names[XS_VALIDATE_EP_BANDS] = {"<=128", "129-1024",
+                                                          ">1024"};
+  i = i < 0 ? 0 : i >= XS_VALIDATE_EP_BANDS ? XS_VALIDATE_EP_BANDS - 1 : i;
+  if (label)
+    *label = names[i];
+  double *v = malloc((set->nrows + 1) * sizeof *v);
+  size_t k = 0;
+  for (size_t r = 0; v && r < set->nrows; r++) {
+    const xs_validate_row *row = &set->rows[r];
+    if (row->kind == 2 && (!arm || !strcmp(row->arm, arm)) &&
+        row->tokens >= band[i][0] && row->tokens <= band[i][1])
+      v[k++] = row->predicted_us / row->measured_us - 1;
+  }
+  double m = k >= 3 ? xs__median_of(v, k) : NAN;
+  free(v);
+  if (n)
+    *n = k;
+  return m;
+}
