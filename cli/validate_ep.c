@@ -27,8 +27,10 @@ static void help(FILE *f) {
           "row's fabric, and prints predicted beside published in the row's own\n"
           "metric (time_us, or GB/s as the library's benchmark computes it), with\n"
           "error = predicted / published - 1; then the median and largest |error|\n"
-          "per library and kernel mode, library, phase and source. A prediction\n"
-          "never reads the value column.\n"
+          "per library and kernel mode, library, phase and source, and the signed\n"
+          "median error of the time per library and kernel mode and token band\n"
+          "(<= 128, 129-1024, > 1024 tokens per rank). A prediction never reads\n"
+          "the value column.\n"
           "\n"
           "  --data FILE          the CSV; by default the published one installed with\n"
           "                       xstage (share/xstage/published/ep.csv;\n"
@@ -110,6 +112,53 @@ static size_t distinct(const xs_validate_set *set, int field, const char **out) 
   return n;
 }
 
+/* the signed median per library and mode and token band (the time's,
+ * whatever the row's metric) */
+static void print_bias(const xs_validate_set *set) {
+  const char **arms = malloc((set->nrows + 1) * sizeof *arms);
+  if (!arms)
+    return;
+  size_t na = distinct(set, 0, arms);
+  printf("\n  signed median error of the time per library and kernel mode and "
+         "tokens per rank\n  (predicted over published - 1; bands of 3 rows or "
+         "more):\n    %-26s", "library/kernel");
+  for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
+    const char *label;
+    xs_validate_ep_band_bias(set, NULL, b, &label, NULL);
+    printf(" %14s", label);
+  }
+  printf("\n");
+  for (size_t k = 0; k < na; k++) {
+    printf("    %-26.26s", arms[k]);
+    for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
+      size_t n;
+      double v = xs_validate_ep_band_bias(set, arms[k], b, NULL, &n);
+      if (isnan(v))
+        printf(" %14s", "-");
+      else
+        printf(" %+8.1f%% (%3zu)", 100 * v, n);
+    }
+    printf("\n");
+  }
+  free(arms);
+}
+
+/* the same as a list of {arm, band, rows, signed_median_error} */
+static json_t *bias_json(const xs_validate_set *set, const char **arms, size_t na) {
+  json_t *list = json_array();
+  for (size_t k = 0; list && k < na; k++)
+    for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
+      const char *label;
+      size_t n;
+      double v = xs_validate_ep_band_bias(set, arms[k], b, &label, &n);
+      if (!isnan(v))
+        json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:f}", "arm", arms[k],
+                                              "band", label, "rows", (json_int_t)n,
+                                              "signed_median_error", v));
+    }
+  return list;
+}
+
 static json_t *summary_json(const xs_validate_set *set, const group *g,
                             int loso) {
   size_t n;
@@ -170,6 +219,7 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
     }
     json_object_set_new(sum, fields[f], by);
   }
+  json_object_set_new(sum, "bias", bias_json(set, vals, distinct(set, 0, vals)));
   if (models[1] + models[2] + models[3]) {
     /* by_model: median and largest |error| per library and kernel mode */
     json_t *bm = json_object();
@@ -346,6 +396,7 @@ int cli_validate_ep(int argc, char **argv) {
              100 * median_of(&set, NULL, -1, NULL, NULL));
     printf("\n");
     print_group(&set, 0, "library and kernel mode", models, loso);
+    print_bias(&set);
     print_group(&set, 1, "library", models, loso);
     print_group(&set, 2, "phase", models, loso);
     print_group(&set, 3, "source", models, loso);

@@ -199,9 +199,10 @@ typedef struct xs_kernel_costs {
   double nccl_p2p_s;     /* fixed time of one NCCL send and receive
                             beyond its bytes (0: none)                    */
   /* the EP kernels' (docs/ep.md) */
-  double sm_copy_Bps;    /* bytes/s one SM moves to peers over NVLink when
-                            all its warps (or its TMA unit) copy; 0: the
-                            link's worker_inject_Bps                      */
+  double ep_sm_streams;  /* a whole number: the NVLink channel's workers
+                            (each at its worker_inject_Bps) one SM of an
+                            EP library's copy kernel stands for, all its
+                            warps or its TMA unit storing; 0: one       */
   /* the latency floor (docs/plan-megamoe.md "The latency floor"): each
    * from a microbenchmark or a kernel's source, 0 where unknown */
   double grid_sync_s;    /* a grid-wide barrier inside one GPU: every CTA's
@@ -1366,6 +1367,16 @@ XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
  * predicted with them (each row's ep.loso and ep.loso_error). */
 XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
                                           xs_error *err);
+/* The signed median, over the EP rows of one arm ("library/mode"; NULL:
+ * all) in token band i (<= 128, 129 to 1024, > 1024 tokens per rank;
+ * *label "<=128", "129-1024", ">1024"), of the predicted time over the
+ * published time less 1 (a row in GB/s counts by the time its figure
+ * stands for, so that the sign means the same in every metric); NAN for
+ * a band of fewer than 3 rows; *n its rows. */
+#define XS_VALIDATE_EP_BANDS 3
+XS_API double xs_validate_ep_band_bias(const xs_validate_set *set,
+                                       const char *arm, int i,
+                                       const char **label, size_t *n);
 
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */

@@ -3,8 +3,10 @@
  * and `validate ep`: routing expectations against a Monte Carlo routing,
  * every program's bytes on each channel against the traffic worked out
  * from the shape by hand, the refusal of an EP that spans nodes without a
- * fabric, predictions that never read the published value, and the
- * shipped constants as the fit's fixed point.
+ * fabric, predictions that never read the published value, the shipped
+ * constants as the fit's fixed point; the low-latency kernels' terms (the
+ * doorbells a queue pair rings, the busiest rank, a small kernel worked
+ * out by hand) and the signed median per library and token band.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -115,7 +117,7 @@ static void test_node_gpus(void **st) {
   (void)st;
   xs_profile *p = load("gb200-nvl72");
   assert_int_equal(xs_profile_node_gpus(p), 72);
-  check_kind(p, "compute.sm_copy_Bps");
+  check_kind(p, "compute.ep_sm_streams");
   xs_profile_free(p);
   for (size_t i = 0; i < xs_builtin_profile_count(); i++) {
     const char *n = xs_builtin_profile_name(i);
@@ -309,8 +311,12 @@ static void test_program_bytes(void **st) {
         double msg = ph ? bf16 : 16 + fp8;
         if (!strcmp(lib, "pplx-kernels"))
           msg = ph ? bf16 : ceil((fp8 + 4) / 16) * 16;
-        nic = Tn * K * r.sel_remote * msg;
-        nvl = Tn * K * r.sel_node * msg;
+        /* the busiest rank's: the mean T K selections and the largest of
+         * P such ranks, each a sum of hypergeometric draws */
+        double sd = sqrt(Tn * K * (1 - 1 / r.P) * (r.E - K) / (r.E - 1));
+        double busy = 1 + xs__ep_max_normal(r.P) * sd / (Tn * K);
+        nic = Tn * K * busy * r.sel_remote * msg;
+        nvl = Tn * K * busy * r.sel_node * msg;
       } else if (!strcmp(lib, "deepep-hybrid")) {
         nic = r.N > 1 ? Tn * (r.Nn - r.own) * payload : 0;
         nvl = Tn * r.R * (r.G - 1) / r.G * payload;
@@ -347,6 +353,155 @@ static void test_program_bytes(void **st) {
       xs_program_free(p);
       xs_profile_free(prof);
     }
+}
+
+/* ---- the terms of the low-latency kernels ---- */
+
+/* Doorbells: E[floor(X / b)] for X ~ Binomial(n, p), against the sum over
+ * the binomial's probabilities from lgamma, and a Monte Carlo. */
+static void test_batches(void **st) {
+  (void)st;
+  static const struct {
+    double n, p, b;
+  } cases[] = {{128, 8.0 / 288, 4}, {128, 8.0 / 256, 4}, {4096, 0.03, 4},
+               {1, 0.5, 4}, {64, 0.9, 3}, {300, 0.2, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    double n = cases[c].n, p = cases[c].p, b = cases[c].b, want = 0;
+    for (double x = 0; x <= n; x++)
+      want += floor(x / b) * exp(lgamma(n + 1) - lgamma(x + 1) - lgamma(n - x + 1) +
+                                 x * log(p) + (n - x) * log1p(-p));
+    double got = xs__ep_batches(n, p, b);
+    if (!(fabs(got - want) <= 1e-9 * fmax(1, want)))
+      fprintf(stderr, "batches(%g, %g, %g): %.12g, by the probabilities %.12g\n", n,
+              p, b, got, want);
+    assert_true(fabs(got - want) <= 1e-9 * fmax(1, want));
+  }
+  uint64_t seed = 0x5eed0001ull;
+  rng g = {seed};
+  double sum = 0;
+  const int trials = 200000;
+  for (int t = 0; t < trials; t++) {
+    int x = 0;
+    for (int i = 0; i < 128; i++)
+      x += rng_unit(&g) < 8.0 / 288;
+    sum += x / 4;
+  }
+  close_to("doorbells of a queue pair", seed, xs__ep_batches(128, 8.0 / 288, 4),
+           sum / trials, 0.02);
+  assert_true(xs__ep_batches(10, 1, 4) == 2 && xs__ep_batches(0, 0.5, 4) == 0);
+}
+
+/* The busiest rank: the largest of n normals against a Monte Carlo (and
+ * two's exactly, 1 / sqrt(pi)), and
+ * the busiest rank's selections over the mean against a Monte Carlo
+ * routing (uniform distinct experts) at the project's shapes. */
+static void test_busiest(void **st) {
+  (void)st;
+  uint64_t seed = 0x5eed0002ull;
+  rng g = {seed};
+  static const double ns[] = {2, 8, 16, 64, 256};
+  for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+    double sum = 0;
+    const int trials = 20000;
+    for (int t = 0; t < trials; t++) {
+      double mx = -INFINITY;
+      for (int i = 0; i < (int)ns[c]; i++) {
+        /* Box-Muller */
+        double u = rng_unit(&g), v = rng_unit(&g);
+        mx = fmax(mx, sqrt(-2 * log(1 - u)) * cos(6.283185307179586 * v));
+      }
+      sum += mx;
+    }
+    /* Blom's approximation: 4.5% above the exact 1 / sqrt(pi) at two,
+     * within 1.5% from eight on */
+    close_to("the largest of n normals", seed, xs__ep_max_normal(ns[c]), sum / trials,
+             ns[c] < 8 ? 0.06 : 0.015);
+  }
+  assert_true(fabs(xs__ep_max_normal(2) / 0.5641896 - 1) <= 0.05);
+  static const struct {
+    double P, T, K, E;
+  } cases[] = {{16, 128, 8, 288}, {64, 128, 8, 256}, {8, 128, 8, 288}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int P = (int)cases[c].P, T = (int)cases[c].T, K = (int)cases[c].K;
+    int E = (int)cases[c].E, El = E / P;
+    int *pick = malloc((size_t)E * sizeof *pick), *cnt = malloc((size_t)P * sizeof *cnt);
+    const int trials = 100;
+    double sum = 0;
+    for (int t = 0; t < trials; t++) {
+      for (int i = 0; i < P; i++)
+        cnt[i] = 0;
+      for (int tok = 0; tok < P * T; tok++) {
+        for (int i = 0; i < E; i++)
+          pick[i] = i;
+        for (int i = 0; i < K; i++) {
+          int j = i + rng_int(&g, E - i), x = pick[i];
+          pick[i] = pick[j], pick[j] = x;
+          cnt[pick[i] / El]++;
+        }
+      }
+      int mx = 0;
+      for (int i = 0; i < P; i++)
+        mx = cnt[i] > mx ? cnt[i] : mx;
+      sum += (double)mx / (T * K);
+    }
+    free(pick);
+    free(cnt);
+    xs__ep_route r = {0};
+    r.P = P, r.T = T, r.K = K, r.E = E;
+    close_to("the busiest rank over the mean", seed, xs__ep_busiest(&r), sum / trials,
+             0.01);
+  }
+}
+
+/* DeepEP's low-latency kernel for a shape small enough to follow by hand
+ * (one token, one expert per rank and token, 128 elements, 16 ranks on
+ * two nodes over ib-400): the SMs' step (pair_s for their share of the
+ * selections), the NIC injecting the remote messages, the count one
+ * network latency behind them, then the receivers' share and the copy
+ * out through HBM (its latency); and a fabric slower by 10 us makes the
+ * kernel slower by 10 us, its one network hop. */
+static void test_ll_chain(void **st) {
+  (void)st;
+  xs_profile *prof = load("h800-nvlink+ib-400");
+  xs__ep_shape s = {0};
+  s.tokens = 1, s.hidden = 128, s.topk = 1, s.experts = 16, s.ep = 16, s.elem_bytes = 1;
+  xs__ep_params par;
+  xs__ep_params_default(&par);
+  const xs_channel *nic = xs_profile_channel(prof, (size_t)xs_profile_find_channel(prof, "nic"));
+  const xs_channel *hbm = xs_profile_channel(prof, (size_t)xs_profile_find_channel(prof, "hbm"));
+  xs__ep_route r;
+  xs_error e;
+  assert_int_equal(xs__ep_routing(&s, 8, &r, &e), XS_OK);
+  /* 16 experts over 132 SMs: 16 blocks; the busiest rank's selections */
+  double B = 16, sel = xs__ep_busiest(&r);
+  for (int ph = 0; ph < 2; ph++) {
+    double msg = ph ? 2 * 128 : 16 + 128 + 4;
+    double out = ph ? sel + 1 : 2 * sel; /* messages' bytes through HBM */
+    double want = 2 * par.pair_s * sel / B + sel * r.sel_remote * msg / nic->inject_Bps +
+                  nic->latency_s + hbm->latency_s + out * msg / hbm->drain_Bps;
+    xs__ep_shape sp = s;
+    sp.elem_bytes = ph ? 2 : 1;
+    double t;
+    assert_int_equal(xs__ep_kernel("deepep-v1", "low-latency", (xs__ep_phase)ph, &sp,
+                                   prof, NULL, NULL, &t, &e),
+                     XS_OK);
+    if (!(fabs(t / want - 1) <= 0.005))
+      fprintf(stderr, "LL %s: program %.6g us, by hand %.6g us\n",
+              ph ? "combine" : "dispatch", t * 1e6, want * 1e6);
+    assert_true(fabs(t / want - 1) <= 0.005);
+    /* one hop: the fabric's latency once */
+    xs_profile *slow = load("h800-nvlink");
+    xs_channel c = *nic;
+    c.latency_s += 10e-6;
+    assert_int_equal(xs_profile_add_channel(slow, "nic", &c, &e), XS_OK);
+    double t2;
+    assert_int_equal(xs__ep_kernel("deepep-v1", "low-latency", (xs__ep_phase)ph, &sp,
+                                   slow, NULL, NULL, &t2, &e),
+                     XS_OK);
+    assert_true(fabs(t2 - t - 10e-6) <= 1e-3 * t);
+    xs_profile_free(slow);
+  }
+  xs_profile_free(prof);
 }
 
 static void test_needs_fabric(void **st) {
@@ -492,15 +647,22 @@ static void test_validate_honest(void **st) {
   free(text);
 }
 
+/* the project's ep.csv validated (*text to free with the set) */
+static void validate_data(xs_validate_set *set, char **text) {
+  size_t len;
+  xs_error e;
+  *text = data_file(&len);
+  assert_int_equal(xs_validate_ep(*text, len, "ep.csv", set, NULL, NULL, &e), XS_OK);
+}
+
 /* The constants the library ships are what the fit finds on the project's
  * data: the fit started from them does not move them by more than 2%. */
 static void test_constants_fit(void **st) {
   (void)st;
-  size_t len;
-  char *text = data_file(&len);
+  char *text;
   xs_validate_set set;
   xs_error e;
-  assert_int_equal(xs_validate_ep(text, len, "ep.csv", &set, NULL, NULL, &e), XS_OK);
+  validate_data(&set, &text);
   double v[XS_EP_CONSTANTS];
   assert_int_equal(xs_validate_ep_fit(&set, NULL, v, &e), XS_OK);
   for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {
@@ -510,6 +672,59 @@ static void test_constants_fit(void **st) {
               shipped, v[i]);
     assert_true(fabs(v[i] / shipped - 1) <= 0.02);
   }
+  xs_validate_free(&set);
+  free(text);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The signed median per library/mode and token band against the rows'
+ * own times, sorted here: every arm and band, NAN where fewer than 3
+ * rows, and a row in GB/s counted by its time (a bandwidth over-predicted
+ * is a time under-predicted). */
+static void test_band_bias(void **st) {
+  (void)st;
+  char *text;
+  xs_validate_set set;
+  validate_data(&set, &text);
+  const double lo[] = {0, 129, 1025}, hi[] = {128, 1024, INFINITY};
+  double *v = malloc(set.nrows * sizeof *v);
+  size_t checked = 0;
+  for (size_t a = 0; a < xs__ep_library_count(); a++) {
+    const char *mode, *lib = xs__ep_library_name(a, &mode);
+    char arm[64];
+    snprintf(arm, sizeof arm, "%s/%s", lib, mode);
+    for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
+      size_t k = 0;
+      for (size_t i = 0; i < set.nrows; i++) {
+        const xs_validate_row *r = &set.rows[i];
+        if (!strcmp(r->arm, arm) && r->tokens >= lo[b] && r->tokens <= hi[b]) {
+          double t = r->ep.bytes > 0 ? r->ep.measured / r->ep.predicted - 1
+                                     : r->ep.predicted / r->ep.measured - 1;
+          v[k++] = t;
+        }
+      }
+      qsort(v, k, sizeof *v, cmp_double);
+      double want = k < 3 ? NAN : k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+      size_t n;
+      const char *label;
+      double got = xs_validate_ep_band_bias(&set, arm, b, &label, &n);
+      assert_int_equal(n, k);
+      if (isnan(want)) {
+        assert_true(isnan(got));
+      } else {
+        assert_true(fabs(got - want) <= 1e-12);
+        checked++;
+      }
+    }
+  }
+  /* ep.csv's low-latency rows are at 1 and 128 tokens, the normal ones at
+   * 4096 and 8192: seven cells */
+  assert_int_equal(checked, 7);
+  free(v);
   xs_validate_free(&set);
   free(text);
 }
@@ -638,8 +853,11 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fabric_profiles), cmocka_unit_test(test_node_gpus),
       cmocka_unit_test(test_routing),         cmocka_unit_test(test_program_bytes),
+      cmocka_unit_test(test_batches),         cmocka_unit_test(test_busiest),
+      cmocka_unit_test(test_ll_chain),
       cmocka_unit_test(test_needs_fabric),    cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
+      cmocka_unit_test(test_band_bias),
       cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,32 +39,33 @@ static const struct {
   const char *key;
   size_t offset;
   double hi;
+  int whole; /* a count: a whole number, written as an integer */
 } cost_keys[] = {
-    {"launch_s", offsetof(xs_kernel_costs, launch_s), 1},
-    {"barrier_s", offsetof(xs_kernel_costs, barrier_s), 1},
-    {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s), 1},
-    {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s), 1},
-    {"mma_clock_hz", offsetof(xs_kernel_costs, mma_clock_hz), 1e11},
-    {"wgmma_cycles", offsetof(xs_kernel_costs, wgmma_cycles), 1e5},
-    {"l2_Bps", offsetof(xs_kernel_costs, l2_Bps), 1e16},
-    {"promotion", offsetof(xs_kernel_costs, promotion), 1},
-    {"setup_s", offsetof(xs_kernel_costs, setup_s), 1},
-    {"host_sync_s", offsetof(xs_kernel_costs, host_sync_s), 1},
-    {"copy_efficiency", offsetof(xs_kernel_costs, copy_efficiency), 1},
-    {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1},
-    {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4},
-    {"comm_cta_Bps", offsetof(xs_kernel_costs, comm_cta_Bps), 1e15},
-    {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps), 1e15},
-    {"host_op_s", offsetof(xs_kernel_costs, host_op_s), 1},
-    {"kernel_gap_s", offsetof(xs_kernel_costs, kernel_gap_s), 1},
-    {"nccl_p2p_s", offsetof(xs_kernel_costs, nccl_p2p_s), 1},
-    {"sm_copy_Bps", offsetof(xs_kernel_costs, sm_copy_Bps), 1e13},
-    {"grid_sync_s", offsetof(xs_kernel_costs, grid_sync_s), 1},
-    {"signal_s", offsetof(xs_kernel_costs, signal_s), 1},
-    {"pdl_saving_s", offsetof(xs_kernel_costs, pdl_saving_s), 1},
-    {"atomic_s", offsetof(xs_kernel_costs, atomic_s), 1},
-    {"flag_s", offsetof(xs_kernel_costs, flag_s), 1},
-    {"l2_B", offsetof(xs_kernel_costs, l2_B), 1e12}};
+    {"launch_s", offsetof(xs_kernel_costs, launch_s), 1, 0},
+    {"barrier_s", offsetof(xs_kernel_costs, barrier_s), 1, 0},
+    {"a2a_fixed_s", offsetof(xs_kernel_costs, a2a_fixed_s), 1, 0},
+    {"tile_overhead_s", offsetof(xs_kernel_costs, tile_overhead_s), 1, 0},
+    {"mma_clock_hz", offsetof(xs_kernel_costs, mma_clock_hz), 1e11, 0},
+    {"wgmma_cycles", offsetof(xs_kernel_costs, wgmma_cycles), 1e5, 0},
+    {"l2_Bps", offsetof(xs_kernel_costs, l2_Bps), 1e16, 0},
+    {"promotion", offsetof(xs_kernel_costs, promotion), 1, 0},
+    {"setup_s", offsetof(xs_kernel_costs, setup_s), 1, 0},
+    {"host_sync_s", offsetof(xs_kernel_costs, host_sync_s), 1, 0},
+    {"copy_efficiency", offsetof(xs_kernel_costs, copy_efficiency), 1, 0},
+    {"ring_step_s", offsetof(xs_kernel_costs, ring_step_s), 1, 0},
+    {"comm_sms", offsetof(xs_kernel_costs, comm_sms), 1e4, 0},
+    {"comm_cta_Bps", offsetof(xs_kernel_costs, comm_cta_Bps), 1e15, 0},
+    {"forward_sm_Bps", offsetof(xs_kernel_costs, forward_sm_Bps), 1e15, 0},
+    {"host_op_s", offsetof(xs_kernel_costs, host_op_s), 1, 0},
+    {"kernel_gap_s", offsetof(xs_kernel_costs, kernel_gap_s), 1, 0},
+    {"nccl_p2p_s", offsetof(xs_kernel_costs, nccl_p2p_s), 1, 0},
+    {"ep_sm_streams", offsetof(xs_kernel_costs, ep_sm_streams), 1e3, 1},
+    {"grid_sync_s", offsetof(xs_kernel_costs, grid_sync_s), 1, 0},
+    {"signal_s", offsetof(xs_kernel_costs, signal_s), 1, 0},
+    {"pdl_saving_s", offsetof(xs_kernel_costs, pdl_saving_s), 1, 0},
+    {"atomic_s", offsetof(xs_kernel_costs, atomic_s), 1, 0},
+    {"flag_s", offsetof(xs_kernel_costs, flag_s), 1, 0},
+    {"l2_B", offsetof(xs_kernel_costs, l2_B), 1e12, 0}};
 #define NCOSTS (sizeof cost_keys / sizeof cost_keys[0])
 #define COST(k, i) (*(double *)((char *)(k) + cost_keys[i].offset))
 
@@ -350,6 +351,9 @@ xs_status xs_profile_set_kernel_costs(xs_profile *p, const xs_kernel_costs *k,
     if (!(v >= 0 && v <= cost_keys[i].hi))
       return xs__fail(err, XS_INVALID, "%s must be in [0, %g], got %g",
                       cost_keys[i].key, cost_keys[i].hi, v);
+    if (cost_keys[i].whole && v != floor(v))
+      return xs__fail(err, XS_INVALID, "%s must be a whole number, got %g",
+                      cost_keys[i].key, v);
   }
   if (k->promotion != 0 && k->promotion != 1)
     return xs__fail(err, XS_INVALID,
@@ -572,7 +576,7 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "mma_clock_hz", "wgmma_cycles",   "l2_Bps",       "promotion",
       "setup_s",      "host_sync_s",    "attn_flops_per_s", "attn_cta_s",
       "attn_causal_efficiency", "copy_efficiency", "ring_step_s", "comm_sms",
-      "comm_cta_Bps", "forward_sm_Bps", "sm_copy_Bps", "host_op_s",
+      "comm_cta_Bps", "forward_sm_Bps", "ep_sm_streams", "host_op_s",
       "kernel_gap_s", "nccl_p2p_s",     "grid_sync_s",
       "signal_s",     "pdl_saving_s",   "atomic_s",
       "flag_s",       "l2_B",           NULL};
@@ -869,7 +873,10 @@ char *xs_profile_to_json(const xs_profile *p) {
         bad |= set_rates(c, attn_names[t], &p->attn[t]);
     for (size_t i = 0; i < NCOSTS; i++)
       if (COST(&p->costs, i))
-        bad |= set_num(c, cost_keys[i].key, COST(&p->costs, i));
+        bad |= cost_keys[i].whole
+                   ? xs__jput(c, cost_keys[i].key,
+                              json_integer((json_int_t)COST(&p->costs, i)))
+                   : set_num(c, cost_keys[i].key, COST(&p->costs, i));
     bad |= xs__jput(root, "compute", c);
   }
   if (p->nsources) {

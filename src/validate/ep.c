@@ -28,7 +28,7 @@ enum { C_KNOBS = C_N };
 
 /* ---- the fitted constants ---- */
 
-/* GPUs whose profiles share one fitted per-SM copy rate */
+/* GPUs whose profiles share one fitted count of streams per SM */
 static const char *const sm90[] = {"h100-nvlink", "h200-nvlink", "h800-nvlink",
                                    "h20-nvlink", NULL};
 static const char *const sm100[] = {"b200-nvlink", "gb200-nvl72", NULL};
@@ -37,22 +37,24 @@ static const struct {
   const char *name, *about;
   const char *const *profiles; /* a profile number, or NULL: the model's */
   double lo, hi;               /* the fit's search range               */
+  int whole;                   /* a count: searched over whole numbers */
 } constants[XS_EP_CONSTANTS] = {
     /* pair_s, api_s, nvl_eff: xs__ep_params; then the profiles' */
     {"pair_s", "an SM's time per (token, destination) it copies (s)", NULL,
-     1e-9, 2e-6},
+     1e-9, 2e-6, 0},
     {"api_s", "the host's time in one Python call of an EP library beyond "
               "its kernels (s)",
-     NULL, 1e-6, 3e-4},
+     NULL, 1e-6, 3e-4, 0},
     {"nvl_eff", "the share of the NVLink drain an all-to-all of SM stores "
-                "gets as payload", NULL, 0.5, 1},
-    {"sm_copy_Bps.sm90", "bytes/s one Hopper SM copies to peers over NVLink "
-                         "(compute.sm_copy_Bps of h100/h200/h800/h20-nvlink)",
-     sm90, 5e9, 2e11},
-    {"sm_copy_Bps.sm100", "bytes/s one Blackwell SM copies to peers over "
-                          "NVLink (compute.sm_copy_Bps of b200-nvlink, "
-                          "gb200-nvl72)",
-     sm100, 5e9, 4e11}};
+                "gets as payload", NULL, 0.5, 1, 0},
+    {"ep_sm_streams.sm90", "NVLink workers one Hopper SM of an EP copy kernel "
+                           "stands for (compute.ep_sm_streams of "
+                           "h100/h200/h800/h20-nvlink)",
+     sm90, 1, 32, 1},
+    {"ep_sm_streams.sm100", "NVLink workers one Blackwell SM of an EP copy "
+                            "kernel stands for (compute.ep_sm_streams of "
+                            "b200-nvlink, gb200-nvl72)",
+     sm100, 1, 32, 1}};
 
 const char *xs_ep_constant_name(size_t i) {
   return i < XS_EP_CONSTANTS ? constants[i].name : NULL;
@@ -61,7 +63,7 @@ const char *xs_ep_constant_about(size_t i) {
   return i < XS_EP_CONSTANTS ? constants[i].about : NULL;
 }
 
-/* a profile's sm_copy_Bps as shipped */
+/* a profile's ep_sm_streams as shipped */
 static double profile_copy(const char *name) {
   xs_profile *p;
   xs_error e;
@@ -70,7 +72,7 @@ static double profile_copy(const char *name) {
   xs_kernel_costs k;
   xs_profile_kernel_costs(p, &k);
   xs_profile_free(p);
-  return k.sm_copy_Bps;
+  return k.ep_sm_streams;
 }
 
 double xs_ep_constant_value(size_t i) {
@@ -88,7 +90,7 @@ double xs_ep_constant_value(size_t i) {
 typedef struct {
   char gpu[48], fabric[24];
   xs_profile *prof;
-  int group; /* which sm_copy constant it takes, -1 none */
+  int group; /* which ep_sm_streams constant it takes, -1 none */
 } cached;
 
 typedef struct {
@@ -146,7 +148,7 @@ static xs_status job_apply(ep_job *j, const double *v, xs__ep_params *par,
       continue;
     xs_kernel_costs k;
     xs_profile_kernel_costs(j->profs[i].prof, &k);
-    k.sm_copy_Bps = v[j->profs[i].group];
+    k.ep_sm_streams = v[j->profs[i].group];
     xs_status st = xs_profile_set_kernel_costs(j->profs[i].prof, &k, err);
     if (st)
       return st;
@@ -479,9 +481,10 @@ static int constant_used(const xs_validate_set *set, const char *leave_out,
 }
 
 /* Coordinate descent: each constant in turn by golden-section search on
- * its logarithm, the first round over its whole range, later ones near
- * the value found, until no constant moves by more than 0.5% (at most 8
- * rounds), from the shipped values. */
+ * its logarithm (a count over the whole numbers of its range), the first
+ * round over its whole range, later ones near the value found, until no
+ * constant moves by more than 0.5% (at most 8 rounds), from the shipped
+ * values. */
 static xs_status fit(ep_job *j, const xs_validate_set *set,
                      const char *leave_out, double *v, xs_error *err) {
   for (size_t i = 0; i < XS_EP_CONSTANTS; i++)
@@ -502,6 +505,21 @@ static xs_status fit(ep_job *j, const xs_validate_set *set,
       double was = v[i];
       if (!constant_used(set, leave_out, i))
         continue;
+      if (constants[i].whole) {
+        /* a count: every whole number of the range in the first round,
+         * its neighbours after */
+        double lo = round ? fmax(constants[i].lo, was - 2) : constants[i].lo;
+        double hi = round ? fmin(constants[i].hi, was + 2) : constants[i].hi;
+        double best = was, fbest = INFINITY, f;
+        for (double x = lo; x <= hi && !st; x++) {
+          v[i] = x;
+          if (!(st = objective(j, set, leave_out, v, &f, err)) && f < fbest)
+            fbest = f, best = x;
+        }
+        v[i] = best;
+        moved = fmax(moved, fabs(v[i] / was - 1));
+        continue;
+      }
       double a = log(constants[i].lo), b = log(constants[i].hi);
       if (round) { /* later rounds search near the value found */
         a = fmax(a, log(v[i]) - 0.7);
@@ -575,4 +593,28 @@ xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
   job_free(&j);
   free(src);
   return st;
+}
+
+double xs_validate_ep_band_bias(const xs_validate_set *set, const char *arm,
+                                int i, const char **label, size_t *n) {
+  static const double band[XS_VALIDATE_EP_BANDS][2] = {
+      {0, 128}, {129, 1024}, {1025, INFINITY}};
+  static const char *const names[XS_VALIDATE_EP_BANDS] = {"<=128", "129-1024",
+                                                          ">1024"};
+  i = i < 0 ? 0 : i >= XS_VALIDATE_EP_BANDS ? XS_VALIDATE_EP_BANDS - 1 : i;
+  if (label)
+    *label = names[i];
+  double *v = malloc((set->nrows + 1) * sizeof *v);
+  size_t k = 0;
+  for (size_t r = 0; v && r < set->nrows; r++) {
+    const xs_validate_row *row = &set->rows[r];
+    if (row->kind == 2 && (!arm || !strcmp(row->arm, arm)) &&
+        row->tokens >= band[i][0] && row->tokens <= band[i][1])
+      v[k++] = row->predicted_us / row->measured_us - 1;
+  }
+  double m = k >= 3 ? xs__median_of(v, k) : NAN;
+  free(v);
+  if (n)
+    *n = k;
+  return m;
 }

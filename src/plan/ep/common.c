@@ -13,12 +13,17 @@
 /* Fitted to the published timings of data/published/ep.csv (all sources;
  * docs/ep.md "Fitted constants" gives the fit and the leave-one-source-out
  * refits). */
-#define EP_PAIR_S 7.714e-08
-#define EP_API_S 5.181e-05
+#define EP_PAIR_S 7.91e-08
+#define EP_API_S 4.748e-05
 #define EP_MAX_RANKS 65536
 #define EP_MAX_EXPERTS 1048576
 #define EP_MAX_TOPK 1024
-#define EP_NVL_EFF 0.8258
+#define EP_NVL_EFF 0.8216
+/* One cooperative-groups grid.sync() inside a kernel: 1.26 us per
+ * iteration of a persistent kernel of 128 CTAs (tiny step, then the sync)
+ * on H200 (te42kyfo/gpu-benches gpu-small-kernels/h200_gsync.txt at
+ * c35574e, the 64 kB row: 65536 B / 52 GB/s; derived) */
+#define EP_GRID_SYNC_S 1.26e-06
 
 void xs__ep_params_default(xs__ep_params *par) {
   par->pair_s = EP_PAIR_S;
@@ -96,6 +101,76 @@ xs_status xs__ep_routing(const xs__ep_shape *s, double node_gpus,
   return XS_OK;
 }
 
+double xs__ep_batches(double n, double p, double b) {
+  /* E[floor(X / b)] = sum over m >= 1 of P(X >= m b): the binomial's
+   * tail, its terms built one from the last; past 2^16 draws a normal
+   * count's mean less the (b - 1) / 2 its remainder averages */
+  if (!(n >= 1 && p > 0 && b >= 1))
+    return 0;
+  if (p >= 1)
+    return floor(n / b);
+  if (n > 65536)
+    return fmax(0, (n * p - (b - 1) / 2) / b);
+  double q = 1 - p, term = pow(q, n), tail = 1, sum = 0;
+  for (double x = 0; x < n; x++) {
+    tail -= term; /* P(X > x) */
+    if (fmod(x + 1, b) == 0)
+      sum += fmax(0, tail);
+    if (tail < 1e-12)
+      break;
+    term *= (n - x) / (x + 1) * p / q;
+  }
+  return sum;
+}
+
+/* The standard normal's quantile (P. J. Acklam's rational approximation,
+ * relative error below 1.2e-9 over (0, 1)). */
+static double probit(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                             -2.759285104469687e+02, 1.383577518672690e+02,
+                             -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                             -1.556989798598866e+02, 6.680131188771972e+01,
+                             -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                             -2.400758277161838e+00, -2.549732539343734e+00,
+                             4.374664141464968e+00, 2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                             2.445134137142996e+00, 3.754408661907416e+00};
+  if (p < 0.02425) {
+    double q = sqrt(-2 * log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  if (p > 1 - 0.02425)
+    return -probit(1 - p);
+  double q = p - 0.5, r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+double xs__ep_max_normal(double n) {
+  /* Blom's plotting position for the largest of n: E[max] ~
+   * probit((n - 0.375) / (n + 0.25)) */
+  return n > 1 ? probit((n - 0.375) / (n + 0.25)) : 0;
+}
+
+double xs__ep_busiest(const xs__ep_route *r) {
+  /* what arrives at one rank: P T tokens, each sending its K distinct
+   * experts, E / P of them this rank's (hypergeometric): mean T K,
+   * variance T K (1 - 1/P) (E - K) / (E - 1); the busiest of P such
+   * ranks, as a normal's largest */
+  double mean = r->T * r->K;
+  if (!(mean > 0) || r->P < 2 || r->E < 2)
+    return 1;
+  double var = mean * (1 - 1 / r->P) * (r->E - r->K) / (r->E - 1);
+  return 1 + xs__ep_max_normal(r->P) * sqrt(var) / mean;
+}
+
+double xs__ep_call_s(const xs__ep_ctx *c) {
+  return c->s->api_time ? c->par.api_s + c->launch_s : 0;
+}
+
 double xs__ep_payload_B(const xs__ep_shape *s) {
   double b = s->hidden * s->elem_bytes;
   if (s->elem_bytes < 2)
@@ -154,13 +229,14 @@ xs_status xs__ep_begin(xs__ep_ctx *c, const xs__ep_shape *s, xs__ep_phase ph,
   xs_kernel_costs kc;
   xs_profile_kernel_costs(prof, &kc);
   c->gpu_sms = xs_profile_sms(prof) ? xs_profile_sms(prof) : 132;
-  c->sm_Bps = kc.sm_copy_Bps > 0 ? kc.sm_copy_Bps : link->worker_inject_Bps;
-  c->streams = fmax(1, round(c->sm_Bps / link->worker_inject_Bps));
+  c->streams = kc.ep_sm_streams >= 1 ? kc.ep_sm_streams : 1;
   c->launch_s = kc.launch_s;
   c->barrier_s = kc.barrier_s;
   c->host_sync_s = kc.host_sync_s;
   c->gap_s = kc.kernel_gap_s > 0 ? kc.kernel_gap_s : kc.launch_s;
-  c->grid_sync_s = kc.grid_sync_s;
+  /* a cooperative grid.sync() (the EP kernels'), not the atomic-counter
+   * barrier of the profile's grid_sync_s */
+  c->grid_sync_s = EP_GRID_SYNC_S;
   c->signal_s = kc.signal_s;
   c->nvl_latency_s = link->latency_s;
   if (nic) {
@@ -250,19 +326,19 @@ xs_status xs__ep_copy(xs__ep_ctx *c, size_t w, double pairs, double bytes,
 }
 
 xs_status xs__ep_nic(xs__ep_ctx *c, size_t nic, size_t posted, double need,
-                     double msgs, double bytes, size_t *sid) {
+                     double posts, double bytes, size_t *sid) {
   xs_status st = xs__ep_await(c, nic, posted, need);
   if (!st)
-    st = xs__ep_compute(c, nic, c->nic_overhead_s * fmax(0, msgs - 1));
+    st = xs__ep_compute(c, nic, c->nic_overhead_s * fmax(0, posts - 1));
   if (!st)
     st = xs__ep_send(c, nic, bytes, "nic", sid);
   return st;
 }
 
 xs_status xs__ep_post(xs__ep_ctx *c, size_t w, size_t nic, size_t posted, double need,
-                      double msgs, double bytes, size_t *sid) {
+                      double posts, double bytes, size_t *sid) {
   xs_status st = xs__ep_signal(c, w, posted, 1);
-  return st ? st : xs__ep_nic(c, nic, posted, need, msgs, bytes, sid);
+  return st ? st : xs__ep_nic(c, nic, posted, need, posts, bytes, sid);
 }
 
 size_t xs__ep_steps(const xs__ep_ctx *c, double chunks) {

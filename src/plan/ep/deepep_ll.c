@@ -6,14 +6,19 @@
  * sized for the worst case, so nothing throttles the sender: over the
  * network by a GPU-posted RDMA write (IBGDA), to same-node peers by warp
  * copies over NVLink (since June 2025), to itself by a local copy. Then
- * one count per (rank, expert) tells the receivers how many came; they
- * copy each expert's tokens into its packed output (dispatch) or add up
- * each token's top-k results (combine).
+ * one count per (rank, expert) tells the receivers how many came; after a
+ * grid sync they copy each expert's tokens into its packed output
+ * (dispatch) or add up each token's top-k results (combine).
  */
 #include "plan/ep/ep.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+/* A queue pair's doorbell is rung every 4 of its messages unless forced
+ * (ibgda_device.cuh, ibgda_submit_requests: kNumRequestInBatch); the
+ * count's atomic always rings it. */
+#define LL_DOORBELL_BATCH 4
 
 /* Bytes of one message: the dispatch's 16-byte header (the token's
  * index) and its payload; the combine's BF16 result (internode_ll.cu). */
@@ -33,11 +38,14 @@ xs_status xs__ep_deepep_ll(xs__ep_ctx *c, const xs__ep_rdma *rdma) {
   const xs__ep_route *r = &c->rt;
   double B = c->s->sms > 0 ? c->s->sms : ll_blocks(c);
   double msg = message_B(c), k = c->streams;
-  double sel = r->T * r->K; /* messages a rank sends (and receives) */
+  /* messages a rank sends and receives: the busiest rank's, which every
+   * rank waits on (xs__ep_busiest) */
+  double sel = r->T * r->K * xs__ep_busiest(r);
   /* where they go: the NIC takes other nodes' (and, without the NVLink
    * path, same-node peers'), warps copy the rest */
   int nvl = !c->s->ll_nic_only;
-  double to_nic = sel * (nvl ? r->sel_remote : (r->P - 1) / r->P);
+  double far = nvl ? r->sel_remote : (r->P - 1) / r->P;
+  double to_nic = sel * far;
   double to_nvl = nvl ? sel * r->sel_node : 0;
   double to_self = sel / r->P;
   if (to_nic > 0 && !c->has_nic)
@@ -45,22 +53,29 @@ xs_status xs__ep_deepep_ll(xs__ep_ctx *c, const xs__ep_rdma *rdma) {
                     "the low-latency kernels without their NVLink path send "
                     "through the NIC: profile \"%s\" needs a fabric",
                     xs_profile_name(c->prof));
+  int proxy = rdma && rdma->proxy;
+  /* what the posting path hands the NIC: behind host proxies every
+   * message is a request of its own; posted by the GPU, a doorbell per 4
+   * messages of a (rank, expert) queue pair, and one per count (below) */
+  double queues = r->E * far; /* (rank, expert) pairs across the NIC */
+  double data_posts =
+      proxy ? to_nic
+            : queues * xs__ep_batches(r->T, r->K / r->E, LL_DOORBELL_BATCH);
   size_t n = xs__ep_steps(c, sel / B); /* tokens' messages, in order */
   /* outstanding writes the path allows (UCCL-EP's proxies: per FIFO),
    * in steps; GPU-posted writes are not held back */
   double win = n;
-  if (rdma && rdma->proxy && to_nic > 0)
+  if (proxy && to_nic > 0)
     win = fmax(1, floor(rdma->fifos * rdma->inflight / (to_nic / n)));
-  double t = c->launch_s + (c->s->api_time ? c->par.api_s : 0);
   size_t sm, nic = 0, rcv, posted, nvl_sid = SIZE_MAX;
   xs_status st;
-  if ((st = xs__ep_host(c, t)) || (st = xs__ep_start(c)) ||
+  if ((st = xs__ep_host(c, xs__ep_call_s(c))) || (st = xs__ep_start(c)) ||
       (st = xs__ep_workers(c, "sm", B * k, &sm)) ||
       (st = xs__ep_workers(c, "receiver", B, &rcv)) ||
       (st = xs__ep_counter(c, "posted", &posted)))
     return st;
   /* the NIC's engine takes the writes in order, GPU-posted or handed on
-   * by host proxies, each at the fabric's per-message cost */
+   * by host proxies */
   if (to_nic > 0 && (st = xs__ep_workers(c, "nic", 1, &nic)))
     return st;
   size_t *nic_sid = calloc(n, sizeof *nic_sid);
@@ -80,20 +95,22 @@ xs_status xs__ep_deepep_ll(xs__ep_ctx *c, const xs__ep_rdma *rdma) {
       if (j >= win)
         st = xs__ep_wait(c, nic, nic_sid[j - (size_t)win]);
       if (!st)
-        st = xs__ep_nic(c, nic, posted, B * k * (double)(j + 1), to_nic / n,
+        st = xs__ep_nic(c, nic, posted, B * k * (double)(j + 1), data_posts / n,
                         to_nic / n * msg, &nic_sid[j]);
     }
   }
-  /* the counts: one atomic per (rank, expert) after the tokens, on the
-   * same path */
+  /* the counts: one atomic per (rank, expert) once that expert's
+   * messages are posted, on the same queue pairs, behind the data */
   size_t cnt = SIZE_MAX;
-  if (!st && to_nic > 0) {
-    double m = r->E * (nvl ? r->sel_remote : (r->P - 1) / r->P);
-    st = xs__ep_nic(c, nic, posted, 0, m, 0, &cnt);
-  }
-  /* the receivers: every count in (by symmetry, once this rank's last
-   * message is delivered), then each expert's tokens into its output, or
-   * each token's top-k results added up */
+  if (!st && to_nic > 0)
+    st = xs__ep_nic(c, nic, posted, 0, queues, 0, &cnt);
+  /* the receivers: after the grid sync, every count in (by symmetry, once
+   * this rank's last count is delivered), then each expert's tokens into
+   * its output, or each token's top-k results added up */
+  if (!st)
+    st = xs__ep_await(c, rcv, posted, B * k * (double)n);
+  if (!st)
+    st = xs__ep_compute(c, rcv, c->grid_sync_s);
   if (!st)
     st = xs__ep_wait(c, rcv, cnt);
   if (!st)

@@ -55,20 +55,19 @@ static double record_B(const xs__ep_ctx *c) {
   return ceil(b / 16) * 16;
 }
 
-/* The host before the kernel: its launch; with cpu_sync the notify
- * kernel (counts to every rank, a barrier over NVLink and, across nodes,
- * a round trip over the NIC) and the host's wait for the counts; with
- * api_time the Python call and, for a cached handle, the cached notify. */
+/* The host before the kernel: with api_time the Python call and the
+ * launch; with cpu_sync the notify kernel (counts to every rank, a
+ * barrier over NVLink and, across nodes, a round trip over the NIC) and
+ * the host's wait for the counts, and for a cached handle under api_time
+ * the cached notify. */
 static xs_status host_before(xs__ep_ctx *c) {
-  double t = c->launch_s;
+  double t = xs__ep_call_s(c);
   double barrier = c->barrier_s + c->nvl_latency_s +
                    (c->rt.N > 1 ? 2 * c->nic_latency_s : 0);
   if (c->phase == XS__EP_DISPATCH && c->s->cpu_sync)
     t += c->launch_s + barrier + c->host_sync_s;
   else if (c->s->api_time)
     t += c->launch_s + barrier; /* the cached notify */
-  if (c->s->api_time)
-    t += c->par.api_s;
   return xs__ep_host(c, t);
 }
 
@@ -128,7 +127,13 @@ static xs_status intranode(xs__ep_ctx *c, double sms) {
  * is in flight.) */
 typedef struct {
   size_t nic, posted;
-  double msgs;         /* messages a step stands for                      */
+  double msgs;         /* chunks a step stands for                        */
+  double posts;        /* requests the NIC takes a step: per chunk a put
+                          and the atomic on its ring's tail, two GPU posts
+                          (internode.cu, nvshmemi_ibgda_put_nbi_warp<true>
+                          then nvshmemi_ibgda_amo_nonfetch_add); UCCL-EP's
+                          proxies carry the atomic in the put's command,
+                          one (ep/src/internode.cu, uccl_ibgda.cuh)       */
 } rdma_path;
 
 static xs_status rdma_path_new(xs__ep_ctx *c, rdma_path *x) {
@@ -185,6 +190,7 @@ static xs_status inter_setup(xs__ep_ctx *c, double sms, const xs__ep_rdma *rd,
   g->rwin = fmax(1, floor(g->n * g->cfg.rdma_ring / fmax(per_node, 1) / 2));
   g->nwin = fmax(1, floor(g->n * g->cfg.nvl_ring / fmax(g->all / r->G, 1)));
   g->x.msgs = g->C * (r->N - 1) * fmax(1, per_node / g->cfg.rdma_chunk / g->n);
+  g->x.posts = g->x.msgs * (rd && rd->proxy ? 1 : 2);
   double Ck = g->C * g->k;
   xs_status st;
   if ((st = host_before(c)) || (st = xs__ep_start(c)) ||
@@ -229,8 +235,8 @@ static xs_status internode_dispatch(xs__ep_ctx *c, double sms,
     /* the coordinators' writes: every channel's chunk of the step, one
      * send standing for x.msgs messages */
     if (!st)
-      st = xs__ep_post(c, snd, x.nic, x.posted, C * k * (double)(j + 1), x.msgs,
-                       C * wire * b / n, &nid);
+      st = xs__ep_post(c, snd, x.nic, x.posted, C * k * (double)(j + 1),
+                       x.posts, C * wire * b / n, &nid);
     /* the forwarders: the step's arrivals, over NVLink to the node's
      * ranks, as the NVLink rings allow */
     if (!st)
@@ -288,8 +294,8 @@ static xs_status internode_combine(xs__ep_ctx *c, double sms,
     if (!st)
       st = xs__ep_signal(c, fw, nfree, 1);
     if (!st)
-      st = xs__ep_post(c, fw, x.nic, x.posted, C * k * (double)(j + 1), x.msgs,
-                       C * wire * b / n, &nid);
+      st = xs__ep_post(c, fw, x.nic, x.posted, C * k * (double)(j + 1),
+                       x.posts, C * wire * b / n, &nid);
     /* the home rank's receivers add up the nodes' copies */
     if (!st)
       st = xs__ep_wait(c, rcv, nid);

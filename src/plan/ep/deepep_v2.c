@@ -14,6 +14,11 @@
 
 #include <math.h>
 
+/* The scale-out warp's puts go out aggregated (ncclGinOptFlagsAggregateRequests)
+ * and are handed to the NIC with each tail update, every 6 tokens
+ * (kScaleoutUpdateInterval, impls/hybrid_dispatch.cuh): one post each. */
+#define V2_TAIL_TOKENS 6
+
 /* get_theoretical_num_sms (deep_ep/buffers/elastic.py): the SMs that keep
  * the bottleneck link busy at 200 GB/s of reads and 50 GB/s of writes an
  * SM, x1.25, even, at least 4. Bandwidths as the library reads them:
@@ -57,14 +62,15 @@ static double token_B(const xs__ep_ctx *c) {
          (c->phase == XS__EP_DISPATCH ? c->rt.K * 12 : c->rt.K * 4);
 }
 
-/* The host: the launch; with cpu_sync the epilogue is launched once the
- * host has the counts, which the notify warps write while the kernel runs,
- * so the wait overlaps it. A graph's replay has no host in the loop: the
- * kernel starts kernel_gap_s behind the one before it. */
+/* The host: the Python call and the launch where the harness times
+ * them; with cpu_sync the epilogue is launched once the host has the
+ * counts, which the notify warps write while the kernel runs, so the wait
+ * overlaps it. A graph's replay has no host in the loop: the kernel
+ * starts kernel_gap_s behind the one before it. */
 static xs_status v2_host(xs__ep_ctx *c) {
   if (c->s->graph)
     return xs__ep_host(c, c->gap_s);
-  return xs__ep_host(c, c->launch_s + (c->s->api_time ? c->par.api_s : 0));
+  return xs__ep_host(c, xs__ep_call_s(c));
 }
 
 /* One cross-rank barrier of the kernel (comm::gpu_barrier: a grid sync
@@ -182,8 +188,8 @@ static xs_status hybrid(xs__ep_ctx *c, double S) {
        * straight into the local receive buffer), one put per remote node */
       st = xs__ep_copy(c, so, node / S / n, node * b / S / n, "hbm", NULL);
       if (!st)
-        st = xs__ep_post(c, so, nic, posted, S * k * (double)(j + 1), wire / n,
-                         wire * b / n, &nid);
+        st = xs__ep_post(c, so, nic, posted, S * k * (double)(j + 1),
+                         wire / V2_TAIL_TOKENS / n, wire * b / n, &nid);
       /* forward: what arrived, to the node's ranks over NVLink */
       if (!st)
         st = xs__ep_wait(c, fw, nid);
@@ -198,8 +204,8 @@ static xs_status hybrid(xs__ep_ctx *c, double S) {
       if (!st)
         st = xs__ep_copy(c, so, recv / S / n, (recv + node) * b / S / n, "hbm", NULL);
       if (!st)
-        st = xs__ep_post(c, so, nic, posted, S * k * (double)(j + 1), wire / n,
-                         wire * b / n, &nid);
+        st = xs__ep_post(c, so, nic, posted, S * k * (double)(j + 1),
+                         wire / V2_TAIL_TOKENS / n, wire * b / n, &nid);
     }
   }
   if (!st)

@@ -91,13 +91,13 @@ typedef struct xs__ep_ctx {
   xs__ep_params par;
   xs__ep_route rt;
   double gpu_sms;      /* the GPU's SMs                                   */
-  double sm_Bps;       /* one SM's copy rate to peers over NVLink         */
-  double streams;      /* workers per SM on the NVLink channel, so that
-                          streams x its per-worker rate = sm_Bps        */
+  double streams;      /* workers of the NVLink channel one copying SM
+                          stands for (the profile's ep_sm_streams)       */
   double launch_s, barrier_s, host_sync_s;
   double gap_s;        /* a queued kernel's start behind the last (a CUDA
                           graph's replay): kernel_gap_s, else launch_s    */
-  double grid_sync_s, signal_s;
+  double grid_sync_s;  /* one grid-wide sync inside a kernel             */
+  double signal_s;     /* one flag to a peer GPU until its poll sees it   */
   const char *link;    /* the channel to peers in the node: the profile's
                           default (NVLink)                                */
   double nvl_latency_s;
@@ -142,21 +142,40 @@ xs_status xs__ep_await(xs__ep_ctx *c, size_t w, size_t k, double value);
  * its streams) on a channel. */
 xs_status xs__ep_copy(xs__ep_ctx *c, size_t w, double pairs, double bytes,
                       const char *chan, size_t *sid);
-/* The NIC's engine (worker nic) takes `msgs` messages of `bytes` in all,
- * once `need` posts are counted on counter `posted` (need < 1: at once):
- * the fabric's per-message cost for all but the last, then the bytes
- * (whose own send pays it for the last). */
+/* A step of the NIC's engine (worker nic): once `need` steps are counted
+ * on counter `posted` (need < 1: at once), it takes `posts` requests (the
+ * work requests a doorbell or a host proxy hands it), each at the
+ * fabric's per-request cost (issue_overhead_s; all but the last, whose
+ * send pays its own), then sends `bytes`. Steps reach the engine in the
+ * order they are written. */
 xs_status xs__ep_nic(xs__ep_ctx *c, size_t nic, size_t posted, double need,
-                     double msgs, double bytes, size_t *sid);
-/* Worker w posts its step (one more on counter `posted`), and the NIC
- * takes the messages as xs__ep_nic does once `need` posts are counted. */
+                     double posts, double bytes, size_t *sid);
+/* Worker w counts its step written (one more on counter `posted`), and
+ * the NIC takes it as xs__ep_nic does once `need` steps are counted. */
 xs_status xs__ep_post(xs__ep_ctx *c, size_t w, size_t nic, size_t posted, double need,
-                      double msgs, double bytes, size_t *sid);
+                      double posts, double bytes, size_t *sid);
 /* Steps a stream of `chunks` chunks is written as (at most nsteps_max). */
 size_t xs__ep_steps(const xs__ep_ctx *c, double chunks);
 /* Finish the program and evaluate it under burstgap: the kernel's time. */
 xs_status xs__ep_finish(xs__ep_ctx *c, xs_program **out, double *time_s);
 void xs__ep_abort(xs__ep_ctx *c);
+
+/* The expected number of whole batches of b among n draws that each hit
+ * with chance p: E[floor(X / b)], X ~ Binomial(n, p) (a queue pair that
+ * rings its doorbell every b messages). */
+double xs__ep_batches(double n, double p, double b);
+/* The expected largest of n independent standard normal draws (Blom's
+ * approximation; tests/test_ep.c checks it by Monte Carlo). */
+double xs__ep_max_normal(double n);
+/* The busiest rank's received selections over the mean under random
+ * routing (the largest of P, as a normal's): a kernel with nothing
+ * throttling its senders ends when the busiest receiver has its data,
+ * and kernels back to back wait on it. */
+double xs__ep_busiest(const xs__ep_route *r);
+/* What the harness's clock adds to a kernel: with api_time, the Python
+ * call and the launch; a kernel timed on the GPU alone (kineto, events
+ * around the kernel) adds nothing. */
+double xs__ep_call_s(const xs__ep_ctx *c);
 
 /* Bytes of one token's payload: hidden x elem_bytes, and FP8's scales
  * (one float per 128 elements). */
