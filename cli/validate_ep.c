@@ -199,6 +199,11 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
     if (o && loso)
       json_object_set_new(o, "loso", json_pack("{s:f,s:f}", "predicted",
                                                e->loso, "error", e->loso_error));
+    if (o)
+      json_object_set_new(o, "interval_us",
+                          isfinite(r->interval_us[0])
+                              ? json_pack("[f,f]", r->interval_us[0], r->interval_us[1])
+                              : json_null());
     json_array_append_new(rows, o);
   }
   json_object_set_new(sum, "rows", json_integer((json_int_t)set->nrows));
@@ -257,6 +262,11 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
     json_array_append_new(consts, c);
   }
   json_object_set_new(sum, "fitted_constants", consts);
+  char *iv = NULL;
+  xs_error ierr;
+  json_t *ivj = xs_validate_intervals_json(set, &iv, &ierr) ? NULL : json_loads(iv, 0, NULL);
+  free(iv);
+  json_object_set_new(sum, "intervals", ivj ? ivj : json_null());
   json_object_set_new(root, "rows", rows);
   json_object_set_new(root, "summary", sum);
   char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
@@ -365,6 +375,12 @@ int cli_validate_ep(int argc, char **argv) {
       goto done;
     }
   }
+  /* each row's 80% interval from the other sources' residuals (each with
+   * its constants refitted without its source where --by-source ran) */
+  if ((st = xs_validate_intervals(&set, &err))) {
+    rc = cli_error("validate", &err);
+    goto done;
+  }
   if (json) {
     rc = write_json(&set, models, loso, values, sources, nsrc);
   } else {
@@ -400,6 +416,7 @@ int cli_validate_ep(int argc, char **argv) {
     print_group(&set, 1, "library", models, loso);
     print_group(&set, 2, "phase", models, loso);
     print_group(&set, 3, "source", models, loso);
+    cli_validate_intervals_print(&set);
     printf("\n  fitted constants (the only numbers fitted to these timings; "
            "docs/ep.md):\n");
     for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {

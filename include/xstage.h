@@ -1867,6 +1867,11 @@ XS_API xs_status xs_fa_sweep_json(const xs_profile *profile,
                                   xs_error *err);
 /* `validate megamoe --json` and `validate flashattn --json`: rows and
  * summary of a set from xs_validate_megamoe or xs_validate_flashattn. */
+/* The set's intervals as JSON (the "intervals" of validate's summary:
+ * level, rows, inside, coverage, median_half_width, cells; docs/validate.md
+ * "Intervals"), into *out (free()). */
+XS_API xs_status xs_validate_intervals_json(const xs_validate_set *set, char **out,
+                                            xs_error *err);
 XS_API xs_status xs_validate_json(const xs_validate_set *set, char **out,
                                   xs_error *err);
 

@@ -700,6 +700,12 @@ json_t *xs__api_intervals_json(const xs_validate_set *set) {
   return o;
 }
 
+xs_status xs_validate_intervals_json(const xs_validate_set *set, char **out,
+                                    xs_error *err) {
+  *out = NULL;
+  return xs__api_dump(xs__api_intervals_json(set), 12, out, err);
+}
+
 xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err) {
   *out = NULL;
   /* arms and sources in order of first appearance, with their medians */

@@ -13,12 +13,12 @@
 /* Fitted to the published timings of data/published/ep.csv (all sources;
  * docs/ep.md "Fitted constants" gives the fit and the leave-one-source-out
  * refits). */
-#define EP_PAIR_S 7.91e-08
-#define EP_API_S 4.748e-05
+#define EP_PAIR_S 7.735e-08
+#define EP_API_S 4.795e-05
 #define EP_MAX_RANKS 65536
 #define EP_MAX_EXPERTS 1048576
 #define EP_MAX_TOPK 1024
-#define EP_NVL_EFF 0.8216
+#define EP_NVL_EFF 0.8218
 /* One cooperative-groups grid.sync() inside a kernel: 1.26 us per
  * iteration of a persistent kernel of 128 CTAs (tiny step, then the sync)
  * on H200 (te42kyfo/gpu-benches gpu-small-kernels/h200_gsync.txt at
