@@ -262,3 +262,22 @@ def test_missing_grid_file_is_a_file_not_found():
         xstage.sweep_megamoe("h100-nvlink", "/nonexistent/grid.json")
     assert e.value.status == "NOTFOUND"
     assert "/nonexistent/grid.json" in e.value.message
+
+
+def test_intervals():
+    """Every planned time carries its 80% interval, the same the library's
+    own call gives (a second way: the schedule's cell times the time)."""
+    plan = xstage.plan_megamoe("glm", "h200-nvlink", tokens=64)
+    iv = xstage.prediction_interval("megamoe", "sequential", 64)
+    s = plan.schedules["sequential"]
+    assert s.interval_us == pytest.approx([s.burstgap_s * iv["low"] * 1e6,
+                                           s.burstgap_s * iv["high"] * 1e6], rel=1e-9)
+    v = plan.recommended.verdict
+    assert v["call"] == ("clear" if v["ratio_interval"][0] > 1 else "too close to call")
+    assert 0 < iv["low"] < iv["center"] < iv["high"] and iv["level"] == 0.8
+    rows = xstage.validate_megamoe().rows
+    assert sum(1 for r in rows if r.interval_us) >= 80
+    with pytest.raises(xstage.InvalidInputError):
+        xstage.prediction_interval("nope", "sequential", 64)
+    with pytest.raises(xstage.ArgumentTypeError):
+        xstage.prediction_interval("megamoe", 3, 64)

@@ -20,7 +20,7 @@ Example::
 import ctypes
 import json
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _check, _lib
 from ._errors import (ArgumentTypeError, DeadlineError, Error, InputOutputError,
@@ -39,7 +39,7 @@ __all__ = [
     "Profile", "Program", "version", "library_path", "profiles", "profile", "program",
     "predict", "simulate", "plan_megamoe", "plan_megamoe_table", "plan_flashattn",
     "plan_flashattn_table", "sweep_megamoe", "sweep_flashattn", "validate_megamoe",
-    "validate_flashattn", "moe_presets", "fa_presets", "data_dir", "data_file",
+    "validate_flashattn", "prediction_interval", "moe_presets", "fa_presets", "data_dir", "data_file",
     "MOE_SCHEDULES", "MODELS", "Tuner",
     "Result", "Tabular", "Prediction", "WorkerTime", "SendTime", "ChannelUse", "MoEConfig",
     "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
@@ -586,6 +586,26 @@ def validate_flashattn(data_path: Optional[PathLike] = None) -> Validation:
     """`xstage validate flashattn --json` (ring attention), a
     :class:`Validation`; data_path None: the published ring-attention.csv."""
     return _validate(data_path, _lib.xs_validate_flashattn, "published/ring-attention.csv")
+
+
+def prediction_interval(family: str, arm: str, size: float) -> Dict[str, Any]:
+    """The 80% interval xstage gives a prediction of a kernel (docs/validate.md
+    "Intervals"): family "megamoe", "ep" or "flashattn"; arm a MegaMoE
+    schedule's kernel (sequential, fused-split, fused-wave, fused-lag...), an
+    EP "library/mode" or an attention way, or "pair" for the ratio of two
+    arms of one config; size tokens per rank (sequence per rank for
+    attention). low and high are multiples of the prediction; rows and
+    sources are the residuals it rests on; pooled: the family's pooled model
+    answered (the cell had too few rows)."""
+    fam = _check.text("family", family)
+    a = _check.text("arm", arm)
+    n = _check.number("size", size, 0, 1e12)
+    iv = _lib.Interval()
+    err = _lib.XsError()
+    _raise(_lib.xs_prediction_interval(fam, a, n, ctypes.byref(iv),
+                                       ctypes.byref(err)), err)
+    return {"low": iv.low, "high": iv.high, "center": iv.center, "level": iv.level,
+            "rows": iv.rows, "sources": iv.sources, "pooled": bool(iv.pooled)}
 
 
 from .tuner import Tuner  # noqa: E402  (docs/tune.md)

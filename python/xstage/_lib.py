@@ -153,6 +153,14 @@ class XsError(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 1024)]
 
 
+class Interval(ctypes.Structure):
+    """xs_interval of xstage.h."""
+    _fields_ = [("low", ctypes.c_double), ("high", ctypes.c_double),
+                ("center", ctypes.c_double), ("level", ctypes.c_double),
+                ("rows", ctypes.c_size_t), ("sources", ctypes.c_size_t),
+                ("pooled", ctypes.c_int)]
+
+
 class MoeConfig(ctypes.Structure):
     """xs_moe_config of xstage.h, field for field."""
     _fields_ = [("name", ctypes.c_char * 64)] + [
@@ -272,6 +280,8 @@ xs_validate_flashattn = fn("xs_validate_flashattn", I, S, Z, S,
                            ctypes.POINTER(ValidateSet), P, P, E)
 xs_validate_free = fn("xs_validate_free", None, ctypes.POINTER(ValidateSet))
 xs_validate_json = fn("xs_validate_json", I, ctypes.POINTER(ValidateSet), OUT, E)
+xs_prediction_interval = fn("xs_prediction_interval", I, S, S, D, ctypes.POINTER(Interval), E)
+xs_moe_interval = fn("xs_moe_interval", I, I, D, ctypes.POINTER(Interval), E)
 
 
 def check_layouts():
@@ -281,7 +291,7 @@ def check_layouts():
                           ("xs_fa_config", FaConfig),
                           ("xs_moe_table_options", MoeTableOptions),
                           ("xs_sim_options", SimOptions), ("xs_fa_ring", FaRing),
-                          ("xs_fa_table_row", FaTableRow)):
+                          ("xs_fa_table_row", FaTableRow), ("xs_interval", Interval)):
         want = xs_struct_size(cname.encode())
         if want != ctypes.sizeof(mirror):
             raise ImportError(

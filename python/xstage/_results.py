@@ -285,6 +285,7 @@ class Knobs(Result):
 @dataclass(frozen=True, repr=False)
 class MoESchedule(Result):
     burstgap_s: Optional[float] = None
+    interval_us: Optional[List[float]] = None
     blocking_s: Optional[float] = None
     ideal_s: Optional[float] = None
     knobs: Optional[Knobs] = None
@@ -299,6 +300,7 @@ class Option(Result):
     rule: Optional[str] = None
     away: Optional[int] = None
     time_s: Optional[float] = None
+    interval_us: Optional[List[float]] = None
     knobs: Optional[Knobs] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
@@ -325,6 +327,7 @@ class Recommendation(Result):
     runner_up: Optional[Option] = None
     near: List[Option] = field(default_factory=list)
     certainty: Optional[Dict[str, Any]] = None
+    verdict: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def __str__(self):
@@ -450,6 +453,7 @@ class ValidationRow(Result):
     measured_us: Optional[float] = None
     predicted_us: Optional[float] = None
     error: Optional[float] = None
+    interval_us: Optional[List[float]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 

@@ -28,6 +28,7 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_validate_group)
   XS__SIZE(xs_tuner_options)
   XS__SIZE(xs_tuner_choice)
+  XS__SIZE(xs_interval)
 #undef XS__SIZE
   return 0;
 }

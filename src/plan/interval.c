@@ -27,6 +27,8 @@
 #include "internal.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -362,18 +364,61 @@ xs_status xs__resid_builtin(xs__resid_table *t, xs_error *err) {
   return xs__resid_table_parse(xs__residuals_text, strlen(xs__residuals_text), t, err);
 }
 
+/* The built-in table, parsed once, and the intervals asked of it, kept:
+ * an interval depends on the family, the arm and the size's band only,
+ * and a plan, a table or a sweep asks for the same few thousands of
+ * times. At most MEMO of them are kept (then each is computed afresh). */
+#define MEMO 256
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+static xs__resid_table builtin;
+static xs_status builtin_st;
+static xs_error builtin_err;
+static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char family[16], arm[48];
+  int band;
+  xs_interval iv;
+} memo[MEMO];
+static size_t nmemo;
+
+static void builtin_load(void) {
+  builtin_st = xs__resid_builtin(&builtin, &builtin_err);
+}
+
 xs_status xs_prediction_interval(const char *family, const char *arm, double size,
                                  xs_interval *out, xs_error *err) {
   if (!family || !arm || !out)
     return xs__fail(err, XS_INVALID, "xs_prediction_interval: family, arm and out are required");
   if (strcmp(family, "megamoe") && strcmp(family, "ep") && strcmp(family, "flashattn"))
     return xs__fail(err, XS_INVALID, "family \"%s\": expected megamoe, ep or flashattn", family);
-  xs__resid_table t;
-  xs_status st = xs__resid_builtin(&t, err);
-  if (!st)
-    st = xs__interval_of(t.rows, t.nrows, family, arm, size, NULL, out, err);
-  xs__resid_table_free(&t);
-  return st;
+  if (!(size >= 0))
+    return xs__fail(err, XS_INVALID, "xs_prediction_interval: size %g: expected >= 0", size);
+  pthread_once(&builtin_once, builtin_load);
+  if (builtin_st)
+    return xs__fail(err, builtin_st, "%s", builtin_err.message);
+  int band = xs__interval_band(family, size);
+  int keep = strlen(family) < sizeof memo[0].family && strlen(arm) < sizeof memo[0].arm;
+  pthread_mutex_lock(&memo_mu);
+  for (size_t i = 0; keep && i < nmemo; i++)
+    if (memo[i].band == band && !strcmp(memo[i].family, family) && !strcmp(memo[i].arm, arm)) {
+      *out = memo[i].iv;
+      pthread_mutex_unlock(&memo_mu);
+      return XS_OK;
+    }
+  pthread_mutex_unlock(&memo_mu);
+  xs_status st = xs__interval_of(builtin.rows, builtin.nrows, family, arm, size, NULL, out, err);
+  if (st || !keep)
+    return st;
+  pthread_mutex_lock(&memo_mu);
+  if (nmemo < MEMO) {
+    snprintf(memo[nmemo].family, sizeof memo[nmemo].family, "%s", family);
+    snprintf(memo[nmemo].arm, sizeof memo[nmemo].arm, "%s", arm);
+    memo[nmemo].band = band;
+    memo[nmemo].iv = *out;
+    nmemo++;
+  }
+  pthread_mutex_unlock(&memo_mu);
+  return XS_OK;
 }
 
 /* ---- the planners' options ---- */
