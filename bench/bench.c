@@ -590,6 +590,18 @@ static int bench_tune(int quick) {
   if (sink < 0)
     printf("#\n");
   xs_tuner_free(t);
+  /* the most grid points a tuner takes, 16 to 16,384 tokens apart by
+   * equal ratios (the whole range from decode to prefill) */
+  double g64[XS_TUNER_MAX_POINTS];
+  for (int i = 0; i < XS_TUNER_MAX_POINTS; i++)
+    g64[i] = round(16 * pow(1024, i / (XS_TUNER_MAX_POINTS - 1.0)));
+  o.tokens = g64;
+  o.ntokens = quick ? 8 : XS_TUNER_MAX_POINTS;
+  t0 = now_s();
+  if (xs_tuner_create(&c, prof, &o, &t, &e))
+    die("tuner", &e);
+  printf("tuner_create_%zu %.3g s\n", o.ntokens, now_s() - t0);
+  xs_tuner_free(t);
   xs_profile_free(prof);
   /* the fit: PR 440's rows of the published timings */
   FILE *f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");

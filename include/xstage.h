@@ -1459,9 +1459,11 @@ XS_API void xs_moe_fit_free(xs_moe_fit_result *result);
  * launch's measured time by a Kalman step. Memory is fixed at creation
  * (xs_tuner_state_size: per grid point of m options and K terms, about
  * 8 (K + m)^2 bytes); what a launch taught is forgotten with a half life
- * (the covariance relaxes toward the prior), and a time the belief finds
- * impossible (more than 4 standard deviations off) resets the point's
- * covariance at once. */
+ * (the covariance relaxes toward the prior). A timing far off the belief
+ * is weighted down (Huber's rule at 1.345 standard deviations): one
+ * timing moves a term's log factor by at most 1.345 times its standard
+ * deviation; three in a row more than 4 standard deviations off on the
+ * same side reset the point's covariance (the machine changed). */
 typedef struct xs_tuner xs_tuner;
 #define XS_TUNER_MAX_POINTS 64
 typedef struct xs_tuner_options {
@@ -1503,9 +1505,12 @@ typedef struct xs_tuner_choice {
                             says it could win by more than threshold     */
 } xs_tuner_choice;
 
-/* Plans every grid point on profile and builds the tuner: a few plans per
- * point and term (about 0.1-1 s; the tuner's own calls are cheap). Free
- * with xs_tuner_free. */
+/* Plans every grid point on profile and builds the tuner: 1 + 2K plans
+ * a point for K terms asked for (0.35 s for 5 points of DeepSeek-V3 up
+ * to 1024 tokens; docs/limits.md gives more); refused past
+ * XS_MOE_WORK_MAX GEMM tiles of planning, known before the first. The
+ * tuner's own calls are cheap. XS_INVALID for a NULL config, profile or
+ * out. Free with xs_tuner_free. */
 XS_API xs_status xs_tuner_create(const xs_moe_config *config,
                                  const xs_profile *profile,
                                  const xs_tuner_options *options,
@@ -1515,15 +1520,19 @@ XS_API void xs_tuner_free(xs_tuner *tuner);
  * tokens): the predicted best, or another the uncertainty says could win
  * by more than the threshold, never one predicted to lose more than the
  * margin. No allocation, no lock; any number of threads may call it,
- * also while one thread observes (it retries a read that an observation
- * overlapped). Deterministic: the same state gives the same choice.
- * XS_INVALID for tokens not positive. */
+ * also while others observe (it retries a read that an observation
+ * overlapped, and returns XS_TIMEOUT rather than retry past about 0.1 s).
+ * Deterministic: the same state gives the same choice. XS_INVALID for
+ * tokens not positive, a NULL tuner or out. */
 XS_API xs_status xs_tuner_choose(const xs_tuner *tuner, double tokens,
                                  xs_tuner_choice *out);
 /* A launch of schedule with knobs at tokens took measured_s: the terms
- * and the option's own error are updated. One thread at a time (with
- * any number choosing). XS_NOTFOUND when no option at that grid point
- * has this schedule and these knobs. */
+ * and the option's own error are updated (weighted down when far off the
+ * belief; above). Threads observing at once take turns (each waits for
+ * the one in progress; XS_TIMEOUT past about 0.1 s). XS_INVALID for a
+ * time outside 1e-9 to 1e6 s (0.001 us to 1e12 us), NULL knobs or tuner;
+ * XS_NOTFOUND when no option at that grid point has this schedule and
+ * these knobs. */
 XS_API xs_status xs_tuner_observe(xs_tuner *tuner, double tokens,
                                   xs_moe_schedule schedule,
                                   const xs_moe_pattern *knobs,

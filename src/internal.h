@@ -397,6 +397,9 @@ void xs__c_upper(const char *prefix, char *up);
 int xs__c_value_ok(double v, int whole);
 void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
                   const char *up, const char *arg);
+/* The work of evaluating every option of c at tokens, in GEMM tiles and
+ * a fixed part (what XS_MOE_WORK_MAX bounds) */
+double xs__moe_plan_work(const xs_moe_config *c, double tokens);
 /* xs_moe_plan_table and xs_moe_sensitivity_run with the work limit
  * (XS_MOE_WORK_MAX for them) as a parameter, for tests of the limit */
 xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *prof,
@@ -414,6 +417,13 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
 
 /* The index of name in names[0..n), or -1 */
 int xs__name_index(const char *const *names, size_t n, const char *name);
+/* The lowest set bit of a nonzero mask (a term mask's first bad bit) */
+static inline int xs__lowest_bit(unsigned mask) {
+  int b = 0;
+  while (mask && !(mask & 1u))
+    mask >>= 1, b++;
+  return b;
+}
 
 /* A profile's channel to change in place (the planners' sensitivity
  * works on a copy). */

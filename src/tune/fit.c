@@ -591,8 +591,9 @@ xs_status xs_moe_fit(const char *text, size_t length, const char *filename,
   if (tuned)
     *tuned = NULL;
   if (o->terms >> XS_MOE_TERMS)
-    return xs__fail(err, XS_INVALID, "terms: bit %d is no term (%d terms)",
-                    XS_MOE_TERMS, XS_MOE_TERMS);
+    return xs__fail(err, XS_INVALID, "terms: bit %d is no term (bits 0 to %d)",
+                    xs__lowest_bit(o->terms >> XS_MOE_TERMS) + XS_MOE_TERMS,
+                    XS_MOE_TERMS - 1);
   xs_validate_set set;
   xs_status st = xs_validate_megamoe_with(text, length, file, &base, 1, &set,
                                           NULL, NULL, err);
