@@ -428,6 +428,13 @@ static inline int xs__lowest_bit(unsigned mask) {
 /* A profile's channel to change in place (the planners' sensitivity
  * works on a copy). */
 xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i);
+/* A built-in profile by its name alone, never a file: a GPU's (fabric
+ * 0) or a fabric's (1, the profiles with a "nic" channel). XS_INVALID,
+ * naming the built-in ones of that kind, for any other name, a path
+ * included: the profiles a data file names resolve here, so that a row
+ * cannot make xstage open a file. */
+xs_status xs__profile_builtin(const char *name, int fabric, xs_profile **out,
+                              xs_error *err);
 /* A deep copy of a profile, typed (no JSON round trip): the fit, the
  * tuner and the sensitivity runs move numbers of copies. */
 xs_status xs__profile_copy(const xs_profile *p, xs_profile **out,

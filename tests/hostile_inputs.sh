@@ -159,6 +159,27 @@ eprow=$(grep -v '^#' "$src/data/published/ep.csv" | grep -v '^"' | sed -n 2p)
 printf '%s\n%s%s%s\n' "$ephdr" "$(printf '%094d' 0 | tr 0 a)" "$(printf '\303\251')" \
     "tail,${eprow#*,}" >"$dir/epu.csv"
 expect ep-source-utf8 0 '"source": "a{94}"' 20 "$x" validate ep --data "$dir/epu.csv" --json
+# a row's gpu and fabric are built-in names, never paths: a FIFO hung the
+# command, /dev/zero was read to 256 MiB, a file's first word was quoted
+epbody=$(grep -v '^#' "$src/data/published/ep.csv" | grep -v '^"' | sed -n 2p | cut -d, -f4-)
+mkfifo "$dir/fifo"
+epcase() { # NAME GPU FABRIC PATTERN
+    printf '%s\ns,%s,%s,%s\n' "$ephdr" "$2" "$3" "$epbody" >"$dir/epp.csv"
+    expect "$1" 2 "$4" 10 "$x" validate ep --data "$dir/epp.csv"
+}
+epcase ep-gpu-fifo "$dir/fifo" none 'epp\.csv:2:3: gpu: ".*fifo" is not a built-in GPU profile \(a100-nvlink'
+epcase ep-gpu-zero /dev/zero none 'epp\.csv:2:3: gpu: "/dev/zero" is not a built-in GPU profile'
+epcase ep-gpu-passwd /etc/passwd none 'gpu: "/etc/passwd" is not a built-in GPU profile \([^:]*\)$'
+grep -q root "$dir/err" && bad ep-gpu-passwd-quote "the file's content is in the message"
+epcase ep-gpu-relative profiles/h100-nvlink.json none 'gpu: "profiles/h100-nvlink.json" is not a built-in'
+epcase ep-gpu-plus h100-nvlink+ib-400 none 'gpu: "h100-nvlink\+ib-400" is not a built-in GPU profile'
+epcase ep-fabric-as-gpu ib-400 none 'epp\.csv:2:3: gpu: "ib-400" is a fabric, not a GPU profile'
+epcase ep-gpu-as-fabric h100-nvlink h800-nvlink 'epp\.csv:2:[0-9]+: fabric: "h800-nvlink" is a GPU profile, not a fabric \(efa-400, ib-400, roce-200\)'
+# (a fabric name fits 23 bytes: a FIFO of a short name)
+sf=/tmp/xs$$.f
+mkfifo "$sf" && epcase ep-fabric-fifo h100-nvlink "$sf" 'fabric: "/tmp/xs[0-9]+\.f" is not a built-in fabric'
+rm -f "$sf"
+epcase ep-fabric-zero h100-nvlink /dev/zero 'fabric: "/dev/zero" is not a built-in fabric'
 hdr='source,gpu,ep,hidden,intermediate,experts,topk,shared_experts,act_dtype,weight_dtype,tokens,arm,time_us'
 row='h100-nvlink,8,7168,2048,256,8,0,fp8,fp8,64,sequential'
 printf '%s\ns,%s,1e-320\n' "$hdr" "$row" >"$dir/v.csv"
@@ -171,6 +192,8 @@ printf '%s,arm\ns,%s,100,x\n' "$hdr" "$row" >"$dir/v.csv"
 expect column-twice 2 'v\.csv:1:[0-9]+: column "arm" is named twice' 10 "$x" validate megamoe --data "$dir/v.csv"
 printf '%s\n"s"x,%s,100\n' "$hdr" "$row" >"$dir/v.csv"
 expect stray-quote 2 'v\.csv:2:4: a stray quote' 10 "$x" validate megamoe --data "$dir/v.csv"
+printf '%s\ns,ib-400,%s,100\n' "$hdr" "${row#*,}" >"$dir/v.csv"
+expect megamoe-fabric-as-gpu 2 'v\.csv:2:3: gpu: "ib-400" is a fabric, not a GPU profile' 10 "$x" validate megamoe --data "$dir/v.csv"
 printf '%s\ns,%s,100\n' "$hdr" "$row" >"$dir/v.csv"
 expect fail-above-empty 2 '--fail-above: expected a fraction' 10 "$x" validate megamoe --data "$dir/v.csv" --fail-above ''
 expect fail-above-word 2 '--fail-above: expected a fraction' 10 "$x" validate megamoe --data "$dir/v.csv" --fail-above abc

@@ -110,20 +110,31 @@ static void job_free(ep_job *j) {
   j->nprofs = 0;
 }
 
+/* The profile of a row's gpu and fabric, built-in names only (a row never
+ * makes xstage open a file); *which says which was wrong: 0 the gpu, 1
+ * the fabric, 2 the pair */
 static xs_status job_profile(ep_job *j, const char *gpu, const char *fabric,
-                             xs_profile **out, xs_error *err) {
+                             xs_profile **out, int *which, xs_error *err) {
   for (size_t i = 0; i < j->nprofs; i++)
     if (!strcmp(j->profs[i].gpu, gpu) && !strcmp(j->profs[i].fabric, fabric)) {
       *out = j->profs[i].prof;
       return XS_OK;
     }
+  *which = 2;
   if (j->nprofs == sizeof j->profs / sizeof j->profs[0])
     return xs__fail(err, XS_INVALID, "more than %zu pairs of gpu and fabric",
                     sizeof j->profs / sizeof j->profs[0]);
-  xs_status st = xs_profile_load_fabric(gpu, strcmp(fabric, "none") ? fabric : NULL,
-                                        out, err);
-  if (st)
+  xs_profile *f = NULL;
+  xs_status st;
+  if ((*which = 0, st = xs__profile_builtin(gpu, 0, out, err)) ||
+      (*which = 1, strcmp(fabric, "none") && (st = xs__profile_builtin(fabric, 1, &f, err))) ||
+      (*which = 2, f && (st = xs_profile_add_fabric(*out, f, err)))) {
+    xs_profile_free(f);
+    xs_profile_free(*out);
+    *out = NULL;
     return st;
+  }
+  xs_profile_free(f);
   cached *c = &j->profs[j->nprofs++];
   snprintf(c->gpu, sizeof c->gpu, "%s", gpu);
   snprintf(c->fabric, sizeof c->fabric, "%s", fabric);
@@ -330,8 +341,11 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
                         "\"%s\"", e->metric);
   xs_profile *prof;
   xs_error e2;
-  if (job_profile(j, row->gpu, e->fabric, &prof, &e2))
-    return xs__csv_fail(err, j->file, lineno, F[C_GPU]->col, "gpu and fabric: %s",
+  int which;
+  if (job_profile(j, row->gpu, e->fabric, &prof, &which, &e2))
+    return xs__csv_fail(err, j->file, lineno, F[which == 1 ? C_FABRIC : C_GPU]->col,
+                        "%s: %s", which == 0 ? "gpu" : which == 1 ? "fabric"
+                                                              : "gpu and fabric",
                         e2.message);
   /* the harness's settings: the library's own test, unless the knobs say
    * otherwise. DeepEP's (and UCCL-EP's) internode tests route each token
@@ -433,7 +447,8 @@ static xs_status objective(ep_job *j, const xs_validate_set *set,
       continue;
     xs_profile *prof;
     double t[XS_MODEL_COUNT];
-    if ((st = job_profile(j, r->gpu, r->ep.fabric, &prof, err)) ||
+    int which;
+    if ((st = job_profile(j, r->gpu, r->ep.fabric, &prof, &which, err)) ||
         (st = row_predict(r, prof, &par, 0, t, err)))
       break;
     err_of[i] = fmin(FIT_CAP, fabs(log(in_metric(&r->ep, t[0]) / r->ep.measured)));
@@ -492,8 +507,9 @@ static xs_status fit(ep_job *j, const xs_validate_set *set,
    * evaluation of the objective */
   for (size_t r = 0; r < set->nrows && !st; r++) {
     xs_profile *prof;
+    int which;
     if (set->rows[r].kind == 2)
-      st = job_profile(j, set->rows[r].gpu, set->rows[r].ep.fabric, &prof, err);
+      st = job_profile(j, set->rows[r].gpu, set->rows[r].ep.fabric, &prof, &which, err);
   }
   double moved = 1;
   for (int round = 0; round < 8 && moved > 0.005 && !st; round++) {
@@ -564,7 +580,8 @@ xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
         continue;
       xs_profile *prof;
       double t[XS_MODEL_COUNT];
-      if ((st = job_profile(&j, r->gpu, r->ep.fabric, &prof, err)) ||
+      int which;
+      if ((st = job_profile(&j, r->gpu, r->ep.fabric, &prof, &which, err)) ||
           (st = job_apply(&j, v, &par, err)) ||
           (st = row_predict(r, prof, &par, 0, t, err)))
         break;

@@ -156,17 +156,15 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
       *out = j->profs[i].prof;
       return XS_OK;
     }
-  int builtin = 0;
   xs_error e2;
   xs_profile *loaded = NULL;
-  for (size_t i = 0; i < xs_builtin_profile_count(); i++)
-    builtin |= !strcmp(xs_builtin_profile_name(i), f->s);
-  if (!builtin || j->nprofs == sizeof j->profs / sizeof j->profs[0] ||
-      xs_profile_load(f->s, &loaded, &e2))
-    return xs__csv_fail(err, j->file, lineno, f->col,
-                    "gpu: \"%s\" is not a built-in profile (xstage profiles "
-                    "list)%s%s%s", f->s, j->ngiven ? " nor the given profile \"" : "",
-                    j->ngiven ? xs_profile_name(j->given[0]) : "", j->ngiven ? "\"" : "");
+  if (j->nprofs == sizeof j->profs / sizeof j->profs[0])
+    return xs__csv_fail(err, j->file, lineno, f->col, "gpu: more than %zu GPUs in one file",
+                        sizeof j->profs / sizeof j->profs[0]);
+  if (xs__profile_builtin(f->s, 0, &loaded, &e2))
+    return xs__csv_fail(err, j->file, lineno, f->col, "gpu: %s%s%s%s", e2.message,
+                        j->ngiven ? "; nor the given profile \"" : "",
+                        j->ngiven ? xs_profile_name(j->given[0]) : "", j->ngiven ? "\"" : "");
   snprintf(j->profs[j->nprofs].name, sizeof j->profs[j->nprofs].name, "%s", f->s);
   j->profs[j->nprofs++].prof = loaded;
   *out = loaded;
