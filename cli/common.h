@@ -16,6 +16,9 @@
 enum { EXIT_OK = 0, EXIT_MACHINE = 1, EXIT_INPUT = 2 };
 
 int cli_exit_code(xs_status st);
+/* "xstage CMD: message" on stderr, its control characters escaped (the
+ * message may quote an argument or a file's text) */
+void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "xstage CMD: message" to stderr and return the exit code. */
 int cli_error(const char *cmd, const xs_error *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...)

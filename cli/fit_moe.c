@@ -75,7 +75,7 @@ static int parse_count(const char *flag, const char *text, double lo, double hi,
 static void print_result(FILE *f, const xs_moe_fit_result *r, const xs_profile *base,
                          const char *data) {
   fprintf(f, "xstage fit megamoe: %zu rows of gpu %s in %s (%zu other rows skipped)\n\n",
-         r->nrows, cli_profile_text(base), data, r->skipped);
+         r->nrows, cli_profile_text(base), cli_name_text(data), r->skipped);
   fprintf(f, "  %6s %11s %11s %8s %11s %8s\n", "line", "measured", "before", "error",
          "after", "error");
   for (size_t i = 0; i < r->nrows; i++) {
@@ -171,8 +171,8 @@ int cmd_fit_megamoe(int argc, char **argv) {
     if (outp) {
       rc = cli_write_document("fit megamoe", outp, xs_profile_to_json(tuned));
       if (!rc && strcmp(outp, "-"))
-        fprintf(rep, "\n  wrote %s (validate megamoe --profile %s uses it for gpu %s)\n",
-                outp, outp, cli_profile_text(base));
+        fprintf(rep, "\n  wrote %s (validate megamoe --profile that file uses it for gpu "
+                "%s)\n", cli_name_text(outp), cli_profile_text(base));
     }
     xs_moe_fit_free(&r);
   }

@@ -267,7 +267,7 @@ int cmd_plan(int argc, char **argv) {
     if (cst) {
       xs_profile_free(prof);
       free(grid);
-      fprintf(stderr, "xstage plan: --compute %s: %s\n", compute, err.message);
+      cli_say("plan", "--compute %s: %s", compute, err.message);
       return EXIT_INPUT;
     }
   }

@@ -229,8 +229,9 @@ static void print_group(const xs_validate_set *set, int field, const char *title
     group g = {field, vals[k]};
     size_t n;
     double mx, med = median_of(set, &g, 0, &n, &mx);
-    printf("    %-40.40s %3zu rows  median %5.1f%%  largest %6.1f%%", vals[k], n,
-           100 * med, 100 * mx);
+    char name[48];
+    printf("    %-40s %3zu rows  median %5.1f%%  largest %6.1f%%",
+           cli_text_cut(vals[k], 40, name, sizeof name), n, 100 * med, 100 * mx);
     if (loso)
       printf("  left out %5.1f%%", 100 * median_of(set, &g, -1, NULL, NULL));
     for (int m = 1; m < XS_MODEL_COUNT; m++)
@@ -320,7 +321,7 @@ int cli_validate_ep(int argc, char **argv) {
   } else {
     printf("EP dispatch and combine: %zu rows of %s, each predicted under "
            "burstgap on its gpu's built-in profile and fabric, in its own "
-           "metric\n\n", set.nrows, data);
+           "metric\n\n", set.nrows, cli_name_text(data));
     printf("  %-24s %-12s %-8s %-18s %-9s %4s %5s %-10s %10s %10s %8s%s\n",
            "source", "gpu", "fabric", "library/kernel", "phase", "ep", "tokens",
            "metric", "published", "predicted", "error",

@@ -206,6 +206,35 @@ if [ $rc = 0 ] && ! grep -q "$(printf '\033')" "$dir/out" && grep -q 'a\\x1b' "$
 else
     bad validate-escapes "exit $rc, raw control characters or none escaped"
 fi
+# control bytes from data and from arguments, in tables and in messages:
+# written as \xNN, never raw (an ESC recolours a terminal, a BEL rings it)
+# noesc NAME WANT_RC CMD...: exit WANT_RC, no raw ESC or BEL, an escaped one
+noesc() {
+    name=$1 want=$2
+    shift 2
+    run 60 "$@"
+    if [ "$rc" = "$want" ] && ! cat "$dir/out" "$dir/err" | grep -q "$(printf '[\033\007]')" &&
+        cat "$dir/out" "$dir/err" | grep -q 'x1b'; then
+        ok "$name"
+    else
+        bad "$name" "exit $rc (want $want), raw control characters or none escaped"
+    fi
+}
+printf '%s\n"a\033[31mb\007",%s\n' "$ephdr" "${eprow#*,}" >"$dir/epesc.csv"
+noesc ep-summary-escapes 0 "$x" validate ep --data "$dir/epesc.csv"
+noesc ep-by-source-escapes 0 "$x" validate ep --data "$dir/epesc.csv" --by-source
+noesc ep-models-escapes 0 "$x" validate ep --data "$dir/epesc.csv" --models all
+printf '%s\ns,%s\n' "$ephdr" "$(echo "${eprow#*,}" | awk -F, -v OFS=, '{$3="deep\033[31m"; print}')" >"$dir/eplib.csv"
+noesc ep-library-message 2 "$x" validate ep --data "$dir/eplib.csv"
+printf '%s\ns,%s,100\n' "$hdr" "$(echo "$row" | sed 's/,sequential$/,fused\o033[31m/')" >"$dir/arm.csv"
+noesc megamoe-arm-message 2 "$x" validate megamoe --data "$dir/arm.csv"
+noesc fit-arm-message 2 "$x" fit megamoe --data "$dir/arm.csv" --profile h100-nvlink
+printf '%s\ns,h100\033[31m,%s,100\n' "$hdr" "${row#*,}" >"$dir/gpu.csv"
+noesc fit-gpu-message 2 "$x" fit megamoe --data "$dir/gpu.csv" --profile h100-nvlink
+noesc fit-profile-argument 2 "$x" fit megamoe --data "$dir/arm.csv" --profile "$(printf 'h100\033[31m')"
+printf '%s\ns,%s,100\n' "$hdr" "$row" >"$dir/v.csv"
+noesc fit-source-argument 2 "$x" fit megamoe --data "$dir/v.csv" --profile h100-nvlink --source "$(printf 'x\033[31m')"
+noesc command-argument 2 "$x" "$(printf 'pl\033an')"
 # the published rows copied 300 times: every row measured 300 times
 { grep -v '^#' data/published/megamoe.csv | head -1
   for k in $(seq 300); do grep -v '^#' data/published/megamoe.csv | tail -n +2; done; } >"$dir/many.csv"

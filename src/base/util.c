@@ -30,12 +30,43 @@ const char *xs_strerror(xs_status status) {
   return "unknown status";
 }
 
+/* Control characters of a message (C0, DEL, and C1 as UTF-8) written as
+ * \xNN, so that a name from a data file or an argument quoted in it
+ * cannot move a terminal's cursor or recolour it; a character goes whole
+ * or not at all when the message is cut. */
+static void escape_controls(const char *in, char *out, size_t size) {
+  const unsigned char *u = (const unsigned char *)in;
+  size_t n = 0;
+  for (size_t i = 0; u[i];) {
+    size_t c = u[i] < 0x20 || u[i] == 0x7f                      ? 1
+               : u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f ? 2
+                                                                  : 0;
+    if (c) {
+      if (n + 5 > size)
+        break;
+      n += (size_t)snprintf(out + n, size - n, "\\x%02x", u[i + c - 1]);
+      i += c;
+      continue;
+    }
+    size_t len = 1;
+    while (u[i + len] && (u[i + len] & 0xC0) == 0x80 && len < 4)
+      len++;
+    if (n + len + 1 > size)
+      break;
+    memcpy(out + n, u + i, len);
+    n += len, i += len;
+  }
+  out[n] = '\0';
+}
+
 xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
                     va_list ap) {
   if (err) {
+    char raw[sizeof err->message];
     err->status = status;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    xs__utf8_trim(err->message); /* a message cut short: between characters */
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    xs__utf8_trim(raw); /* a message cut short: between characters */
+    escape_controls(raw, err->message, sizeof err->message);
   }
   return status;
 }
