@@ -73,6 +73,14 @@ int cli_out_of_memory(const char *cmd) {
   return EXIT_MACHINE;
 }
 
+int cli_once(const char *cmd, const char *flag, const char **slot, const char *value) {
+  if (*slot)
+    return cli_usage_error(cmd, "%s given twice (\"%s\", \"%s\"): give it once", flag,
+                           *slot, value);
+  *slot = value;
+  return 0;
+}
+
 int cli_bad_flag(const char *cmd, int argc, char **argv) {
   extern int optind;
   const char *arg = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
@@ -83,8 +91,13 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
                          const char *const *outputs, size_t nout) {
   for (size_t o = 0; o < nout; o++) {
     struct stat so;
+    xs_error err;
     if (!outputs[o] || !strcmp(outputs[o], "-"))
       continue;
+    /* a directory, a read-only file, a missing folder: now, not after
+     * the work */
+    if (xs_check_output(outputs[o], &err))
+      return cli_error(cmd, &err);
     int out_exists = stat(outputs[o], &so) == 0;
     for (size_t i = 0; i < nin; i++) {
       struct stat si;
@@ -381,10 +394,22 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   optind = 2;
   while ((c = getopt_long(argc, argv, ":p:g:jcF:l:k:h", opts, NULL)) != -1) {
     switch (c) {
-    case 'p': profile = optarg; break;
-    case 'F': fabric = optarg; break;
-    case 'l': o->ep_library = optarg; break;
-    case 'k': o->ep_kernel = optarg; break;
+    case 'p':
+      if (cli_once("sweep", "--profile", &profile, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'F':
+      if (cli_once("sweep", "--fabric", &fabric, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'l':
+      if (cli_once("sweep", "--ep-library", &o->ep_library, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'k':
+      if (cli_once("sweep", "--ep-kernel", &o->ep_kernel, optarg))
+        return EXIT_INPUT;
+      break;
     case 'g': o->grid = optarg; break;
     case 'j': o->json = 1; break;
     case 'c': o->csv = 1; break;

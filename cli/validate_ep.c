@@ -263,6 +263,10 @@ int cli_validate_ep(int argc, char **argv) {
     case 'm': {
       char buf[256];
       snprintf(buf, sizeof buf, "%s", optarg);
+      if (!strtok(buf, ", "))
+        return cli_usage_error("validate", "--models: an empty list (burstgap, blocking, "
+                               "serial, ideal, all)");
+      snprintf(buf, sizeof buf, "%s", optarg);
       for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
         xs_model m;
         if (!strcmp(t, "all"))

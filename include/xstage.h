@@ -1442,7 +1442,12 @@ typedef struct xs_moe_fit_result {
  * resamples of the rows. *tuned (may be NULL) receives base with the
  * fitted numbers, each one's "sources" entry starting "fitted:" and
  * naming the file and rows; free it with xs_profile_free. Deterministic
- * for a seed. */
+ * for a seed. A text of more than XS_MOE_FIT_MAX_ROWS rows is refused
+ * before any is predicted (each is predicted 60 to 120 times, spread over
+ * the cores online: 50 s of CPU at 1,000 rows here); a fit whose every
+ * term ends at its bound is refused (no profile within the bounds gives
+ * those times). */
+#define XS_MOE_FIT_MAX_ROWS 2000
 XS_API xs_status xs_moe_fit(const char *text, size_t length,
                             const char *filename, const xs_profile *base,
                             const xs_moe_fit_options *options,
@@ -1631,10 +1636,17 @@ XS_API char *xs_timeline_svg(const xs_program *program, const xs_profile *profil
  * never replaced: a device or a FIFO (/dev/null), /dev/stdout,
  * /dev/stderr, /dev/fd/N and /proc/self/fd/N (through that descriptor,
  * from its offset, so `--svg /dev/stdout >> log` appends), and a file
- * that standard output or error is open on. A directory is refused. On
- * any error the temporary file is removed. */
+ * that standard output or error is open on. A directory is refused, and
+ * so is a read-only regular file (one this process may not write, or
+ * that has no write permission for anyone: a rename would replace it).
+ * On any error the temporary file is removed. */
 XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
+/* What xs_write_file_atomic would refuse, checked before the work that
+ * makes the data: an empty path, a directory, a read-only file, a new
+ * file in a folder that is not there or not writable. XS_OK otherwise
+ * (a write can still fail: a full disk). */
+XS_API xs_status xs_check_output(const char *path, xs_error *err);
 /* Remove the temporary files of the xs_write_file_atomic calls in
  * progress. Async-signal-safe: for a handler of SIGINT or SIGTERM to call
  * before the process dies (the xstage command does), so that no

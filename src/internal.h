@@ -40,6 +40,20 @@ void xs__utf8_trim(char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 
+/* ---- Numbers in text, whatever the host process's locale ----
+ * A decimal number at s: optional spaces, an optional sign, digits with
+ * an optional point (at least one digit), an optional exponent; never
+ * hex, inf or nan, which strtod takes, and always with a point, which
+ * strtod under a comma-decimal locale (de_DE) does not. Its value into
+ * *v (finite, or the overflow's infinity) and where it ends into *end
+ * (may be NULL); 0, or -1 when s holds no such number. */
+int xs__decimal(const char *s, double *v, const char **end);
+/* The calling thread's locale set to "C" for printing numbers with a
+ * point (a host program may have set another), and back: what
+ * xs__numeric_c returns goes to xs__numeric_restore. */
+void *xs__numeric_c(void);
+void xs__numeric_restore(void *old);
+
 /* ---- String map: string -> uint32, open addressing ---- */
 typedef struct xs__strmap {
   char **keys;

@@ -113,6 +113,20 @@ for sig in INT TERM; do
     fi
 done
 
+# a read-only target (mode 0444 in a writable folder) is refused, not
+# replaced by the rename, root or not; a folder or a missing folder as
+# the output refused before the work (nothing printed, no fit run)
+printf 'old\n' >"$dir/ro.json"
+chmod 444 "$dir/ro.json"
+expect read-only-target 2 'ro\.json: read-only \(mode 444\): not replaced' 20 "$x" fit megamoe --data data/published/megamoe.csv --profile h100-nvlink -o "$dir/ro.json"
+[ "$(cat "$dir/ro.json")" = old ] && [ "$(stat -c %a "$dir/ro.json")" = 444 ] ||
+    bad read-only-kept "the read-only file was replaced"
+expect read-only-svg 2 'ro\.json: read-only' 10 "$x" predict --program $P --profile h100-nvlink --svg "$dir/ro.json"
+expect output-dir-first 2 "$dir: is a directory" 10 "$x" fit megamoe --data data/published/megamoe.csv --profile h100-nvlink -o "$dir"
+[ -s "$dir/out" ] && bad output-dir-first "the fit ran first: $(head -c 80 "$dir/out")"
+expect output-nofolder-first 2 'cannot create: no folder .*/none' 10 "$x" fit megamoe --data data/published/megamoe.csv --profile h100-nvlink -o "$dir/none/t.json"
+[ -s "$dir/out" ] && bad output-nofolder-first "the fit ran first: $(head -c 80 "$dir/out")"
+
 # ---- compact programs ----
 printf '{"workers":[{"name":"a","ops":[{"repeat":16777216,"ops":[{"repeat":16777216,"ops":[]}]},{"send":100}]}]}' >"$dir/empty.json"
 expect empty-repeats 0 '1 worker, 1 send' 10 "$x" predict --program "$dir/empty.json" --profile h100-nvlink
@@ -239,6 +253,52 @@ noesc command-argument 2 "$x" "$(printf 'pl\033an')"
 { grep -v '^#' data/published/megamoe.csv | head -1
   for k in $(seq 300); do grep -v '^#' data/published/megamoe.csv | tail -n +2; done; } >"$dir/many.csv"
 expect validate-copies 2 'many\.csv:[0-9]+:1: measures what line [0-9]+ does' 20 "$x" validate megamoe --data "$dir/many.csv"
+
+# fit megamoe: numbers decimal, knobs once each and within the kernel,
+# times a model can reach, and a bound on the rows known before any fit
+printf '%s\ns,%s,0x10\n' "$hdr" "$row" >"$dir/f.csv"
+expect fit-hex-time 2 'f\.csv:2:[0-9]+: time_us: expected microseconds' 10 "$x" fit megamoe --data "$dir/f.csv" --profile h100-nvlink
+khdr="$hdr,knobs"
+krow=$(echo "$row" | sed 's/,sequential$/,fused-lag/')
+printf '%s\ns,%s,100,lag=1;lag=2\n' "$khdr" "$krow" >"$dir/f.csv"
+expect fit-knob-twice 2 'f\.csv:2:[0-9]+: knobs: lag is given twice' 10 "$x" fit megamoe --data "$dir/f.csv" --profile h100-nvlink
+printf '%s\ns,%s,100,experts_per_wave=4096\n' "$khdr" "$krow" >"$dir/f.csv"
+expect fit-experts-per-wave 2 'knobs: experts_per_wave: 4096, more than the 32 experts a rank holds' 10 "$x" fit megamoe --data "$dir/f.csv" --profile h100-nvlink
+printf '%s\ns,%s,100,block_n=7\n' "$khdr" "$krow" >"$dir/f.csv"
+expect fit-block-n 2 'knobs: block_n: expected a multiple of 16 from 16 to 256' 10 "$x" fit megamoe --data "$dir/f.csv" --profile h100-nvlink
+awk -F, -v OFS=, '/^#/ {next} NR > 1 && $14 ~ /^[0-9.]+$/ {$14 = $14 * 1000} {print}' data/published/megamoe.csv >"$dir/x1000.csv"
+expect fit-all-pinned 2 'x1000\.csv: every term fitted ended at its bound .*are they microseconds' 60 "$x" fit megamoe --data "$dir/x1000.csv" --profile h100-nvlink
+awk -F, -v OFS=, '/^#/ {next} NR > 1 && $14 ~ /^[0-9.]+$/ {$14 = $14 * 3} {print}' data/published/megamoe.csv >"$dir/x3.csv"
+run 60 "$x" fit megamoe --data "$dir/x3.csv" --profile h100-nvlink
+if [ $rc = 0 ] && grep -q 'warning: .* ended at the bound of x1/4 to x4' "$dir/err"; then
+    ok fit-some-pinned
+else
+    bad fit-some-pinned "exit $rc, no warning: $(head -c 200 "$dir/err")"
+fi
+{ echo "$hdr"; for k in $(seq 2001); do echo "s,$(echo "$row" | sed "s/,64,sequential/,$k,sequential/"),100"; done; } >"$dir/many.csv"
+expect fit-rows-bound 2 'many\.csv:2002:1: more than 2000 rows: the fit predicts each 60 to 120 times' 10 "$x" fit megamoe --data "$dir/many.csv" --profile h100-nvlink
+# sweep with --ep-library: a config the grid cannot make is named (it
+# exited 2 saying nothing); an unknown library names the flag and the
+# kernel it defaulted to
+printf '{"presets":["deepseek-v3","glm"],"tokens":[16],"ep":[64]}' >"$dir/g.json"
+expect sweep-ep-library-config 2 'glm, 16 tokens, EP 64: experts \(288\) must be a multiple of ep' 30 "$x" sweep megamoe --grid "$dir/g.json" --profile h800-nvlink --fabric efa-400 --ep-library uccl-ep
+expect ep-library-default-kernel 2 '--ep-library, --ep-kernel: ep_library "nope" and ep_kernel "normal" \(the default\)' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --ep-library nope
+expect fabric-twice 2 '--fabric given twice \("ib-400", "efa-400"\)' 10 "$x" plan megamoe --preset deepseek-v3 --profile h800-nvlink --ep 64 --fabric ib-400 --fabric efa-400
+expect sweep-fabric-twice 2 '--fabric given twice' 10 "$x" sweep megamoe --profile h800-nvlink --fabric ib-400 --fabric efa-400
+for n in 1e9:1e\\+09 65537:65537; do
+    shown=${n#*:} n=${n%%:*}
+    sed "s/\"node_gpus\": [0-9][0-9]*/\"node_gpus\": $n/; s/\"name\": \"h800-nvlink\"/\"name\": \"n\"/" profiles/h800-nvlink.json >"$dir/node.json"
+    expect "node-gpus-$n" 2 "node\\.json:3:[0-9]+: node_gpus: expected a whole number from 1 to 65536, got $shown\$" 10 "$x" plan megamoe --preset deepseek-v3 --profile "$dir/node.json"
+done
+# CSV lines that end with CR alone, an empty --models, a value no kernel's
+# time can be (printed as 300 digits)
+printf '%s\rs,%s,100\r' "$hdr" "$row" >"$dir/cr.csv"
+expect cr-line-ends 2 'cr\.csv:1:[0-9]+: a carriage return inside a line' 10 "$x" validate megamoe --data "$dir/cr.csv"
+expect models-empty 2 '--models: an empty list' 10 "$x" validate ep --models ''
+for v in 1e300 1e-300; do
+    printf '%s\n%s\n' "$ephdr" "$(echo "$eprow" | awk -F, -v OFS=, -v v=$v '{$16 = v; print}')" >"$dir/epv.csv"
+    expect "ep-value-$v" 2 "epv\\.csv:2:[0-9]+: value: $v [A-Za-z_]+ is a time of .* us, outside 0.001 to 1e\\+12 us" 10 "$x" validate ep --data "$dir/epv.csv"
+done
 
 # ---- NUL bytes and byte order marks in the other inputs ----
 printf 'backend,bytes,gap_s,issue_s,deliver_s,repeat\npipe,4096,0,1e-6,2e-6,0\npipe,8192,0,2e-6,3e-6,0\npipe,16384,0,3e-6,5e-6,0\npipe,32768,0,5e-6,9e-6,0\0\n' >"$dir/s.csv"

@@ -720,8 +720,13 @@ xs_status xs_profile_parse(const char *text, size_t length,
     goto done;
   if (have) {
     xs_error e2;
-    if (xs_profile_set_node_gpus(p, node_gpus > NODE_GPUS_MAX ? 0 : (unsigned)node_gpus,
-                                 &e2)) {
+    if (node_gpus > NODE_GPUS_MAX) { /* past an unsigned's range, named as given */
+      xs__jpath_key(&d.path, "node_gpus");
+      st = xs__jfail(&d, "expected a whole number from 1 to %d, got %g", NODE_GPUS_MAX,
+                     node_gpus);
+      goto done;
+    }
+    if (xs_profile_set_node_gpus(p, (unsigned)node_gpus, &e2)) {
       xs__jpath_key(&d.path, "node_gpus");
       st = xs__jfail(&d, "%s", e2.message);
       goto done;

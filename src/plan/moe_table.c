@@ -632,7 +632,7 @@ void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *P, const char *
       P, row_type, P, arg, up, P, arg, P);
 }
 
-char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
+static char *table_header(const xs_moe_table *t, const char *prefix,
                           const char *comment) {
   if (xs_c_header_prefix(prefix, NULL))
     return NULL;
@@ -711,6 +711,15 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
     return NULL;
   }
   return b.s;
+}
+
+/* numbers with a point whatever the host's locale */
+char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
+                          const char *comment) {
+  void *loc = xs__numeric_c();
+  char *s = table_header(t, prefix, comment);
+  xs__numeric_restore(loc);
+  return s;
 }
 
 /* ---- sensitivity ---- */

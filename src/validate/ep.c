@@ -227,6 +227,8 @@ static xs_status row_predict(const xs_validate_row *row, const xs_profile *prof,
 /* "sms=16;timing=api;nvlink=0;groups=4" over the row's defaults */
 static int parse_knobs(const char *text, xs_validate_ep_row *e, char *bad,
                        size_t badn) {
+  static const char *const keys[] = {"sms", "timing", "nvlink", "groups", NULL};
+  unsigned seen = 0;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", text);
   for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
@@ -242,14 +244,24 @@ static int parse_knobs(const char *text, xs_validate_ep_row *e, char *bad,
     *eq = '\0';
     const char *v = eq + 1;
     double x;
+    int which = xs__name_index(keys, 4, tok);
+    if (which < 0) {
+      snprintf(bad, badn, "unknown knob \"%s\" (sms, timing, nvlink, groups)", tok);
+      return -1;
+    }
+    if (seen & (1u << which)) {
+      snprintf(bad, badn, "%s is given twice", tok);
+      return -1;
+    }
+    seen |= 1u << which;
     if (!strcmp(tok, "timing")) {
       if (strcmp(v, "api") && strcmp(v, "kernel")) {
         snprintf(bad, badn, "timing: expected api or kernel, got \"%s\"", v);
         return -1;
       }
       e->api_time = !strcmp(v, "api");
-    } else if (xs__csv_number(v, &x) || x < 0 || x != floor(x)) {
-      snprintf(bad, badn, "%s: expected a whole number, got \"%s\"", tok, v);
+    } else if (xs__csv_number(v, &x) || x < 0 || x > 1e7 || x != floor(x)) {
+      snprintf(bad, badn, "%s: expected a whole number from 0 to 1e7, got \"%s\"", tok, v);
       return -1;
     } else if (!strcmp(tok, "sms")) {
       e->sms = x;
@@ -261,10 +273,6 @@ static int parse_knobs(const char *text, xs_validate_ep_row *e, char *bad,
         return -1;
       }
       e->ll_nvlink = (int)x;
-    } else {
-      snprintf(bad, badn, "unknown knob \"%s\" (sms, timing, nvlink, groups)",
-               tok);
-      return -1;
     }
   }
   return 0;
@@ -401,6 +409,12 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
                         "value: expected a positive number, got \"%s\"", F[C_VALUE]->s);
   row->measured_us = e->bytes > 0 ? e->bytes / (e->measured * 1e9) * 1e6
                                   : e->measured;
+  /* a figure no kernel's time can be (1e300 printed as 300 digits) */
+  if (!(row->measured_us >= XS__TIME_US_MIN && row->measured_us <= XS__TIME_US_MAX))
+    return xs__csv_fail(err, j->file, lineno, F[C_VALUE]->col,
+                        "value: %s %s is a time of %.3g us, outside %g to %g us",
+                        F[C_VALUE]->s, e->metric, row->measured_us, XS__TIME_US_MIN,
+                        XS__TIME_US_MAX);
   row->error = e->predicted / e->measured - 1;
   row->metric[0] = '\0';
   return XS_OK;

@@ -109,11 +109,14 @@ xs_status xs_moe_config_check(const xs_moe_config *c, xs_error *err) {
       !xs__ep_known(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                     c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL))
     return xs__fail(err, XS_INVALID,
-                    "ep_library \"%s\" and ep_kernel \"%s\": no such all-to-all "
+                    "ep_library \"%s\"%s and ep_kernel \"%s\"%s: no such all-to-all "
                     "kernel (deepep-v1 normal or low-latency, deepep-v2 normal, "
                     "deepep-hybrid normal, pplx-kernels low-latency, uccl-ep "
                     "normal or low-latency)",
-                    c->ep_library, c->ep_kernel);
+                    c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
+                    c->ep_library[0] ? "" : " (the default)",
+                    c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL,
+                    c->ep_kernel[0] ? "" : " (the default)");
   return XS_OK;
 }
 
