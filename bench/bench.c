@@ -458,6 +458,62 @@ static int bench_probe(int quick) {
   return 0;
 }
 
+/* validate ep --by-source over many sources: the project's EP rows, row i
+ * the (i mod n)-th under a source of its own ("s<i>"), read and
+ * predicted, then each source left out of the constants' fit
+ * (validate_ep_by_source_s; its CPU time beside). */
+static int bench_ep_by_source(size_t want) {
+  FILE *f = fopen(XSTAGE_SRC "/data/published/ep.csv", "rb");
+  char line[8192], **rows = malloc(1024 * sizeof *rows), *header = NULL;
+  size_t nr = 0;
+  while (f && rows && nr < 1024 && fgets(line, sizeof line, f)) {
+    if (line[0] == '#')
+      continue;
+    /* the line past its first field (a quoted one may hold commas) */
+    const char *p = line;
+    if (*p == '"')
+      for (p++; *p && !(p[0] == '"' && p[1] != '"'); p += p[0] == '"' ? 2 : 1)
+        ;
+    p = strchr(p, ',');
+    if (!p)
+      continue;
+    if (!header)
+      header = strdup(line);
+    else
+      rows[nr++] = strdup(p);
+  }
+  if (f)
+    fclose(f);
+  size_t cap = want * 8300 + 8192, n = 0;
+  char *csv = nr && header ? malloc(cap) : NULL;
+  if (!csv) {
+    fprintf(stderr, "xstage-bench: no rows in data/published/ep.csv\n");
+    return 1;
+  }
+  n += (size_t)snprintf(csv, cap, "%s", header);
+  for (size_t i = 0; i < want; i++)
+    n += (size_t)snprintf(csv + n, cap - n, "s%zu%s", i, rows[i % nr]);
+  xs_validate_set set;
+  xs_error e;
+  double t0 = now_s(), c0 = cpu_s();
+  if (xs_validate_ep(csv, n, "ep.csv", &set, NULL, NULL, &e))
+    die("validate ep", &e);
+  double *values = malloc((want + 1) * XS_EP_CONSTANTS * sizeof *values);
+  if (!values || xs_validate_ep_by_source(&set, values, &e))
+    die("by source", &e);
+  printf("validate_ep_by_source_sources %zu sources\n", want);
+  printf("validate_ep_by_source_s %.3g s\n", now_s() - t0);
+  printf("validate_ep_by_source_cpu_s %.3g s\n", cpu_s() - c0);
+  free(values);
+  xs_validate_free(&set);
+  free(csv);
+  for (size_t i = 0; i < nr; i++)
+    free(rows[i]);
+  free(rows);
+  free(header);
+  return 0;
+}
+
 /* validate's summary over many rows: the project's MegaMoE rows
  * predicted once, then copied under distinct sources into `rows` rows
  * (each copy a set of configs of its own, as another paper's data would
@@ -526,7 +582,7 @@ static int bench_validate(int quick) {
   xs_validate_free(&one);
   free(many.rows);
   free(text);
-  return 0;
+  return bench_ep_by_source(quick ? 100 : 1000);
 }
 
 /* The online tuner (docs/tune.md): creating it for DeepSeek-V3 on

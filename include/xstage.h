@@ -1257,6 +1257,12 @@ XS_API xs_status xs_validate_ep(const char *text, size_t length,
  * what it is, and the value the library uses (fitted to every row of the
  * project's data/published/ep.csv). */
 #define XS_EP_CONSTANTS 5
+/* xs_validate_ep_by_source refits without each source from scratch while
+ * sources x rows is at most XS_EP_EXACT_WORK; past it, each source's
+ * refit is made on the rows' linear model about a fit to all rows, and
+ * sets of more than XS_EP_BY_SOURCE_MAX_ROWS rows are refused. */
+#define XS_EP_EXACT_WORK 4000
+#define XS_EP_BY_SOURCE_MAX_ROWS 2000
 XS_API const char *xs_ep_constant_name(size_t i);
 XS_API const char *xs_ep_constant_about(size_t i);
 XS_API double xs_ep_constant_value(size_t i);

@@ -290,6 +290,12 @@ for n in 1e9:1e\\+09 65537:65537; do
     sed "s/\"node_gpus\": [0-9][0-9]*/\"node_gpus\": $n/; s/\"name\": \"h800-nvlink\"/\"name\": \"n\"/" profiles/h800-nvlink.json >"$dir/node.json"
     expect "node-gpus-$n" 2 "node\\.json:3:[0-9]+: node_gpus: expected a whole number from 1 to 65536, got $shown\$" 10 "$x" plan megamoe --preset deepseek-v3 --profile "$dir/node.json"
 done
+# validate ep --by-source over many one-row sources: linear in them (100
+# took 47 s, 3,000 did not end), and a bound on the rows known first
+{ echo "$ephdr"; for k in $(seq 300); do echo "s$k,${eprow#*,}" | sed "s/,4096,/,$((4000 + k)),/"; done; } >"$dir/eps.csv"
+expect ep-by-source-many 0 'with each source left out of the fit: median' 120 "$x" validate ep --data "$dir/eps.csv" --by-source
+{ echo "$ephdr"; for k in $(seq 2001); do echo "s$k,${eprow#*,}"; done; } >"$dir/eps.csv"
+expect ep-by-source-bound 2 '--by-source: 2001 rows of 2001 sources, more than 2000' 120 "$x" validate ep --data "$dir/eps.csv" --by-source
 # CSV lines that end with CR alone, an empty --models, a value no kernel's
 # time can be (printed as 300 digits)
 printf '%s\rs,%s,100\r' "$hdr" "$row" >"$dir/cr.csv"

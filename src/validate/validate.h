@@ -56,5 +56,10 @@ xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
 xs_status xs__validate_megamoe_burstgap(const char *text, size_t length,
                                         const char *filename, const xs_profile *profile,
                                         xs_validate_set *out, xs_error *err);
+/* xs_validate_ep_by_source with the bound of its exact refits (sources x
+ * rows; XS_EP_EXACT_WORK for it) as a parameter: 0 refits every source on
+ * the linear model, for tests of it against the exact refits */
+xs_status xs__validate_ep_by_source_within(xs_validate_set *set, double *values,
+                                           double exact_work, xs_error *err);
 
 #endif
