@@ -165,6 +165,14 @@ expect prefix-guard 2 '--header-prefix: "_stdio" begins with an underscore' 10 "
 printf '{"preset": "glm", "tokens": 64, "name": "%s"}' "$(printf '%040d' 0 | sed 's/0/é/g')" >"$dir/name.json"
 expect name-utf8-cut 0 '"preset": "(é)+"' 20 "$x" plan megamoe --config "$dir/name.json" --profile h800-nvlink --json
 
+# plan flashattn: the flags' ranges are the config check's; a grid point
+# past it named with its flag before any plan; a dtype no kernel runs
+expect fa-cp-range 2 '--cp: expected a whole number from 1 to 4096' 10 "$x" plan flashattn --preset llama3-8b --profile h100-nvlink --cp 5000
+expect fa-seq-range 2 '--seq: expected a whole number from 1 to 100000000' 10 "$x" plan flashattn --preset llama3-8b --profile h100-nvlink --seq 200000000
+expect fa-seq-grid-flag 2 '--seq-grid: 1.34218e\+08 tokens per rank: seq must be' 10 "$x" plan flashattn --preset llama3-8b --profile h100-nvlink --seq-grid 1:1000000000:x2
+printf '{"preset": "llama3-8b", "dtype": "int1"}' >"$dir/fa.json"
+expect fa-dtype 2 'fa\.json:1:[0-9]+: dtype: dtype must be bf16, fp16 or fp8' 10 "$x" plan flashattn --config "$dir/fa.json" --profile h100-nvlink
+
 # ---- validate ----
 # an EP row's source longer than the row holds, cut where a two-byte
 # character straddles the cut: cut before it, and the row stays in --json
