@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 PACKAGES="cmake make gcc pkg-config libjansson-dev libcmocka-dev"
 TEST_PACKAGES="clang libclang-rt-dev libxml2-utils openmpi-bin libopenmpi-dev python3 python3-pytest
     python3-venv python3-pip python3-setuptools python3-wheel python3-hypothesis python3-numpy
-    python3-pandas python3-matplotlib"
+    python3-pandas python3-matplotlib locales"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 say() { printf '==> %s\n' "$*" >&2; }

@@ -458,6 +458,62 @@ static int bench_probe(int quick) {
   return 0;
 }
 
+/* validate ep --by-source over many sources: the project's EP rows, row i
+ * the (i mod n)-th under a source of its own ("s<i>"), read and
+ * predicted, then each source left out of the constants' fit
+ * (validate_ep_by_source_s; its CPU time beside). */
+static int bench_ep_by_source(size_t want) {
+  FILE *f = fopen(XSTAGE_SRC "/data/published/ep.csv", "rb");
+  char line[8192], **rows = malloc(1024 * sizeof *rows), *header = NULL;
+  size_t nr = 0;
+  while (f && rows && nr < 1024 && fgets(line, sizeof line, f)) {
+    if (line[0] == '#')
+      continue;
+    /* the line past its first field (a quoted one may hold commas) */
+    const char *p = line;
+    if (*p == '"')
+      for (p++; *p && !(p[0] == '"' && p[1] != '"'); p += p[0] == '"' ? 2 : 1)
+        ;
+    p = strchr(p, ',');
+    if (!p)
+      continue;
+    if (!header)
+      header = strdup(line);
+    else
+      rows[nr++] = strdup(p);
+  }
+  if (f)
+    fclose(f);
+  size_t cap = want * 8300 + 8192, n = 0;
+  char *csv = nr && header ? malloc(cap) : NULL;
+  if (!csv) {
+    fprintf(stderr, "xstage-bench: no rows in data/published/ep.csv\n");
+    return 1;
+  }
+  n += (size_t)snprintf(csv, cap, "%s", header);
+  for (size_t i = 0; i < want; i++)
+    n += (size_t)snprintf(csv + n, cap - n, "s%zu%s", i, rows[i % nr]);
+  xs_validate_set set;
+  xs_error e;
+  double t0 = now_s(), c0 = cpu_s();
+  if (xs_validate_ep(csv, n, "ep.csv", &set, NULL, NULL, &e))
+    die("validate ep", &e);
+  double *values = malloc((want + 1) * XS_EP_CONSTANTS * sizeof *values);
+  if (!values || xs_validate_ep_by_source(&set, values, &e))
+    die("by source", &e);
+  printf("validate_ep_by_source_sources %zu sources\n", want);
+  printf("validate_ep_by_source_s %.3g s\n", now_s() - t0);
+  printf("validate_ep_by_source_cpu_s %.3g s\n", cpu_s() - c0);
+  free(values);
+  xs_validate_free(&set);
+  free(csv);
+  for (size_t i = 0; i < nr; i++)
+    free(rows[i]);
+  free(rows);
+  free(header);
+  return 0;
+}
+
 /* validate's summary over many rows: the project's MegaMoE rows
  * predicted once, then copied under distinct sources into `rows` rows
  * (each copy a set of configs of its own, as another paper's data would
@@ -526,7 +582,7 @@ static int bench_validate(int quick) {
   xs_validate_free(&one);
   free(many.rows);
   free(text);
-  return 0;
+  return bench_ep_by_source(quick ? 100 : 1000);
 }
 
 /* The online tuner (docs/tune.md): creating it for DeepSeek-V3 on
@@ -590,6 +646,18 @@ static int bench_tune(int quick) {
   if (sink < 0)
     printf("#\n");
   xs_tuner_free(t);
+  /* the most grid points a tuner takes, 16 to 16,384 tokens apart by
+   * equal ratios (the whole range from decode to prefill) */
+  double g64[XS_TUNER_MAX_POINTS];
+  for (int i = 0; i < XS_TUNER_MAX_POINTS; i++)
+    g64[i] = round(16 * pow(1024, i / (XS_TUNER_MAX_POINTS - 1.0)));
+  o.tokens = g64;
+  o.ntokens = quick ? 8 : XS_TUNER_MAX_POINTS;
+  t0 = now_s();
+  if (xs_tuner_create(&c, prof, &o, &t, &e))
+    die("tuner", &e);
+  printf("tuner_create_%zu %.3g s\n", o.ntokens, now_s() - t0);
+  xs_tuner_free(t);
   xs_profile_free(prof);
   /* the fit: PR 440's rows of the published timings */
   FILE *f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");
@@ -615,6 +683,53 @@ static int bench_tune(int quick) {
   printf("fit_megamoe_pr440_error_before %.1f %%\n", 100 * r.median_before);
   printf("fit_megamoe_pr440_error_after %.1f %%\n", 100 * r.median_after);
   xs_moe_fit_free(&r);
+  /* The fit on 1,000 rows (10x the project's data): the published H100
+   * rows (those without a quoted field) at 1,000 token counts, row i the
+   * (i mod n)-th at tokens + k (+ 7k past 64 tokens), k = i / n, its time
+   * moved with the square root of the tokens. */
+  enum { ROWS = 1000, COLS = 14 };
+  char *base[64][COLS] = {{0}}, *lines = malloc(1 << 20);
+  size_t nb = 0, used = 0;
+  f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");
+  while (f && lines && nb < 64 && fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || strchr(line, '"') || !strstr(line, ",h100-nvlink,"))
+      continue;
+    char *copy = lines + used, *save = NULL;
+    used += (size_t)snprintf(copy, (1 << 20) - used, "%s", line) + 1;
+    int col = 0;
+    for (char *tok = strtok_r(copy, ",\n", &save); tok && col < COLS;
+         tok = strtok_r(NULL, ",\n", &save))
+      base[nb][col++] = tok;
+    nb += col == COLS;
+  }
+  if (f)
+    fclose(f);
+  size_t cap = (size_t)ROWS * 160 + 256;
+  char *big = nb ? malloc(cap) : NULL;
+  if (!big) {
+    fprintf(stderr, "xstage-bench: no H100 rows in data/published/megamoe.csv\n");
+    return 1;
+  }
+  n = (size_t)snprintf(big, cap, "source,gpu,ep,hidden,intermediate,experts,topk,"
+                       "shared_experts,act_dtype,weight_dtype,tokens,arm,time_us\n");
+  for (size_t i = 0; i < ROWS; i++) {
+    char **b = base[i % nb];
+    double tk = atof(b[11]), k = (double)(i / nb), nt = tk + (tk > 64 ? 7 * k : k);
+    n += (size_t)snprintf(big + n, cap - n, "bench,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%s,%.1f\n",
+                          b[1], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], nt, b[12],
+                          atof(b[13]) * sqrt(nt / tk));
+  }
+  t0 = now_s();
+  double c0 = cpu_s();
+  if (xs_moe_fit(big, n, "bench.csv", prof, NULL, &r, NULL, &e))
+    die("fit 1000", &e);
+  printf("fit_megamoe_1000 %.3g s\n", now_s() - t0);
+  printf("fit_megamoe_1000_cpu %.3g s\n", cpu_s() - c0);
+  printf("fit_megamoe_1000_rows %zu rows\n", r.nrows);
+  printf("fit_megamoe_1000_programs %u programs\n", r.evaluations);
+  xs_moe_fit_free(&r);
+  free(big);
+  free(lines);
   xs_profile_free(prof);
   free(csv);
   return 0;

@@ -28,18 +28,33 @@ int cli_exit_code(xs_status st) {
   }
 }
 
+/* "xstage CMD: MESSAGE TAIL\n" on standard error, the message's control
+ * characters written as \xNN (it quotes arguments and file contents) */
+static void vsay(const char *cmd, const char *tail, const char *fmt, va_list ap) {
+  char raw[4096], safe[4096];
+  vsnprintf(raw, sizeof raw, fmt, ap);
+  fprintf(stderr, "xstage %s: %s%s\n", cmd, cli_text(raw, safe, sizeof safe), tail);
+}
+
+void cli_say(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsay(cmd, "", fmt, ap);
+  va_end(ap);
+}
+
 int cli_error(const char *cmd, const xs_error *err) {
-  fprintf(stderr, "xstage %s: %s\n", cmd, err->message);
+  cli_say(cmd, "%s", err->message);
   return cli_exit_code(err->status);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char tail[96];
+  snprintf(tail, sizeof tail, " (see xstage %s --help)", cmd);
   va_list ap;
-  fprintf(stderr, "xstage %s: ", cmd);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsay(cmd, tail, fmt, ap);
   va_end(ap);
-  fprintf(stderr, " (see xstage %s --help)\n", cmd);
   return EXIT_INPUT;
 }
 
@@ -58,6 +73,14 @@ int cli_out_of_memory(const char *cmd) {
   return EXIT_MACHINE;
 }
 
+int cli_once(const char *cmd, const char *flag, const char **slot, const char *value) {
+  if (*slot)
+    return cli_usage_error(cmd, "%s given twice (\"%s\", \"%s\"): give it once", flag,
+                           *slot, value);
+  *slot = value;
+  return 0;
+}
+
 int cli_bad_flag(const char *cmd, int argc, char **argv) {
   extern int optind;
   const char *arg = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
@@ -68,8 +91,13 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
                          const char *const *outputs, size_t nout) {
   for (size_t o = 0; o < nout; o++) {
     struct stat so;
+    xs_error err;
     if (!outputs[o] || !strcmp(outputs[o], "-"))
       continue;
+    /* a directory, a read-only file, a missing folder: now, not after
+     * the work */
+    if (xs_check_output(outputs[o], &err))
+      return cli_error(cmd, &err);
     int out_exists = stat(outputs[o], &so) == 0;
     for (size_t i = 0; i < nin; i++) {
       struct stat si;
@@ -77,8 +105,8 @@ int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
         continue;
       if (!strcmp(inputs[i], outputs[o]) ||
           (out_exists && si.st_dev == so.st_dev && si.st_ino == so.st_ino)) {
-        fprintf(stderr, "xstage %s: %s would overwrite the input %s: write elsewhere\n", cmd,
-                outputs[o], inputs[i]);
+        cli_say(cmd, "%s would overwrite the input %s: write elsewhere", outputs[o],
+                inputs[i]);
         return EXIT_INPUT;
       }
     }
@@ -324,7 +352,7 @@ int cli_sweep_run(const char *cmd, int *argc, char ***argv,
     if (job->check(job->ctx, i, &err)) {
       if (rank == 0) {
         job->describe(job->ctx, i, what, sizeof what);
-        fprintf(stderr, "xstage %s: %s: %s\n", cmd, what, err.message);
+        cli_say(cmd, "%s: %s", what, err.message);
       }
       rc = EXIT_INPUT;
     }
@@ -332,8 +360,9 @@ int cli_sweep_run(const char *cmd, int *argc, char ***argv,
   for (size_t i = (size_t)rank; i < job->n && !rc; i += (size_t)ranks) {
     if (job->plan(job->ctx, i, (char *)job->results + i * job->result_size, &err)) {
       job->describe(job->ctx, i, what, sizeof what);
-      fprintf(stderr, "%sxstage %s: %s: %s\n", tty ? "\n" : "", cmd, what,
-              err.message);
+      if (tty)
+        fputc('\n', stderr);
+      cli_say(cmd, "%s: %s", what, err.message);
       rc = cli_exit_code(err.status);
       break;
     }
@@ -365,10 +394,22 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   optind = 2;
   while ((c = getopt_long(argc, argv, ":p:g:jcF:l:k:h", opts, NULL)) != -1) {
     switch (c) {
-    case 'p': profile = optarg; break;
-    case 'F': fabric = optarg; break;
-    case 'l': o->ep_library = optarg; break;
-    case 'k': o->ep_kernel = optarg; break;
+    case 'p':
+      if (cli_once("sweep", "--profile", &profile, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'F':
+      if (cli_once("sweep", "--fabric", &fabric, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'l':
+      if (cli_once("sweep", "--ep-library", &o->ep_library, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'k':
+      if (cli_once("sweep", "--ep-kernel", &o->ep_kernel, optarg))
+        return EXIT_INPUT;
+      break;
     case 'g': o->grid = optarg; break;
     case 'j': o->json = 1; break;
     case 'c': o->csv = 1; break;
@@ -394,7 +435,7 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
                   size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "xstage %s: %s: cannot open: %s\n", cmd, path, strerror(errno));
+    cli_say(cmd, "%s: cannot open: %s", path, strerror(errno));
     return EXIT_INPUT;
   }
   char *t = NULL;
@@ -403,8 +444,8 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
     if (n > limit) {
       free(t);
       fclose(f);
-      fprintf(stderr, "xstage %s: %s: larger than the limit of %zu MiB for this input\n",
-              cmd, path, limit >> 20);
+      cli_say(cmd, "%s: larger than the limit of %zu MiB for this input", path,
+              limit >> 20);
       return EXIT_INPUT;
     }
     if (n + 1 >= cap) {
@@ -428,7 +469,7 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
   fclose(f);
   if (bad) {
     free(t);
-    fprintf(stderr, "xstage %s: %s: cannot read: %s\n", cmd, path, strerror(e));
+    cli_say(cmd, "%s: cannot read: %s", path, strerror(e));
     return EXIT_INPUT;
   }
   t[n] = '\0';

@@ -16,10 +16,16 @@
 enum { EXIT_OK = 0, EXIT_MACHINE = 1, EXIT_INPUT = 2 };
 
 int cli_exit_code(xs_status st);
+/* "xstage CMD: message" on stderr, its control characters escaped (the
+ * message may quote an argument or a file's text) */
+void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "xstage CMD: message" to stderr and return the exit code. */
 int cli_error(const char *cmd, const xs_error *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A flag that takes one value, given once: *slot = value, or 2 after
+ * saying that flag was given twice (the last one silently won). */
+int cli_once(const char *cmd, const char *flag, const char **slot, const char *value);
 /* Unknown flag or missing argument, from getopt's optopt/argv. */
 int cli_bad_flag(const char *cmd, int argc, char **argv);
 /* "xstage CMD: out of memory", exit status 1 (the machine, not the input) */
@@ -36,7 +42,9 @@ int cli_read_file(const char *cmd, const char *path, size_t limit, char **text,
                   size_t *len);
 /* 0, or 2 after saying so when one of the outputs (NULL or "-": none)
  * names one of the inputs (NULL: none; a built-in profile's name is no
- * file), by the same path or another: the input would be overwritten. */
+ * file), by the same path or another: the input would be overwritten;
+ * or when xs_check_output refuses it (a directory, a read-only file, a
+ * missing folder), before any work. */
 int cli_refuse_overwrite(const char *cmd, const char *const *inputs, size_t nin,
                          const char *const *outputs, size_t nout);
 /* A name from an input, safe to print on a terminal: s itself, or a copy

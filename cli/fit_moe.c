@@ -75,7 +75,7 @@ static int parse_count(const char *flag, const char *text, double lo, double hi,
 static void print_result(FILE *f, const xs_moe_fit_result *r, const xs_profile *base,
                          const char *data) {
   fprintf(f, "xstage fit megamoe: %zu rows of gpu %s in %s (%zu other rows skipped)\n\n",
-         r->nrows, cli_profile_text(base), data, r->skipped);
+         r->nrows, cli_profile_text(base), cli_name_text(data), r->skipped);
   fprintf(f, "  %6s %11s %11s %8s %11s %8s\n", "line", "measured", "before", "error",
          "after", "error");
   for (size_t i = 0; i < r->nrows; i++) {
@@ -103,6 +103,21 @@ static void print_result(FILE *f, const xs_moe_fit_result *r, const xs_profile *
              ft->sensitivity, ft->why);
   }
   fprintf(f, "  (sens: the largest |d log time / d log term| over the rows)\n");
+  /* a term at x1/4 or x4 is where the bounds stopped it, not where the
+   * rows put it */
+  char pinned[256] = "";
+  size_t w = 0;
+  for (int t = 0; t < XS_MOE_TERMS; t++) {
+    const xs_moe_fit_term *ft = &r->terms[t];
+    if (ft->fitted && (ft->scale <= 0.25 * (1 + 1e-9) || ft->scale >= 4 * (1 - 1e-9)) &&
+        w < sizeof pinned)
+      w += (size_t)snprintf(pinned + w, sizeof pinned - w, "%s%s x%.3g", w ? ", " : "",
+                            xs_moe_term_name(ft->term), ft->scale);
+  }
+  if (w)
+    cli_say("fit megamoe", "warning: %s ended at the bound of x1/4 to x4 of the base: the "
+            "rows would move %s further, and the other terms' factors are fitted around "
+            "that", pinned, strchr(pinned, ',') ? "them" : "it");
 }
 
 int cmd_fit_megamoe(int argc, char **argv) {
@@ -171,8 +186,8 @@ int cmd_fit_megamoe(int argc, char **argv) {
     if (outp) {
       rc = cli_write_document("fit megamoe", outp, xs_profile_to_json(tuned));
       if (!rc && strcmp(outp, "-"))
-        fprintf(rep, "\n  wrote %s (validate megamoe --profile %s uses it for gpu %s)\n",
-                outp, outp, cli_profile_text(base));
+        fprintf(rep, "\n  wrote %s (validate megamoe --profile that file uses it for gpu "
+                "%s)\n", cli_name_text(outp), cli_profile_text(base));
     }
     xs_moe_fit_free(&r);
   }

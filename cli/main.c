@@ -122,7 +122,7 @@ static int run_main(int argc, char **argv, const char **cmd_name) {
           *cmd_name = commands[i].name;
           return commands[i].run(2, hargv);
         }
-      fprintf(stderr, "xstage help: unknown command \"%s\"\n", argv[2]);
+      cli_say("help", "unknown command \"%s\"", argv[2]);
       return EXIT_INPUT;
     }
     usage(stdout);
@@ -143,7 +143,7 @@ static int run_main(int argc, char **argv, const char **cmd_name) {
       *cmd_name = commands[i].name;
       return commands[i].run(argc - 1, argv + 1);
     }
-  fprintf(stderr, "xstage: unknown command \"%s\" (commands:", cmd);
+  fprintf(stderr, "xstage: unknown command \"%s\" (commands:", cli_name_text(cmd));
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(stderr, " %s", commands[i].name);
   fprintf(stderr, "; see xstage --help)\n");

@@ -177,9 +177,18 @@ int cmd_plan(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:F:l:k:",
                           opts, NULL)) != -1) {
     switch (c) {
-    case 'F': fabric = optarg; break;
-    case 'l': ep_library = optarg; break;
-    case 'k': ep_kernel = optarg; break;
+    case 'F':
+      if (cli_once("plan", "--fabric", &fabric, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'l':
+      if (cli_once("plan", "--ep-library", &ep_library, optarg))
+        return EXIT_INPUT;
+      break;
+    case 'k':
+      if (cli_once("plan", "--ep-kernel", &ep_kernel, optarg))
+        return EXIT_INPUT;
+      break;
     case 'G': grid_text = optarg; break;
     case 'R': range_text = optarg; break;
     case 'L':
@@ -207,7 +216,10 @@ int cmd_plan(int argc, char **argv) {
     case 'c': file = optarg; break;
     case 't': tokens = optarg; break;
     case 'e': ep = optarg; break;
-    case 'p': profile = optarg; break;
+    case 'p':
+      if (cli_once("plan", "--profile", &profile, optarg))
+        return EXIT_INPUT;
+      break;
     case 'j': json = 1; break;
     case 'o': emit = optarg; break;
     case 'T': trace = optarg; break;
@@ -267,7 +279,7 @@ int cmd_plan(int argc, char **argv) {
     if (cst) {
       xs_profile_free(prof);
       free(grid);
-      fprintf(stderr, "xstage plan: --compute %s: %s\n", compute, err.message);
+      cli_say("plan", "--compute %s: %s", compute, err.message);
       return EXIT_INPUT;
     }
   }
@@ -438,8 +450,16 @@ int cmd_sweep(int argc, char **argv) {
     xs_profile_free(prof);
     return rc;
   }
-  for (size_t i = 0; i < n && !rc; i++)
-    rc = cli_moe_ep_library("sweep", so.ep_library, so.ep_kernel, &rows[i], i == 0);
+  /* the flags checked on a config of their own (a grid's first may be
+   * wrong for another reason, which the sweep's check of each names),
+   * then given to every config */
+  xs_moe_config probe;
+  xs_moe_preset("deepseek-v3", &probe);
+  rc = cli_moe_ep_library("sweep", so.ep_library, so.ep_kernel, &probe, 1);
+  for (size_t i = 0; i < n && !rc; i++) {
+    snprintf(rows[i].ep_library, sizeof rows[i].ep_library, "%s", probe.ep_library);
+    snprintf(rows[i].ep_kernel, sizeof rows[i].ep_kernel, "%s", probe.ep_kernel);
+  }
   if (rc) {
     xs_free(rows);
     xs_profile_free(prof);

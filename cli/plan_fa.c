@@ -88,6 +88,18 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
   int rc = cli_parse_tokens_grid("plan", "--seq-grid", grid_text, &grid, &n);
   if (rc)
     return rc;
+  /* every length the config takes, before the first plan */
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_fa_config at = *c;
+    xs_error e;
+    at.seq = grid[i];
+    if (xs_fa_config_check(&at, &e))
+      rc = cli_usage_error("plan", "--seq-grid: %g tokens per rank: %s", grid[i], e.message);
+  }
+  if (rc) {
+    free(grid);
+    return rc;
+  }
   xs_fa_table_row *rows = calloc(n, sizeof *rows);
   size_t changes = 0;
   xs_error err;
@@ -153,9 +165,10 @@ static int load(const char *preset, const char *file, const char *seq, const cha
       return cli_error("plan", &err);
   }
   int prc;
-  if (seq && (prc = cli_parse_count("plan", "--seq", seq, 1, 1e9, &c->seq)))
+  /* the config check's ranges (xs_fa_config_check) */
+  if (seq && (prc = cli_parse_count("plan", "--seq", seq, 1, 1e8, &c->seq)))
     return prc;
-  if (cp && (prc = cli_parse_count("plan", "--cp", cp, 1, 1e5, &c->cp)))
+  if (cp && (prc = cli_parse_count("plan", "--cp", cp, 1, 4096, &c->cp)))
     return prc;
   if (causal >= 0)
     c->causal = causal;

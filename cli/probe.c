@@ -600,7 +600,7 @@ int cmd_replay(int argc, char **argv) {
     return cli_error("replay", &e);
   /* refuse bad options now, not after a calibration of seconds */
   if (xs_replay_check(prog, backend, &o, &e)) {
-    fprintf(stderr, "xstage replay: %s on --channel %s: %s\n", program, chan, e.message);
+    cli_say("replay", "%s on --channel %s: %s", program, chan, e.message);
     xs_program_free(prog);
     return EXIT_INPUT;
   }

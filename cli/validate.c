@@ -79,7 +79,7 @@ static int is_time(const xs_validate_row *r) {
 static void moe_rows(const xs_validate_set *set, const char *data, int model) {
   printf("MegaMoE validation: %zu rows of %s, each predicted with the knobs its\n"
          "kernel ran with, under %s, on its gpu's built-in profile\n\n",
-         set->nrows, data, model < 0 ? "every model" : xs_model_name((xs_model)model));
+         set->nrows, cli_name_text(data), model < 0 ? "every model" : xs_model_name((xs_model)model));
   printf("  %-16s %-11s %2s %5s %4s %2s %6s %-12s %9s", "source", "gpu", "ep", "H", "E",
          "K", "tokens", "arm", "measured");
   if (model < 0)

@@ -27,10 +27,8 @@ static void help(FILE *f) {
           "row's fabric, and prints predicted beside published in the row's own\n"
           "metric (time_us, or GB/s as the library's benchmark computes it), with\n"
           "error = predicted / published - 1; then the median and largest |error|\n"
-          "per library and kernel mode, library, phase and source, and the signed\n"
-          "median error of the time per library and kernel mode and token band\n"
-          "(<= 128, 129-1024, > 1024 tokens per rank). A prediction never reads\n"
-          "the value column.\n"
+          "per library and kernel mode, library, phase and source. A prediction\n"
+          "never reads the value column.\n"
           "\n"
           "  --data FILE          the CSV; by default the published one installed with\n"
           "                       xstage (share/xstage/published/ep.csv;\n"
@@ -39,7 +37,9 @@ static void help(FILE *f) {
           "                       errors (comma-separated; all: every model)\n"
           "  --by-source          leave one source out: the model's fitted constants\n"
           "                       refitted without each source and its rows predicted\n"
-          "                       with them (about 20 s); lists every constant\n"
+          "                       with them (about 15 s for the published data; on a\n"
+          "                       linear model past 4,000 sources x rows, up to 2,000\n"
+          "                       rows: docs/validate.md); lists every constant\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
           "  --svg FILE           predicted against published time, log axes\n"
           "  --fail-above F       exit 1 when the median |error| of any library and\n"
@@ -47,19 +47,9 @@ static void help(FILE *f) {
           "                       exceeds F (a fraction, e.g. 0.15), after printing\n");
 }
 
-typedef struct {
-  int field; /* 0 arm (library/mode), 1 library, 2 phase, 3 source */
-  const char *value;
-} group;
-
 static const char *field_of(const xs_validate_row *r, int field) {
   return field == 0 ? r->arm : field == 1 ? r->ep.library
                              : field == 2 ? r->ep.phase : r->source;
-}
-
-static int same(const xs_validate_row *r, void *g) {
-  const group *k = g;
-  return !strcmp(field_of(r, k->field), k->value);
 }
 
 static int by_value(const void *a, const void *b) {
@@ -67,17 +57,98 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* median and largest |error| of one model (-1: leave-one-source-out) over
- * the rows of a group (NULL: all) */
-static double median_of(const xs_validate_set *set, const group *g, int model,
-                        size_t *n, double *mx) {
-  double *v = malloc((set->nrows + 1) * sizeof *v);
+/* The rows grouped by one field's value, the groups in order of first
+ * appearance: group k is rows idx[first[k]] .. idx[first[k + 1] - 1], in
+ * row order, named name[k]. Sorting, not a scan of every row per group:
+ * a set of 100,000 one-row sources is as quick as one of eight. */
+typedef struct {
+  size_t n;
+  const char **name;
+  size_t *first, *idx;
+} groups;
+
+static const xs_validate_set *sort_set; /* for the comparisons below */
+static int sort_field;
+
+static int by_field_then_row(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  int c = strcmp(field_of(&sort_set->rows[i], sort_field),
+                 field_of(&sort_set->rows[j], sort_field));
+  return c ? c : (i > j) - (i < j);
+}
+
+/* a run of one value in the sorted rows: its first row, and where it
+ * starts and ends in the sorted order */
+typedef struct {
+  size_t row, start, end;
+} run;
+
+static int by_first_row(const void *a, const void *b) {
+  const run *x = a, *y = b;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+static void groups_free(groups *g) {
+  free(g->name);
+  free(g->first);
+  free(g->idx);
+  memset(g, 0, sizeof *g);
+}
+
+/* 0, or -1 out of memory */
+static int group_rows(const xs_validate_set *set, int field, groups *g) {
+  size_t n = set->nrows, nr = 0;
+  memset(g, 0, sizeof *g);
+  size_t *sorted = malloc((n + 1) * sizeof *sorted);
+  run *runs = malloc((n + 1) * sizeof *runs);
+  g->idx = malloc((n + 1) * sizeof *g->idx);
+  g->first = malloc((n + 2) * sizeof *g->first);
+  g->name = malloc((n + 1) * sizeof *g->name);
+  if (!sorted || !runs || !g->idx || !g->first || !g->name) {
+    free(sorted);
+    free(runs);
+    groups_free(g);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++)
+    sorted[i] = i;
+  sort_set = set;
+  sort_field = field;
+  qsort(sorted, n, sizeof *sorted, by_field_then_row);
+  for (size_t i = 0; i < n; i++) {
+    if (i && !strcmp(field_of(&set->rows[sorted[i]], field),
+                     field_of(&set->rows[sorted[i - 1]], field)))
+      continue;
+    if (nr)
+      runs[nr - 1].end = i;
+    runs[nr++] = (run){sorted[i], i, n};
+  }
+  qsort(runs, nr, sizeof *runs, by_first_row);
+  size_t at = 0;
+  for (size_t k = 0; k < nr; k++) {
+    g->first[k] = at;
+    g->name[k] = field_of(&set->rows[runs[k].row], field);
+    for (size_t i = runs[k].start; i < runs[k].end; i++)
+      g->idx[at++] = sorted[i];
+  }
+  g->first[nr] = at;
+  g->n = nr;
+  free(sorted);
+  free(runs);
+  return 0;
+}
+
+/* median and largest |error| of one model (-1: leave-one-source-out)
+ * over rows idx[0..n) (idx NULL: every row) */
+static double median_of(const xs_validate_set *set, const size_t *idx, size_t n,
+                        int model, size_t *count, double *mx) {
+  if (!idx)
+    n = set->nrows;
+  double *v = malloc((n + 1) * sizeof *v);
   size_t k = 0;
   double m = 0;
-  for (size_t i = 0; v && i < set->nrows; i++) {
-    const xs_validate_row *r = &set->rows[i];
-    if (g && !same(r, (void *)g))
-      continue;
+  for (size_t i = 0; v && i < n; i++) {
+    const xs_validate_row *r = &set->rows[idx ? idx[i] : i];
     double e = model < 0 ? r->ep.loso_error
                          : r->ep.model[model] / r->ep.measured - 1;
     if (isnan(e))
@@ -91,34 +162,35 @@ static double median_of(const xs_validate_set *set, const group *g, int model,
     med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
   }
   free(v);
-  if (n)
-    *n = k;
+  if (count)
+    *count = k;
   if (mx)
     *mx = k ? m : NAN;
   return med;
 }
 
-/* the distinct values of a field, in order of first appearance */
-static size_t distinct(const xs_validate_set *set, int field, const char **out) {
-  size_t n = 0;
-  for (size_t i = 0; i < set->nrows; i++) {
-    const char *v = field_of(&set->rows[i], field);
-    size_t j = 0;
-    while (j < n && strcmp(out[j], v))
-      j++;
-    if (j == n)
-      out[n++] = v;
-  }
-  return n;
+/* the rows of group k, for median_of */
+#define GROUP(g, k) (g).idx + (g).first[k], (g).first[(k) + 1] - (g).first[k]
+
+/* the summary of rows idx[0..n) (idx NULL: all) */
+static json_t *summary_json(const xs_validate_set *set, const size_t *idx, size_t n,
+                            int loso) {
+  size_t k;
+  double mx, med = median_of(set, idx, n, 0, &k, &mx);
+  json_t *o = json_pack("{s:I,s:f,s:f}", "rows", (json_int_t)k,
+                        "median_abs_error", med, "max_abs_error", mx);
+  if (o && loso)
+    json_object_set_new(o, "loso_median_abs_error",
+                        json_real(median_of(set, idx, n, -1, NULL, NULL)));
+  return o;
 }
 
 /* the signed median per library and mode and token band (the time's,
- * whatever the row's metric) */
-static void print_bias(const xs_validate_set *set) {
-  const char **arms = malloc((set->nrows + 1) * sizeof *arms);
-  if (!arms)
-    return;
-  size_t na = distinct(set, 0, arms);
+ * whatever the row's metric); 0, or the exit code */
+static int print_bias(const xs_validate_set *set) {
+  groups g;
+  if (group_rows(set, 0, &g))
+    return cli_out_of_memory("validate");
   printf("\n  signed median error of the time per library and kernel mode and "
          "tokens per rank\n  (predicted over published - 1; bands of 3 rows or "
          "more):\n    %-26s", "library/kernel");
@@ -128,11 +200,12 @@ static void print_bias(const xs_validate_set *set) {
     printf(" %14s", label);
   }
   printf("\n");
-  for (size_t k = 0; k < na; k++) {
-    printf("    %-26.26s", arms[k]);
+  for (size_t k = 0; k < g.n; k++) {
+    char name[32];
+    printf("    %-26s", cli_text_cut(g.name[k], 26, name, sizeof name));
     for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
       size_t n;
-      double v = xs_validate_ep_band_bias(set, arms[k], b, NULL, &n);
+      double v = xs_validate_ep_band_bias(set, g.name[k], b, NULL, &n);
       if (isnan(v))
         printf(" %14s", "-");
       else
@@ -140,35 +213,29 @@ static void print_bias(const xs_validate_set *set) {
     }
     printf("\n");
   }
-  free(arms);
+  groups_free(&g);
+  return 0;
 }
 
-/* the same as a list of {arm, band, rows, signed_median_error} */
-static json_t *bias_json(const xs_validate_set *set, const char **arms, size_t na) {
+/* the same as a list of {arm, band, rows, signed_median_error}; NULL out
+ * of memory */
+static json_t *bias_json(const xs_validate_set *set) {
+  groups g;
+  if (group_rows(set, 0, &g))
+    return NULL;
   json_t *list = json_array();
-  for (size_t k = 0; list && k < na; k++)
+  for (size_t k = 0; list && k < g.n; k++)
     for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
       const char *label;
       size_t n;
-      double v = xs_validate_ep_band_bias(set, arms[k], b, &label, &n);
+      double v = xs_validate_ep_band_bias(set, g.name[k], b, &label, &n);
       if (!isnan(v))
-        json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:f}", "arm", arms[k],
+        json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:f}", "arm", g.name[k],
                                               "band", label, "rows", (json_int_t)n,
                                               "signed_median_error", v));
     }
+  groups_free(&g);
   return list;
-}
-
-static json_t *summary_json(const xs_validate_set *set, const group *g,
-                            int loso) {
-  size_t n;
-  double mx, med = median_of(set, g, 0, &n, &mx);
-  json_t *o = json_pack("{s:I,s:f,s:f}", "rows", (json_int_t)n,
-                        "median_abs_error", med, "max_abs_error", mx);
-  if (o && loso)
-    json_object_set_new(o, "loso_median_abs_error",
-                        json_real(median_of(set, g, -1, NULL, NULL)));
-  return o;
 }
 
 static int write_json(const xs_validate_set *set, const int *models, int loso,
@@ -207,46 +274,40 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
     json_array_append_new(rows, o);
   }
   json_object_set_new(sum, "rows", json_integer((json_int_t)set->nrows));
-  json_object_update_new(sum, summary_json(set, NULL, loso));
-  const char **vals = malloc((set->nrows + 1) * sizeof *vals);
-  if (!vals) {
-    json_decref(root);
-    json_decref(rows);
-    json_decref(sum);
-    return cli_out_of_memory("validate");
-  }
-  for (int f = 0; f < 4; f++) {
-    json_t *by = json_object();
-    size_t nv = distinct(set, f, vals);
-    for (size_t k = 0; k < nv; k++) {
-      group g = {f, vals[k]};
-      json_object_set_new(by, vals[k], summary_json(set, &g, loso));
+  json_object_update_new(sum, summary_json(set, NULL, 0, loso));
+  for (int f = 0; f < 5; f++) {
+    /* fields 0-3 by their value; then by_model: median and largest |error|
+     * of each model per library and kernel mode (last, as before) */
+    if (f == 4 && !(models[1] + models[2] + models[3]))
+      break;
+    groups g;
+    if (group_rows(set, f % 4, &g)) {
+      json_decref(root);
+      json_decref(rows);
+      json_decref(sum);
+      return cli_out_of_memory("validate");
     }
-    json_object_set_new(sum, fields[f], by);
-  }
-  json_object_set_new(sum, "bias", bias_json(set, vals, distinct(set, 0, vals)));
-  if (models[1] + models[2] + models[3]) {
-    /* by_model: median and largest |error| per library and kernel mode */
-    json_t *bm = json_object();
-    size_t nv = distinct(set, 0, vals);
-    for (int m = 0; m < XS_MODEL_COUNT; m++) {
+    json_t *by = json_object();
+    for (int m = 0; f == 4 && m < XS_MODEL_COUNT; m++) {
       if (!models[m])
         continue;
       json_t *mo = json_object();
-      for (size_t k = 0; k < nv; k++) {
-        group g = {0, vals[k]};
+      for (size_t k = 0; k < g.n; k++) {
         size_t n;
-        double mx, med = median_of(set, &g, m, &n, &mx);
-        json_object_set_new(mo, vals[k], json_pack("{s:I,s:f,s:f}", "rows",
-                                                   (json_int_t)n,
-                                                   "median_abs_error", med,
-                                                   "max_abs_error", mx));
+        double mx, med = median_of(set, GROUP(g, k), m, &n, &mx);
+        json_object_set_new(mo, g.name[k], json_pack("{s:I,s:f,s:f}", "rows",
+                                                     (json_int_t)n, "median_abs_error",
+                                                     med, "max_abs_error", mx));
       }
-      json_object_set_new(bm, xs_model_name((xs_model)m), mo);
+      json_object_set_new(by, xs_model_name((xs_model)m), mo);
     }
-    json_object_set_new(sum, "by_model", bm);
+    for (size_t k = 0; f < 4 && k < g.n; k++)
+      json_object_set_new(by, g.name[k], summary_json(set, GROUP(g, k), loso));
+    json_object_set_new(sum, f < 4 ? fields[f] : "by_model", by);
+    groups_free(&g);
+    if (f == 3)
+      json_object_set_new(sum, "bias", bias_json(set));
   }
-  free(vals);
   json_t *consts = json_array();
   for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {
     json_t *c = json_pack("{s:s,s:s,s:f}", "name", xs_ep_constant_name(i),
@@ -278,28 +339,29 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
   return rc;
 }
 
-static void print_group(const xs_validate_set *set, int field, const char *title,
-                        const int *models, int loso) {
-  const char **vals = malloc((set->nrows + 1) * sizeof *vals);
-  if (!vals)
-    return;
-  size_t nv = distinct(set, field, vals);
+/* 0, or the exit code */
+static int print_group(const xs_validate_set *set, int field, const char *title,
+                       const int *models, int loso) {
+  groups g;
+  if (group_rows(set, field, &g))
+    return cli_out_of_memory("validate");
   printf("\n  by %s:\n", title);
-  for (size_t k = 0; k < nv; k++) {
-    group g = {field, vals[k]};
+  for (size_t k = 0; k < g.n; k++) {
     size_t n;
-    double mx, med = median_of(set, &g, 0, &n, &mx);
-    printf("    %-40.40s %3zu rows  median %5.1f%%  largest %6.1f%%", vals[k], n,
-           100 * med, 100 * mx);
+    double mx, med = median_of(set, GROUP(g, k), 0, &n, &mx);
+    char name[48];
+    printf("    %-40s %3zu rows  median %5.1f%%  largest %6.1f%%",
+           cli_text_cut(g.name[k], 40, name, sizeof name), n, 100 * med, 100 * mx);
     if (loso)
-      printf("  left out %5.1f%%", 100 * median_of(set, &g, -1, NULL, NULL));
+      printf("  left out %5.1f%%", 100 * median_of(set, GROUP(g, k), -1, NULL, NULL));
     for (int m = 1; m < XS_MODEL_COUNT; m++)
       if (models[m])
         printf("  %s %5.1f%%", xs_model_name((xs_model)m),
-               100 * median_of(set, &g, m, NULL, NULL));
+               100 * median_of(set, GROUP(g, k), m, NULL, NULL));
     printf("\n");
   }
-  free(vals);
+  groups_free(&g);
+  return 0;
 }
 
 int cli_validate_ep(int argc, char **argv) {
@@ -321,6 +383,10 @@ int cli_validate_ep(int argc, char **argv) {
     case 'b': loso = 1; break;
     case 'm': {
       char buf[256];
+      snprintf(buf, sizeof buf, "%s", optarg);
+      if (!strtok(buf, ", "))
+        return cli_usage_error("validate", "--models: an empty list (burstgap, blocking, "
+                               "serial, ideal, all)");
       snprintf(buf, sizeof buf, "%s", optarg);
       for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
         xs_model m;
@@ -386,7 +452,7 @@ int cli_validate_ep(int argc, char **argv) {
   } else {
     printf("EP dispatch and combine: %zu rows of %s, each predicted under "
            "burstgap on its gpu's built-in profile and fabric, in its own "
-           "metric\n\n", set.nrows, data);
+           "metric\n\n", set.nrows, cli_name_text(data));
     printf("  %-24s %-12s %-8s %-18s %-9s %4s %5s %-10s %10s %10s %8s%s\n",
            "source", "gpu", "fabric", "library/kernel", "phase", "ep", "tokens",
            "metric", "published", "predicted", "error",
@@ -404,19 +470,20 @@ int cli_validate_ep(int argc, char **argv) {
       printf("\n");
     }
     size_t n;
-    double mx, med = median_of(&set, NULL, 0, &n, &mx);
+    double mx, med = median_of(&set, NULL, 0, 0, &n, &mx);
     printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows", 100 * med,
            100 * mx, n);
     if (loso)
       printf("; with each source left out of the fit: median %.1f%%",
-             100 * median_of(&set, NULL, -1, NULL, NULL));
+             100 * median_of(&set, NULL, 0, -1, NULL, NULL));
     printf("\n");
-    print_group(&set, 0, "library and kernel mode", models, loso);
-    print_bias(&set);
-    print_group(&set, 1, "library", models, loso);
-    print_group(&set, 2, "phase", models, loso);
-    print_group(&set, 3, "source", models, loso);
-    cli_validate_intervals_print(&set);
+    static const char *const titles[] = {"library and kernel mode", "library", "phase",
+                                         "source"};
+    for (int f = 0; f < 4 && !rc; f++)
+      if (!(rc = print_group(&set, f, titles[f], models, loso)) && f == 0)
+        rc = print_bias(&set);
+    if (!rc)
+      cli_validate_intervals_print(&set);
     printf("\n  fitted constants (the only numbers fitted to these timings; "
            "docs/ep.md):\n");
     for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {
@@ -434,7 +501,7 @@ int cli_validate_ep(int argc, char **argv) {
   if (!rc && svg) {
     char title[200];
     snprintf(title, sizeof title, "xstage validate ep: %zu rows, median |error| "
-             "%.1f%%", set.nrows, 100 * median_of(&set, NULL, 0, NULL, NULL));
+             "%.1f%%", set.nrows, 100 * median_of(&set, NULL, 0, 0, NULL, NULL));
     char *s = xs_validate_svg(&set, title);
     if (!s) {
       rc = cli_out_of_memory("validate");
@@ -444,20 +511,20 @@ int cli_validate_ep(int argc, char **argv) {
     }
   }
   if (!rc && isfinite(fail_above)) {
-    const char **arms = malloc((set.nrows + 1) * sizeof *arms);
-    size_t na = arms ? distinct(&set, 0, arms) : 0;
-    for (size_t k = 0; k < na; k++) {
-      group g = {0, arms[k]};
-      double m = median_of(&set, &g, 0, NULL, NULL);
-      double l = loso ? median_of(&set, &g, -1, NULL, NULL) : 0;
+    groups g;
+    if (group_rows(&set, 0, &g))
+      rc = cli_out_of_memory("validate");
+    for (size_t k = 0; k < g.n; k++) {
+      double m = median_of(&set, GROUP(g, k), 0, NULL, NULL);
+      double l = loso ? median_of(&set, GROUP(g, k), -1, NULL, NULL) : 0;
       if (m > fail_above || l > fail_above) {
         fprintf(stderr, "xstage validate: %s: median |error| %.1f%%%s is above "
-                        "--fail-above %.1f%%\n", arms[k], 100 * fmax(m, l),
+                        "--fail-above %.1f%%\n", g.name[k], 100 * fmax(m, l),
                 m > fail_above ? "" : " (left out)", 100 * fail_above);
         rc = EXIT_MACHINE;
       }
     }
-    free(arms);
+    groups_free(&g);
   }
 done:
   free(sources);

@@ -18,7 +18,7 @@ void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int mode
          "planner on its gpu's built-in profile under %s; free: the same ring with\n"
          "communication free; ideal/meas.: the measured ring over P x its measured local\n"
          "arm, and predicted over predicted\n\n",
-         set->nrows, data, model < 0 ? "every model" : xs_model_name((xs_model)model));
+         set->nrows, cli_name_text(data), model < 0 ? "every model" : xs_model_name((xs_model)model));
   printf("  %-16s %-11s %2s %6s %5s %-10s %-7s %-16s %9s", "source", "gpu", "cp", "seq",
          "heads", "layout", "pass", "arm", "measured");
   if (model < 0)

@@ -1353,6 +1353,12 @@ XS_API xs_status xs_validate_ep(const char *text, size_t length,
  * what it is, and the value the library uses (fitted to every row of the
  * project's data/published/ep.csv). */
 #define XS_EP_CONSTANTS 5
+/* xs_validate_ep_by_source refits without each source from scratch while
+ * sources x rows is at most XS_EP_EXACT_WORK; past it, each source's
+ * refit is made on the rows' linear model about a fit to all rows, and
+ * sets of more than XS_EP_BY_SOURCE_MAX_ROWS rows are refused. */
+#define XS_EP_EXACT_WORK 4000
+#define XS_EP_BY_SOURCE_MAX_ROWS 2000
 XS_API const char *xs_ep_constant_name(size_t i);
 XS_API const char *xs_ep_constant_about(size_t i);
 XS_API double xs_ep_constant_value(size_t i);
@@ -1548,7 +1554,12 @@ typedef struct xs_moe_fit_result {
  * resamples of the rows. *tuned (may be NULL) receives base with the
  * fitted numbers, each one's "sources" entry starting "fitted:" and
  * naming the file and rows; free it with xs_profile_free. Deterministic
- * for a seed. */
+ * for a seed. A text of more than XS_MOE_FIT_MAX_ROWS rows is refused
+ * before any is predicted (each is predicted 60 to 120 times, spread over
+ * the cores online: 50 s of CPU at 1,000 rows here); a fit whose every
+ * term ends at its bound is refused (no profile within the bounds gives
+ * those times). */
+#define XS_MOE_FIT_MAX_ROWS 2000
 XS_API xs_status xs_moe_fit(const char *text, size_t length,
                             const char *filename, const xs_profile *base,
                             const xs_moe_fit_options *options,
@@ -1565,9 +1576,11 @@ XS_API void xs_moe_fit_free(xs_moe_fit_result *result);
  * launch's measured time by a Kalman step. Memory is fixed at creation
  * (xs_tuner_state_size: per grid point of m options and K terms, about
  * 8 (K + m)^2 bytes); what a launch taught is forgotten with a half life
- * (the covariance relaxes toward the prior), and a time the belief finds
- * impossible (more than 4 standard deviations off) resets the point's
- * covariance at once. */
+ * (the covariance relaxes toward the prior). A timing far off the belief
+ * is weighted down (Huber's rule at 1.345 standard deviations): one
+ * timing moves a term's log factor by at most 1.345 times its standard
+ * deviation; three in a row more than 4 standard deviations off on the
+ * same side reset the point's covariance (the machine changed). */
 typedef struct xs_tuner xs_tuner;
 #define XS_TUNER_MAX_POINTS 64
 typedef struct xs_tuner_options {
@@ -1609,9 +1622,12 @@ typedef struct xs_tuner_choice {
                             says it could win by more than threshold     */
 } xs_tuner_choice;
 
-/* Plans every grid point on profile and builds the tuner: a few plans per
- * point and term (about 0.1-1 s; the tuner's own calls are cheap). Free
- * with xs_tuner_free. */
+/* Plans every grid point on profile and builds the tuner: 1 + 2K plans
+ * a point for K terms asked for (0.35 s for 5 points of DeepSeek-V3 up
+ * to 1024 tokens; docs/limits.md gives more); refused past
+ * XS_MOE_WORK_MAX GEMM tiles of planning, known before the first. The
+ * tuner's own calls are cheap. XS_INVALID for a NULL config, profile or
+ * out. Free with xs_tuner_free. */
 XS_API xs_status xs_tuner_create(const xs_moe_config *config,
                                  const xs_profile *profile,
                                  const xs_tuner_options *options,
@@ -1621,15 +1637,19 @@ XS_API void xs_tuner_free(xs_tuner *tuner);
  * tokens): the predicted best, or another the uncertainty says could win
  * by more than the threshold, never one predicted to lose more than the
  * margin. No allocation, no lock; any number of threads may call it,
- * also while one thread observes (it retries a read that an observation
- * overlapped). Deterministic: the same state gives the same choice.
- * XS_INVALID for tokens not positive. */
+ * also while others observe (it retries a read that an observation
+ * overlapped, and returns XS_TIMEOUT rather than retry past about 0.1 s).
+ * Deterministic: the same state gives the same choice. XS_INVALID for
+ * tokens not positive, a NULL tuner or out. */
 XS_API xs_status xs_tuner_choose(const xs_tuner *tuner, double tokens,
                                  xs_tuner_choice *out);
 /* A launch of schedule with knobs at tokens took measured_s: the terms
- * and the option's own error are updated. One thread at a time (with
- * any number choosing). XS_NOTFOUND when no option at that grid point
- * has this schedule and these knobs. */
+ * and the option's own error are updated (weighted down when far off the
+ * belief; above). Threads observing at once take turns (each waits for
+ * the one in progress; XS_TIMEOUT past about 0.1 s). XS_INVALID for a
+ * time outside 1e-9 to 1e6 s (0.001 us to 1e12 us), NULL knobs or tuner;
+ * XS_NOTFOUND when no option at that grid point has this schedule and
+ * these knobs. */
 XS_API xs_status xs_tuner_observe(xs_tuner *tuner, double tokens,
                                   xs_moe_schedule schedule,
                                   const xs_moe_pattern *knobs,
@@ -1728,10 +1748,17 @@ XS_API char *xs_timeline_svg(const xs_program *program, const xs_profile *profil
  * never replaced: a device or a FIFO (/dev/null), /dev/stdout,
  * /dev/stderr, /dev/fd/N and /proc/self/fd/N (through that descriptor,
  * from its offset, so `--svg /dev/stdout >> log` appends), and a file
- * that standard output or error is open on. A directory is refused. On
- * any error the temporary file is removed. */
+ * that standard output or error is open on. A directory is refused, and
+ * so is a read-only regular file (one this process may not write, or
+ * that has no write permission for anyone: a rename would replace it).
+ * On any error the temporary file is removed. */
 XS_API xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err);
+/* What xs_write_file_atomic would refuse, checked before the work that
+ * makes the data: an empty path, a directory, a read-only file, a new
+ * file in a folder that is not there or not writable. XS_OK otherwise
+ * (a write can still fail: a full disk). */
+XS_API xs_status xs_check_output(const char *path, xs_error *err);
 /* Remove the temporary files of the xs_write_file_atomic calls in
  * progress. Async-signal-safe: for a handler of SIGINT or SIGTERM to call
  * before the process dies (the xstage command does), so that no

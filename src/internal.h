@@ -40,6 +40,20 @@ void xs__utf8_trim(char *s);
 /* Grow *array (element size elem) to hold at least need elements. */
 int xs__grow(void *array_ptr, size_t *capacity, size_t need, size_t elem);
 
+/* ---- Numbers in text, whatever the host process's locale ----
+ * A decimal number at s: optional spaces, an optional sign, digits with
+ * an optional point (at least one digit), an optional exponent; never
+ * hex, inf or nan, which strtod takes, and always with a point, which
+ * strtod under a comma-decimal locale (de_DE) does not. Its value into
+ * *v (finite, or the overflow's infinity) and where it ends into *end
+ * (may be NULL); 0, or -1 when s holds no such number. */
+int xs__decimal(const char *s, double *v, const char **end);
+/* The calling thread's locale set to "C" for printing numbers with a
+ * point (a host program may have set another), and back: what
+ * xs__numeric_c returns goes to xs__numeric_restore. */
+void *xs__numeric_c(void);
+void xs__numeric_restore(void *old);
+
 /* ---- String map: string -> uint32, open addressing ---- */
 typedef struct xs__strmap {
   char **keys;
@@ -397,6 +411,9 @@ void xs__c_upper(const char *prefix, char *up);
 int xs__c_value_ok(double v, int whole);
 void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *prefix,
                   const char *up, const char *arg);
+/* The work of evaluating every option of c at tokens, in GEMM tiles and
+ * a fixed part (what XS_MOE_WORK_MAX bounds) */
+double xs__moe_plan_work(const xs_moe_config *c, double tokens);
 /* xs_moe_plan_table and xs_moe_sensitivity_run with the work limit
  * (XS_MOE_WORK_MAX for them) as a parameter, for tests of the limit */
 xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *prof,
@@ -414,10 +431,24 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
 
 /* The index of name in names[0..n), or -1 */
 int xs__name_index(const char *const *names, size_t n, const char *name);
+/* The lowest set bit of a nonzero mask (a term mask's first bad bit) */
+static inline int xs__lowest_bit(unsigned mask) {
+  int b = 0;
+  while (mask && !(mask & 1u))
+    mask >>= 1, b++;
+  return b;
+}
 
 /* A profile's channel to change in place (the planners' sensitivity
  * works on a copy). */
 xs_channel *xs__profile_channel_mut(xs_profile *p, size_t i);
+/* A built-in profile by its name alone, never a file: a GPU's (fabric
+ * 0) or a fabric's (1, the profiles with a "nic" channel). XS_INVALID,
+ * naming the built-in ones of that kind, for any other name, a path
+ * included: the profiles a data file names resolve here, so that a row
+ * cannot make xstage open a file. */
+xs_status xs__profile_builtin(const char *name, int fabric, xs_profile **out,
+                              xs_error *err);
 /* A deep copy of a profile, typed (no JSON round trip): the fit, the
  * tuner and the sensitivity runs move numbers of copies. */
 xs_status xs__profile_copy(const xs_profile *p, xs_profile **out,

@@ -1,6 +1,6 @@
 /*
  * fuzz_parse.c: libFuzzer target for everything the library parses. The
- * first byte picks what the rest is (its value mod 12, so that the
+ * first byte picks what the rest is (its value mod 16, so that the
  * corpus's '0' programs, '1' profiles ... '7' units keep their meaning):
  *   0 a program (one that expands to at most 1e5 ops): evaluated under
  *     every model on a built-in profile, and written back, which must read
@@ -24,6 +24,17 @@
  *     an accepted prefix makes a header
  *   11 bytes that write a compact program (counts, nested repeats, ids and
  *     waits on them): it reads to the ops the bytes say, or is refused
+ *   12 an EP row's gpu and fabric (two lines) in a row of validate ep's
+ *     CSV: read exactly when both are built-in names of their kind (no
+ *     path is ever opened), else refused naming the line; no message
+ *     holds a control character
+ *   13 a validate CSV for fit megamoe (at most 3 data lines) on h100-nvlink:
+ *     fitted, every factor within x1/4 to x4 and its interval ordered, or
+ *     refused with a message free of control characters
+ *   14 bytes that drive a tuner (choices, timings from any 8 bytes,
+ *     timings of other options, other token counts): a timing is taken in
+ *     only when it is 1e-9 to 1e6 s, and one moves no term's log factor
+ *     by more than 1.345 times the larger of its sd and the prior's
  * Inputs that once crashed it live in tests/fuzz-corpus/ and run in every
  * build through fuzz_main.c.
  */
@@ -459,13 +470,161 @@ static void fuzz_compact(const uint8_t *d, size_t n) {
   xs_program_free(p);
 }
 
+/* 12: the gpu and fabric columns of an EP row */
+static int builtin_kind(const char *name, int fabric) {
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++)
+    if (!strcmp(xs_builtin_profile_name(i), name)) {
+      xs_profile *p;
+      xs_error e;
+      if (xs_profile_load(name, &p, &e))
+        return 0;
+      int is_fabric = xs_profile_find_channel(p, "nic") >= 0;
+      xs_profile_free(p);
+      return is_fabric == fabric;
+    }
+  return 0;
+}
+
+static int has_control(const char *s) {
+  for (const unsigned char *u = (const unsigned char *)s; *u; u++)
+    if (*u < 0x20 || *u == 0x7f || (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f))
+      return 1;
+  return 0;
+}
+
+static void fuzz_ep_profiles(const char *text, size_t n) {
+  char gpu[64], fabric[64];
+  const char *nl = memchr(text, '\n', n);
+  size_t gl = nl ? (size_t)(nl - text) : n, fl = nl ? n - gl - 1 : 0;
+  if (gl >= sizeof gpu || fl >= sizeof fabric || memchr(text, 0, n) ||
+      memchr(text, ',', n) || memchr(text, '"', n) || memchr(text, '\r', n) ||
+      (nl && memchr(nl + 1, '\n', fl)))
+    return; /* one field each, as a CSV row holds them */
+  memcpy(gpu, text, gl);
+  gpu[gl] = '\0';
+  memcpy(fabric, nl ? nl + 1 : "", fl);
+  fabric[fl] = '\0';
+  char csv[1024];
+  snprintf(csv, sizeof csv,
+           "source,gpu,fabric,library,kernel,phase,scope,ep,nodes,tokens,hidden,topk,"
+           "experts,dtype,metric,value,timing\ns,%s,%s,deepep-v1,normal,dispatch,intranode,"
+           "8,1,4096,7168,8,256,fp8,nvl_GBps,153,t\n", gpu, fabric);
+  xs_validate_set set;
+  xs_error err;
+  int ok = xs_validate_ep(csv, strlen(csv), "fuzz", &set, NULL, NULL, &err) == XS_OK;
+  int want = builtin_kind(gpu, 0) && (!strcmp(fabric, "none") || builtin_kind(fabric, 1));
+  if (ok != want || (!ok && (has_control(err.message) || !strstr(err.message, "fuzz:2:"))))
+    __builtin_trap();
+  if (ok)
+    xs_validate_free(&set);
+}
+
+/* 13: a fit */
+static void fuzz_fit(const char *text, size_t n) {
+  size_t lines = 0;
+  for (size_t i = 0; i < n; i++)
+    lines += text[i] == '\n';
+  if (lines > 4)
+    return;
+  static xs_profile *base;
+  xs_error err;
+  if (!base && xs_profile_load("h100-nvlink", &base, &err))
+    return;
+  xs_moe_fit_options o = {0, NULL, 20, 1, 0};
+  xs_moe_fit_result r;
+  xs_profile *tuned = NULL;
+  if (xs_moe_fit(text, n, "fuzz", base, &o, &r, &tuned, &err) != XS_OK) {
+    if (has_control(err.message))
+      __builtin_trap();
+    return;
+  }
+  for (int t = 0; t < XS_MOE_TERMS; t++) {
+    const xs_moe_fit_term *ft = &r.terms[t];
+    if (ft->fitted && !(ft->scale >= 0.25 * (1 - 1e-9) && ft->scale <= 4 * (1 + 1e-9) &&
+                        !(ft->lo > ft->hi)))
+      __builtin_trap();
+  }
+  if (!tuned || !(r.nrows >= 1 && r.nrows <= lines + 1) || !(r.median_after >= 0))
+    __builtin_trap();
+  xs_profile_free(tuned);
+  xs_moe_fit_free(&r);
+}
+
+/* 14: a tuner driven by bytes, nine a step: what to do, then 8 bytes of a
+ * double */
+static void fuzz_tuner(const uint8_t *d, size_t n) {
+  static const xs_moe_term terms[2] = {XS_MOE_TERM_GEMM, XS_MOE_TERM_HBM};
+  xs_moe_config c;
+  xs_moe_preset("qwen3-235b", &c);
+  xs_profile *prof;
+  xs_error err;
+  if (xs_profile_load("h200-nvlink", &prof, &err))
+    return;
+  double grid[2] = {64, 512};
+  xs_tuner_options o;
+  memset(&o, 0, sizeof o);
+  o.tokens = grid;
+  o.ntokens = 2;
+  o.schedules = (1u << XS_MOE_FUSED_LAG) | (1u << XS_MOE_BASELINE);
+  o.terms = (1u << XS_MOE_TERM_GEMM) | (1u << XS_MOE_TERM_HBM);
+  xs_tuner *t;
+  if (xs_tuner_create(&c, prof, &o, &t, &err) != XS_OK) {
+    xs_profile_free(prof);
+    return;
+  }
+  const double prior_sd = log1p(0.25);
+  for (size_t at = 0; at + 9 <= n && at < 9 * 64; at += 9) {
+    double x;
+    memcpy(&x, d + at + 1, sizeof x);
+    double tokens = d[at] & 0x10 ? 512 : 64, secs;
+    xs_tuner_choice ch;
+    if (xs_tuner_choose(t, tokens, &ch) != XS_OK || !(ch.predicted_s > 0) ||
+        !isfinite(ch.predicted_s) || !isfinite(ch.sd))
+      __builtin_trap();
+    switch (d[at] % 4) {
+    case 0: /* the choice, off by a factor of at most e^20 either way */
+      secs = ch.predicted_s * exp(fmax(-20, fmin(20, isfinite(x) ? x : 0)));
+      break;
+    case 1: /* any time at all: subnormal, huge, negative, NaN */
+      secs = x;
+      break;
+    case 2: /* a token count of any value */
+      if (xs_tuner_choose(t, x, &ch) != (x > 0 && isfinite(x) ? XS_OK : XS_INVALID))
+        __builtin_trap();
+      continue;
+    default: /* knobs the grid point may not have */
+      ch.knobs.lag = (unsigned)d[at] >> 2;
+      secs = ch.predicted_s;
+      break;
+    }
+    double before[2], sd[2], after[2], sd2[2];
+    for (int k = 0; k < 2; k++)
+      if (xs_tuner_term(t, tokens, terms[k], &before[k], &sd[k]))
+        before[k] = sd[k] = 0; /* a term this point does not learn */
+    xs_status st = xs_tuner_observe(t, tokens, ch.schedule, &ch.knobs, secs, &err);
+    int in_range = secs >= 1e-9 && secs <= 1e6;
+    if ((st == XS_OK && !in_range) || (!in_range && st != XS_INVALID) ||
+        (st && has_control(err.message)))
+      __builtin_trap();
+    for (int k = 0; k < 2; k++) {
+      if (!before[k] || xs_tuner_term(t, tokens, terms[k], &after[k], &sd2[k]))
+        continue;
+      double moved = fabs(log(after[k] / before[k]));
+      if (!isfinite(moved) || moved > 1.345 * fmax(sd[k], prior_sd) * (1 + 1e-6) + 1e-12)
+        __builtin_trap();
+    }
+  }
+  xs_tuner_free(t);
+  xs_profile_free(prof);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
   const char *text = (const char *)data + 1;
   size_t n = size - 1;
   xs_error err;
-  switch (data[0] % 12) {
+  switch (data[0] % 16) {
   case 0:
     fuzz_program(text, n);
     break;
@@ -492,7 +651,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   case 8:
   case 9:
-    fuzz_validate(text, n, data[0] % 12 == 9);
+    fuzz_validate(text, n, data[0] % 16 == 9);
+    break;
+  case 12:
+    fuzz_ep_profiles(text, n);
+    break;
+  case 13:
+    fuzz_fit(text, n);
+    break;
+  case 14:
+    fuzz_tuner(data + 1, n);
     break;
   case 10:
     fuzz_flags(text, n);

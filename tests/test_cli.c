@@ -379,7 +379,7 @@ static void test_plan_sweep(void **s) {
   expect_rc("plan megamoe --preset deepseek-v3 --profile h800-nvlink --tokens 10000000 "
             "--trace /tmp/never.json --svg /tmp/never.svg", 2, "planner's limit of 1e+07");
   expect_rc("plan flashattn --preset mha --profile h100-nvlink --cp 100000", 2,
-            "cp must be a number in [1, 4096]");
+            "--cp: expected a whole number from 1 to 4096");
   expect_rc("demo --sms 100000 --waves 100000", 2, "demo's limit of 1e6");
   expect_rc("sweep megamoe --profile h800-nvlink --grid tests/data/huge-grid.json", 2,
             "more than the limit of 1e+08");

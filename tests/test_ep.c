@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "plan/ep/ep.h"
+#include "validate/validate.h"
 #include "testio.h"
 #include "testutil.h"
 #include "xstage.h"
@@ -726,6 +727,65 @@ static void test_band_bias(void **st) {
   assert_int_equal(checked, 7);
   free(v);
   xs_validate_free(&set);
+}
+
+/* The refits that leave each source out, two ways on the project's data:
+ * from scratch (the exact refit it ships with) and as a set of many
+ * sources makes them (each source of under a tenth of the rows refitted
+ * on the rows' linear model about the fit to all rows). The linear model
+ * is an approximation: each constant within 5% of the exact refit's, and
+ * each library and kernel mode's left-out median within 3 points. */
+static double loso_median(const xs_validate_set *set, const char *arm) {
+  double v[512];
+  size_t k = 0;
+  for (size_t i = 0; i < set->nrows && k < 512; i++)
+    if (!arm || !strcmp(set->rows[i].arm, arm))
+      v[k++] = fabs(set->rows[i].ep.loso_error);
+  return xs__median_of(v, k);
+}
+
+static void test_by_source_linear(void **st) {
+  (void)st;
+  size_t len;
+  char *text = data_file(&len);
+  xs_validate_set exact, lin;
+  xs_error e;
+  assert_int_equal(xs_validate_ep(text, len, "ep.csv", &exact, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_validate_ep(text, len, "ep.csv", &lin, NULL, NULL, &e), XS_OK);
+  size_t ns = xs_validate_distinct(&exact, 1, NULL, 0);
+  assert_true(ns * exact.nrows <= XS_EP_EXACT_WORK); /* the shipped path is exact */
+  double *ve = malloc(ns * XS_EP_CONSTANTS * sizeof *ve);
+  double *vl = malloc(ns * XS_EP_CONSTANTS * sizeof *vl);
+  assert_int_equal(xs_validate_ep_by_source(&exact, ve, &e), XS_OK);
+  assert_int_equal(xs__validate_ep_by_source_within(&lin, vl, 0, &e), XS_OK);
+  double worst = 0;
+  for (size_t k = 0; k < ns * XS_EP_CONSTANTS; k++) {
+    double d = fabs(vl[k] / ve[k] - 1);
+    worst = fmax(worst, d);
+    if (d > 0.05)
+      fprintf(stderr, "source %zu, %s: exact %g, linear %g\n", k / XS_EP_CONSTANTS,
+              xs_ep_constant_name(k % XS_EP_CONSTANTS), ve[k], vl[k]);
+    assert_true(d <= 0.05);
+  }
+  const char **arms = malloc(exact.nrows * sizeof *arms);
+  size_t na = xs_validate_distinct(&exact, 0, arms, exact.nrows);
+  double worst_med = 0;
+  for (size_t a = 0; a <= na; a++) {
+    const char *arm = a < na ? arms[a] : NULL;
+    double me = loso_median(&exact, arm), ml = loso_median(&lin, arm);
+    worst_med = fmax(worst_med, fabs(ml - me));
+    if (fabs(ml - me) > 0.03)
+      fprintf(stderr, "%s: left out median exact %.3f, linear %.3f\n", arm ? arm : "all",
+              me, ml);
+    assert_true(fabs(ml - me) <= 0.03);
+  }
+  printf("  linear against exact refits, %zu sources: constants within %.1f%%, left-out "
+         "medians within %.1f points\n", ns, 100 * worst, 100 * worst_med);
+  free(arms);
+  free(ve);
+  free(vl);
+  xs_validate_free(&exact);
+  xs_validate_free(&lin);
   free(text);
 }
 
@@ -858,6 +918,7 @@ int main(void) {
       cmocka_unit_test(test_needs_fabric),    cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
       cmocka_unit_test(test_band_bias),
+      cmocka_unit_test(test_by_source_linear),
       cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

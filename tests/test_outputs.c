@@ -149,7 +149,7 @@ static void test_mode_and_owner(void **s) {
   (void)s;
   char out[160];
   snprintf(out, sizeof out, "%s/mode.svg", dir);
-  const mode_t modes[] = {0600, 0640, 0604, 0444};
+  const mode_t modes[] = {0600, 0640, 0604, 0644};
   for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
     put_file(out, "old\n");
     assert_int_equal(chmod(out, modes[i]), 0);
@@ -179,6 +179,36 @@ static void test_mode_and_owner(void **s) {
   struct stat sb;
   assert_int_equal(stat(out, &sb), 0);
   assert_int_equal(sb.st_mode & 07777, 0600);
+  /* a read-only file is refused, whoever runs the command (a rename
+   * replaced it, also as a user who may not write it), and stays whole */
+  const mode_t ro[] = {0444, 0400, 0555};
+  for (size_t i = 0; i < sizeof ro / sizeof *ro; i++) {
+    put_file(out, "old\n");
+    assert_int_equal(chmod(out, ro[i]), 0);
+    assert_int_equal(sh(PREDICT " --svg %s > /dev/null 2>&1", out), 2);
+    assert_int_equal(stat(out, &sb), 0);
+    assert_int_equal(sb.st_mode & 07777, ro[i]);
+    assert_int_equal(sb.st_size, 4);
+    xs_error e;
+    assert_int_equal(xs_check_output(out, &e), XS_INVALID);
+    assert_non_null(strstr(e.message, "read-only"));
+    assert_int_equal(xs_write_file_atomic(out, "new\n", 4, &e), XS_INVALID);
+    assert_int_equal(chmod(out, 0600), 0);
+    assert_int_equal(xs_check_output(out, &e), XS_OK);
+  }
+  /* a folder, a missing folder, an empty path: refused before any work;
+   * a new file, a device: fine */
+  xs_error e;
+  assert_int_equal(xs_check_output(dir, &e), XS_INVALID);
+  char missing[200];
+  snprintf(missing, sizeof missing, "%s/none/x.svg", dir);
+  assert_int_equal(xs_check_output(missing, &e), XS_NOTFOUND);
+  assert_non_null(strstr(e.message, "no folder"));
+  assert_int_equal(xs_check_output("", &e), XS_NOTFOUND);
+  snprintf(missing, sizeof missing, "%s/new.svg", dir);
+  assert_int_equal(xs_check_output(missing, &e), XS_OK);
+  assert_int_equal(xs_check_output("/dev/null", &e), XS_OK);
+  assert_int_equal(xs_check_output("/dev/stdout", &e), XS_OK);
 }
 
 /* A write that fails half way (the file size limit, with SIGXFSZ

@@ -72,3 +72,111 @@ def test_closed():
     t.close()
     with pytest.raises(xstage.Error):
         t.choose(64)
+
+
+def test_threads_take_turns():
+    """Four threads choosing and observing at once (20,000 each): every
+    timing counted, and choose() still answers (a lost update of the
+    library's sequence counter once left it odd and choose() spinning)."""
+    import threading
+    t = xstage.Tuner("qwen3-235b", "h200-nvlink", tokens=[64, 512])
+    errors = []
+
+    def work(seed):
+        rnd = random.Random(seed)
+        try:
+            for i in range(20000):
+                tokens = 64 if i % 2 else 512
+                c = t.choose(tokens)
+                t.observe(tokens, c, c["predicted_s"] * math.exp(rnd.gauss(0, 0.05)))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(2029 + k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not any(th.is_alive() for th in threads)
+    assert errors == []
+    assert t.observations == 80000
+    assert t.choose(64)["schedule"] in xstage.MOE_SCHEDULES
+    t.close()
+
+
+@pytest.mark.parametrize("kwargs, kind, words", [
+    ({"tokens": []}, ValueError, "tokens: expected at least one value"),
+    ({"tokens": [True]}, TypeError, "tokens[0]: expected an int, got bool"),
+    ({"tokens": ["64"]}, TypeError, "tokens[0]: expected an int, got str"),
+    ({"tokens": "64"}, TypeError, "tokens: expected a list of whole numbers, got str"),
+    ({"tokens": [64.5]}, ValueError, "tokens[0]: expected a whole number"),
+    ({"tokens": list(range(1, 66))}, ValueError, "tokens: at most 64 values, got 65"),
+    ({"noise": True}, TypeError, "noise: expected a number, got bool"),
+    ({"noise": "0.02"}, TypeError, "noise: expected a number, got str"),
+    ({"noise": 2.0}, ValueError, "tuner noise: expected 0 (the default) to 1"),
+    ({"terms": ["gemm", 7]}, TypeError, "terms[1]: expected a str"),
+    ({"terms": ["gemm", "nope"]}, ValueError, "terms[1]: unknown 'nope'"),
+    ({"profile": None}, TypeError, "profile: expected a path"),
+    ({"config": 7}, TypeError, "config: expected a preset name or a dict, got int"),
+])
+def test_create_arguments(kwargs, kind, words):
+    args = {"config": "qwen3-235b", "profile": "h200-nvlink", "tokens": [64]}
+    args.update(kwargs)
+    with pytest.raises(xstage.Error) as e:
+        xstage.Tuner(**args)
+    assert isinstance(e.value, kind)
+    assert words in e.value.message
+
+
+def test_call_arguments(tuner):
+    c = tuner.choose(64)
+    n = tuner.observations
+    bad = [
+        (lambda: tuner.observe(64, None, 1e-4), TypeError, "choice: expected the dict"),
+        (lambda: tuner.observe(64, dict(c, knobs=dict(c["knobs"], block_m=2 ** 32 + 64)), 1e-4),
+         ValueError, "[\'block_m\']: expected a whole number from 0 to 4294967295"),
+        (lambda: tuner.observe(64, dict(c, knobs=dict(c["knobs"], block_m=64.5)), 1e-4),
+         ValueError, "[\'block_m\']: expected a whole number"),
+        (lambda: tuner.observe(64, dict(c, knobs=dict(c["knobs"], blockm=64)), 1e-4),
+         ValueError, "unknown knob 'blockm'"),
+        (lambda: tuner.observe(64, dict(c, knobs=[64]), 1e-4), TypeError,
+         "choice[\"knobs\"]: expected a dict"),
+        (lambda: tuner.observe(64, c, True), TypeError, "measured_s: expected a number"),
+        (lambda: tuner.observe(64, c, "1e-4"), TypeError, "measured_s: expected a number"),
+        (lambda: tuner.observe(True, c, 1e-4), TypeError, "tokens: expected a number"),
+        (lambda: tuner.term(["gemm", "hbm"], 64), TypeError, "term: name: expected a str"),
+        (lambda: tuner.term("gemm", "64"), TypeError, "term: tokens: expected a number"),
+        (lambda: tuner.choose(None), TypeError, "choose: tokens: expected a number"),
+    ]
+    # physically impossible times: refused, as the CSV readers refuse them
+    for secs in (1e-300, 5e-324, 1e300, 1e-10, 2e6):
+        bad.append((lambda secs=secs: tuner.observe(64, c, secs), ValueError,
+                    "expected seconds from 1e-09 to 1e+06"))
+    for call, kind, words in bad:
+        with pytest.raises(xstage.Error) as e:
+            call()
+        assert isinstance(e.value, kind), e.value
+        assert words in e.value.message, e.value.message
+    assert tuner.observations == n  # nothing taken in
+
+
+def test_outlier_bounded():
+    """One timing of 10 s after 50 true ones moves no term by more than 5%
+    (docs/tune.md: at most 1.345 standard deviations of the belief)."""
+    t = xstage.Tuner("deepseek-v3", "h200-nvlink", tokens=[128])
+    rnd = random.Random(2029)
+    truth = {}
+    for _ in range(50):
+        c = t.choose(128)
+        key = (c["schedule"], tuple(sorted(c["knobs"].items())))
+        truth.setdefault(key, c["predicted_s"] * 0.95)
+        t.observe(128, c, truth[key] * math.exp(rnd.gauss(0, 0.02)))
+    before = {k: t.term(k, 128) for k in ("gemm", "hbm", "link")}
+    t.observe(128, t.choose(128), 10.0)
+    for k, was in before.items():
+        if was is None:
+            continue
+        now = t.term(k, 128)
+        assert abs(now[0] / was[0] - 1) <= 0.05, (k, was, now)
+        assert abs(math.log(now[0] / was[0])) <= 1.345 * was[1] * (1 + 1e-9)
+    t.close()

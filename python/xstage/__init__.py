@@ -92,14 +92,26 @@ def _call_json(fn, *args):
     return _take_json(_call_out(fn, *args))
 
 
+# the most this package reads of a config, grid or CSV file, as the
+# command does (CLI_INPUT_LIMIT): /dev/zero grew the process to 24 GB
+_READ_LIMIT = 64 << 20
+
+
 def _read(name, value):
-    """(bytes, path) of a file argument that this package reads itself."""
+    """(bytes, path) of a file argument that this package reads itself, at
+    most _READ_LIMIT bytes of it (a larger file is refused, having read one
+    byte past the limit at most)."""
     p = _check.path(name, value)
+    shown = p.decode("utf-8", "replace")
     try:
         with open(p, "rb") as f:
-            return f.read(), p
+            data = f.read(_READ_LIMIT + 1)
     except OSError as e:
-        raise from_os_error(e, p.decode("utf-8", "replace")) from None
+        raise from_os_error(e, shown) from None
+    if len(data) > _READ_LIMIT:
+        raise InvalidInputError("%s: %s: larger than the limit of %d MiB for this input"
+                                % (name, shown, _READ_LIMIT >> 20))
+    return data, p
 
 
 def version() -> str:

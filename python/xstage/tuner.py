@@ -14,13 +14,15 @@ that the timing informs. Example::
     t.observe(200, c, seconds)
 
 The binding holds the library's tuner through ctypes; it needs nothing
-but the libxstage the package loaded.
+but the libxstage the package loaded. One Tuner may be shared by threads:
+its calls take turns (a lock around each), and the library takes
+observations one at a time besides.
 """
 import ctypes
-import json
+import threading
 
-from . import library_path
-from ._errors import InvalidInputError, NotFoundError
+from . import _check, library_path
+from ._errors import ArgumentTypeError, InvalidInputError, NotFoundError, from_status
 from ._errors import raise_status as _raise
 from ._lib import XsError
 
@@ -100,18 +102,38 @@ def _library():
     return lib
 
 
+_KNOB_MAX = 2 ** 32 - 1  # xs_moe_pattern's fields are unsigned ints
+_TOKENS_MAX = 10_000_000  # xs_tuner_options' grid: 1 to 1e7 tokens
+_POINTS_MAX = 64  # XS_TUNER_MAX_POINTS
+
+
 def _names(values, known, what):
-    """A list of names into a bit mask, or 0 for None."""
+    """A list of names (or one str, commas between names) into a bit
+    mask, or 0 for None."""
     if values is None:
         return 0
-    if isinstance(values, str):
-        values = [values]
     mask = 0
-    for v in values:
+    for i, v in enumerate(_check.names(what, values, ", ".join(known))):
         if v not in known:
-            raise InvalidInputError("%s: unknown %r (%s)" % (what, v, ", ".join(known)))
+            raise InvalidInputError("%s[%d]: unknown %r (%s)" % (what, i, v, ", ".join(known)))
         mask |= 1 << known.index(v)
     return mask
+
+
+def _knobs(value):
+    """choice["knobs"]: a dict of knob names to whole numbers of an
+    unsigned int (missing ones 0), each named where it is wrong."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ArgumentTypeError("observe: choice[\"knobs\"]: expected a dict of %s, got %s"
+                                % (", ".join(_KNOBS), type(value).__name__))
+    for k in value:
+        if k not in _KNOBS:
+            raise InvalidInputError("observe: choice[\"knobs\"]: unknown knob %r (%s)"
+                                    % (k, ", ".join(_KNOBS)))
+    return _Pattern(**{k: _check.integer("observe: choice[\"knobs\"][%r]" % k,
+                                         value.get(k, 0), 0, _KNOB_MAX) for k in _KNOBS})
 
 
 class Tuner:
@@ -126,47 +148,56 @@ class Tuner:
     tuner's default terms). The other arguments are xs_tuner_options'
     fields (0: the library's default): ``noise`` (relative spread of one
     timing), ``prior``, ``option_prior``, ``half_life`` (launches),
-    ``threshold``, ``margin``. Creating it plans every batch size once
-    (about a second).
+    ``threshold``, ``margin``. Creating it plans every batch size 15
+    times (seconds; docs/limits.md gives the bound). Every argument is
+    checked by type (a bool is no number, a str no list) before the
+    library sees it; a wrong one raises :class:`xstage.Error`.
     """
 
     def __init__(self, config="deepseek-v3", profile="h200-nvlink", tokens=None,
                  schedules=None, terms=None, noise=0.0, prior=0.0, option_prior=0.0,
                  half_life=0.0, threshold=0.0, margin=0.0):
         lib = _library()
-        self._lib, self._t = lib, None
+        self._lib, self._t, self._lock = lib, None, threading.Lock()
         if isinstance(config, str):
             config = {"preset": config}
         if not isinstance(config, dict):
-            raise InvalidInputError("config: expected a preset name or a dict, got %s"
+            raise ArgumentTypeError("config: expected a preset name or a dict, got %s"
                                     % type(config).__name__)
         config = dict(config)
-        grid = [float(x) for x in tokens] if tokens is not None else None
-        if grid is not None and "tokens" not in config and grid:
-            config["tokens"] = grid[0]
+        grid = None
+        if tokens is not None:
+            grid = [float(x) for x in _check.integers("tokens", tokens, 1, _TOKENS_MAX,
+                                                      _POINTS_MAX)]
+            config.setdefault("tokens", grid[0])
+        reals = {}
+        for name, v in (("noise", noise), ("prior", prior), ("option_prior", option_prior),
+                        ("half_life", half_life), ("threshold", threshold),
+                        ("margin", margin)):
+            reals[name] = _check.number(name, v)  # the library checks the range
+        o = _Options()
+        o.schedules = _names(schedules, _SCHEDULES, "schedules")
+        o.terms = _names(terms, _TERMS, "terms")
+        for name, v in reals.items():
+            setattr(o, name, v)
+        if grid:
+            self._grid = (_D * len(grid))(*grid)
+            o.tokens, o.ntokens = self._grid, len(grid)
         err = XsError()
         cfg = ctypes.create_string_buffer(lib.xs_struct_size(b"xs_moe_config"))
-        text = json.dumps(config).encode()
+        text = _check.json_text("config", config)
         _raise(lib.xs_moe_config_parse(text, len(text), b"config", cfg, ctypes.byref(err)),
                err)
         prof = ctypes.c_void_p()
         if isinstance(profile, dict):
-            text = json.dumps(profile).encode()
+            text = _check.json_text("profile", profile)
             st = lib.xs_profile_parse(text, len(text), b"profile", ctypes.byref(prof),
                                       ctypes.byref(err))
         else:
-            st = lib.xs_profile_load(str(profile).encode(), ctypes.byref(prof),
+            st = lib.xs_profile_load(_check.path("profile", profile), ctypes.byref(prof),
                                      ctypes.byref(err))
         _raise(st, err)
         try:
-            o = _Options()
-            if grid:
-                self._grid = (_D * len(grid))(*grid)
-                o.tokens, o.ntokens = self._grid, len(grid)
-            o.schedules = _names(schedules, _SCHEDULES, "schedules")
-            o.terms = _names(terms, _TERMS, "terms")
-            o.noise, o.prior, o.option_prior = noise, prior, option_prior
-            o.half_life, o.threshold, o.margin = half_life, threshold, margin
             t = ctypes.c_void_p()
             _raise(lib.xs_tuner_create(cfg, prof, ctypes.byref(o), ctypes.byref(t),
                                        ctypes.byref(err)), err)
@@ -179,9 +210,14 @@ class Tuner:
         of "schedule", "rule", "knobs" (experts_per_wave, warmup, lag,
         group, block_m, block_n), "tokens" (the grid point it was made
         at), "predicted_s", "sd" (relative), "best_s" and "explore"."""
+        n = _check.number("choose: tokens", tokens)
         c = _Choice()
-        if self._lib.xs_tuner_choose(self._handle(), float(tokens), ctypes.byref(c)):
-            raise InvalidInputError("choose: tokens %r: expected a positive count" % (tokens,))
+        with self._lock:
+            st = self._lib.xs_tuner_choose(self._handle(), n, ctypes.byref(c))
+        if st:
+            raise from_status(st, "choose: tokens %r: expected a positive count" % (tokens,)
+                              if st == 1 else "choose: an observation in progress for over "
+                              "0.1 s")
         rule = self._lib.xs_moe_rule_name(c.schedule, c.rule)
         return {"schedule": _SCHEDULES[c.schedule], "rule": rule.decode() if rule else None,
                 "knobs": {k: getattr(c.knobs, k) for k in _KNOBS}, "tokens": c.tokens,
@@ -190,42 +226,63 @@ class Tuner:
 
     def observe(self, tokens, choice, measured_s):
         """A launch of ``choice`` (a dict from :meth:`choose`, or one with
-        "schedule" and "knobs") at ``tokens`` took ``measured_s`` seconds."""
-        if choice.get("schedule") not in _SCHEDULES:
-            raise InvalidInputError("observe: choice[\"schedule\"]: unknown %r"
-                                    % (choice.get("schedule"),))
-        knobs = _Pattern(**{k: int(choice.get("knobs", {}).get(k, 0)) for k in _KNOBS})
+        "schedule" and "knobs", a dict of whole numbers; a knob left out is
+        0) at ``tokens`` took ``measured_s`` seconds (1e-9 to 1e6; the
+        library refuses a time outside them)."""
+        if not isinstance(choice, dict):
+            raise ArgumentTypeError("observe: choice: expected the dict choose() returned, "
+                                    "got %s" % type(choice).__name__)
+        sched = _check.choice("observe: choice[\"schedule\"]", choice.get("schedule"),
+                              _SCHEDULES)
+        knobs = _knobs(choice.get("knobs"))
+        n = _check.number("observe: tokens", tokens)
+        secs = _check.number("observe: measured_s", measured_s)
         err = XsError()
-        _raise(self._lib.xs_tuner_observe(self._handle(), float(tokens),
-                                          _SCHEDULES.index(choice["schedule"]),
-                                          ctypes.byref(knobs), float(measured_s),
-                                          ctypes.byref(err)), err)
+        with self._lock:
+            st = self._lib.xs_tuner_observe(self._handle(), n, _SCHEDULES.index(sched),
+                                            ctypes.byref(knobs), secs, ctypes.byref(err))
+        _raise(st, err)
 
     def term(self, name, tokens):
         """The factor the tuner believes for a term ("link", "gemm", ...)
         at the grid point of ``tokens`` and its relative uncertainty, or
         None for a term it does not learn."""
+        term = _TERMS.index(_check.choice("term: name", name, _TERMS))
+        n = _check.number("term: tokens", tokens)
         scale, sd = _D(), _D()
-        st = self._lib.xs_tuner_term(self._handle(), float(tokens),
-                                     _names(name, _TERMS, "term").bit_length() - 1,
-                                     ctypes.byref(scale), ctypes.byref(sd))
-        return None if st else (scale.value, sd.value)
+        with self._lock:
+            st = self._lib.xs_tuner_term(self._handle(), n, term, ctypes.byref(scale),
+                                         ctypes.byref(sd))
+        if st == 6:  # NOTFOUND: a term it does not learn
+            return None
+        if st:
+            raise from_status(st, "term: tokens %r: expected a positive count" % (tokens,)
+                              if st == 1 else "term: an observation in progress for over "
+                              "0.1 s")
+        return (scale.value, sd.value)
 
     @property
     def observations(self):
         """Timings taken in so far."""
-        return self._lib.xs_tuner_observations(self._handle())
+        with self._lock:
+            return self._lib.xs_tuner_observations(self._handle())
 
     @property
     def state_bytes(self):
         """The tuner's memory, fixed when it was created."""
-        return self._lib.xs_tuner_state_size(self._handle())
+        with self._lock:
+            return self._lib.xs_tuner_state_size(self._handle())
 
     def close(self):
-        """Free the library's tuner (also on garbage collection)."""
-        if self._t:
-            self._lib.xs_tuner_free(self._t)
-            self._t = None
+        """Free the library's tuner (also on garbage collection); a call
+        in progress on another thread finishes first."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the tuner existed
+            return
+        with lock:
+            if self._t:
+                self._lib.xs_tuner_free(self._t)
+                self._t = None
 
     def _handle(self):
         if not self._t:

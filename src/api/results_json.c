@@ -435,7 +435,7 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
   return XS_OK;
 }
 
-char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
+static char *fa_table_header(const xs_fa_config *c, const xs_profile *prof,
                          const xs_fa_table_row *rows, size_t n, double tol,
                          const char *P) {
   if (xs_c_header_prefix(P, NULL))
@@ -487,6 +487,16 @@ char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
     return NULL;
   }
   return b.s;
+}
+
+/* numbers with a point whatever the host's locale */
+char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
+                         const xs_fa_table_row *rows, size_t n, double tol,
+                         const char *P) {
+  void *loc = xs__numeric_c();
+  char *s = fa_table_header(c, prof, rows, n, tol, P);
+  xs__numeric_restore(loc);
+  return s;
 }
 
 xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,

@@ -340,10 +340,14 @@ static xs_status moe_plan(const void *c, const xs_profile *p, void *r, xs_error 
   return xs_moe_plan(c, p, r, err);
 }
 void xs_moe_config_describe(const xs_moe_config *c, char *buf, size_t size) {
+  void *loc = xs__numeric_c();
   snprintf(buf, size, "%s, %g tokens, EP %g", c->name, c->tokens, c->ep);
+  xs__numeric_restore(loc);
 }
 void xs_fa_config_describe(const xs_fa_config *c, char *buf, size_t size) {
+  void *loc = xs__numeric_c();
   snprintf(buf, size, "%s, seq %g, CP %g", c->name, c->seq, c->cp);
+  xs__numeric_restore(loc);
 }
 static void moe_describe(const void *p, char *buf, size_t size) {
   xs_moe_config_describe(p, buf, size);

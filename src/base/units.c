@@ -17,21 +17,14 @@ typedef struct {
   double scale;
 } unit;
 
-/* Split "12.5MiB" into 12.5 and "MiB"; returns 0 on success. */
+/* Split "12.5MiB" into 12.5 and "MiB"; returns 0 on success. Decimal
+ * numbers only (not "inf", "nan" or hex, which strtod would take), with
+ * a point whatever the locale. */
 static int split_number(const char *text, double *value, const char **rest) {
-  char *end;
+  const char *end;
   while (isspace((unsigned char)*text))
     text++;
-  if (!*text)
-    return -1;
-  /* strtod would take "inf", "nan" and hex; numbers here are decimal */
-  if (!(isdigit((unsigned char)*text) || *text == '.' || *text == '-' ||
-        *text == '+'))
-    return -1;
-  if ((text[0] == '0' && (text[1] == 'x' || text[1] == 'X')))
-    return -1;
-  *value = strtod(text, &end);
-  if (end == text)
+  if (xs__decimal(text, value, &end))
     return -1;
   while (isspace((unsigned char)*end))
     end++;
@@ -180,7 +173,7 @@ bad:
                   text);
 }
 
-static char *format_scaled(double v, const unit *units, size_t nunits,
+static char *scaled_text(double v, const unit *units, size_t nunits,
                            char *buf, size_t size) {
   /* units ordered from largest to smallest scale */
   if (!isfinite(v)) {
@@ -215,6 +208,15 @@ static char *format_scaled(double v, const unit *units, size_t nunits,
   return buf;
 }
 
+/* numbers with a point whatever the host's locale */
+static char *format_scaled(double v, const unit *units, size_t nunits,
+                           char *buf, size_t size) {
+  void *loc = xs__numeric_c();
+  scaled_text(v, units, nunits, buf, size);
+  xs__numeric_restore(loc);
+  return buf;
+}
+
 char *xs_format_time(double seconds, char *buf, size_t size) {
   static const unit u[] = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
   return format_scaled(seconds, u, 4, buf, size);
@@ -235,23 +237,6 @@ char *xs_format_rate(double bytes_per_s, char *buf, size_t size) {
 }
 
 /* ---- token grids and fractions (plan's --tokens-grid, --tolerance) ---- */
-
-/* A decimal number at text (no hex, inf or nan, which strtod would take):
- * its value and end, or -1. */
-static int decimal(const char *text, double *v, const char **end) {
-  const char *t = text;
-  while (*t == ' ')
-    t++;
-  if (!(isdigit((unsigned char)*t) || *t == '.' || *t == '-' || *t == '+') ||
-      (t[0] == '0' && (t[1] == 'x' || t[1] == 'X')))
-    return -1;
-  char *e;
-  *v = strtod(t, &e);
-  if (e == t)
-    return -1;
-  *end = e;
-  return 0;
-}
 
 /* One count of a grid: the text up to the next ',' or ':' (or the end),
  * through xs_parse_count, from 1 to 1e9; *p moves past it. */
@@ -315,7 +300,7 @@ xs_status xs_parse_token_grid(const char *text, size_t max, double **out, size_t
     if (*p == ':' && p[1] == 'x') {
       /* FIRST:LAST:xF, a geometric step: FIRST*F^k rounded to whole numbers */
       const char *at = p + 2, *end = at;
-      if (decimal(at, &factor, &end) || at[0] == ' ' || !(factor >= 1.0001 && factor <= 1e6) ||
+      if (xs__decimal(at, &factor, &end) || at[0] == ' ' || !(factor >= 1.0001 && factor <= 1e6) ||
           (*end && *end != ',')) {
         st = xs__fail(err, XS_INVALID, "at character %zu of \"%s\": expected a factor "
                                        "from 1.0001 to 1e6 after x (16:8192:x2)",
@@ -363,7 +348,7 @@ xs_status xs_parse_token_grid(const char *text, size_t max, double **out, size_t
 xs_status xs_parse_fraction(const char *text, double *out, xs_error *err) {
   const char *end;
   double v;
-  int bad = decimal(text, &v, &end);
+  int bad = xs__decimal(text, &v, &end);
   if (!bad && *end == '%') {
     v /= 100;
     end++;

@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include "internal.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,12 +32,116 @@ const char *xs_strerror(xs_status status) {
   return "unknown status";
 }
 
+/* Control characters of a message (C0, DEL, and C1 as UTF-8) written as
+ * \xNN, so that a name from a data file or an argument quoted in it
+ * cannot move a terminal's cursor or recolour it; a character goes whole
+ * or not at all when the message is cut. */
+static void escape_controls(const char *in, char *out, size_t size) {
+  const unsigned char *u = (const unsigned char *)in;
+  size_t n = 0;
+  for (size_t i = 0; u[i];) {
+    size_t c = u[i] < 0x20 || u[i] == 0x7f                      ? 1
+               : u[i] == 0xc2 && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f ? 2
+                                                                  : 0;
+    if (c) {
+      if (n + 5 > size)
+        break;
+      n += (size_t)snprintf(out + n, size - n, "\\x%02x", u[i + c - 1]);
+      i += c;
+      continue;
+    }
+    size_t len = 1;
+    while (u[i + len] && (u[i + len] & 0xC0) == 0x80 && len < 4)
+      len++;
+    if (n + len + 1 > size)
+      break;
+    memcpy(out + n, u + i, len);
+    n += len, i += len;
+  }
+  out[n] = '\0';
+}
+
+/* ---- numbers whatever the locale ---- */
+
+/* "C", made once and kept (newlocale; a race makes two and frees one) */
+static _Atomic(locale_t) c_locale;
+
+static locale_t the_c_locale(void) {
+  locale_t l = atomic_load(&c_locale);
+  if (l)
+    return l;
+  locale_t made = newlocale(LC_ALL_MASK, "C", (locale_t)0), none = (locale_t)0;
+  if (!made)
+    return (locale_t)0;
+  if (!atomic_compare_exchange_strong(&c_locale, &none, made)) {
+    freelocale(made);
+    return none;
+  }
+  return made;
+}
+
+void *xs__numeric_c(void) {
+  locale_t c = the_c_locale();
+  return c ? (void *)uselocale(c) : NULL;
+}
+
+void xs__numeric_restore(void *old) {
+  if (old)
+    uselocale((locale_t)old);
+}
+
+int xs__decimal(const char *s, double *v, const char **end) {
+  const char *p = s;
+  while (*p == ' ' || *p == '\t')
+    p++;
+  const char *start = p;
+  if (*p == '+' || *p == '-')
+    p++;
+  size_t digits = 0;
+  while (isdigit((unsigned char)*p))
+    p++, digits++;
+  if (*p == '.')
+    for (p++; isdigit((unsigned char)*p); p++)
+      digits++;
+  if (!digits)
+    return -1;
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    if (*q == '+' || *q == '-')
+      q++;
+    if (isdigit((unsigned char)*q)) {
+      while (isdigit((unsigned char)*q))
+        q++;
+      p = q;
+    }
+  }
+  /* strtod in the C locale on exactly that text (at most a line's worth:
+   * longer numbers are no number a file of timings holds) */
+  char buf[128];
+  size_t n = (size_t)(p - start);
+  if (n >= sizeof buf)
+    return -1;
+  memcpy(buf, start, n);
+  buf[n] = '\0';
+  void *old = xs__numeric_c();
+  *v = strtod(buf, NULL);
+  xs__numeric_restore(old);
+  if (end)
+    *end = p;
+  return 0;
+}
+
 xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
                     va_list ap) {
   if (err) {
+    char raw[sizeof err->message];
     err->status = status;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    xs__utf8_trim(err->message); /* a message cut short: between characters */
+    /* numbers in messages with a point, whatever the host's locale */
+    void *old = xs__numeric_c();
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    xs__numeric_restore(old);
+    xs__utf8_trim(raw); /* a message cut short: between characters */
+    escape_controls(raw, err->message, sizeof err->message);
   }
   return status;
 }
@@ -458,6 +564,56 @@ static xs_status write_renamed(const char *path, const struct stat *old,
   return XS_OK;
 }
 
+/* a regular file that is read-only: for this process (access), or for
+ * everyone (no write bit: root may write it, and a rename would replace
+ * it, but whoever made it so meant it to stay) */
+static xs_status refuse_read_only(const char *path, const struct stat *sb, xs_error *err) {
+  if ((sb->st_mode & 0222) && access(path, W_OK) == 0)
+    return XS_OK;
+  return xs__fail(err, XS_INVALID,
+                  "%s: read-only (mode %03o): not replaced (make it writable, or write "
+                  "elsewhere)", path, (unsigned)(sb->st_mode & 0777));
+}
+
+xs_status xs_check_output(const char *path, xs_error *err) {
+  if (!path || !*path)
+    return xs__fail(err, XS_NOTFOUND, "an output path is empty");
+  if (named_fd(path) >= 0)
+    return XS_OK;
+  struct stat sb;
+  if (stat(path, &sb) == 0) {
+    if (S_ISDIR(sb.st_mode))
+      return xs__fail(err, XS_INVALID, "%s: is a directory", path);
+    return S_ISREG(sb.st_mode) && std_fd_on(&sb) < 0 ? refuse_read_only(path, &sb, err)
+                                                      : XS_OK;
+  }
+  struct stat lb;
+  if (lstat(path, &lb) == 0) /* a dangling link: its target is created */
+    return XS_OK;
+  /* a new file: its folder must be there, and writable */
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path) : 0;
+  char *dir = malloc(n + 2);
+  if (!dir)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  if (!slash)
+    strcpy(dir, ".");
+  else if (!n)
+    strcpy(dir, "/");
+  else {
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+  }
+  xs_status st = XS_OK;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    st = xs__fail(err, XS_NOTFOUND, "%s: cannot create: no folder %s", path, dir);
+  else if (access(dir, W_OK | X_OK) != 0)
+    st = xs__fail(err, XS_NOTFOUND, "%s: cannot create: folder %s: %s", path, dir,
+                  strerror(errno));
+  free(dir);
+  return st;
+}
+
 xs_status xs_write_file_atomic(const char *path, const char *data,
                                size_t length, xs_error *err) {
   if (!*path)
@@ -481,6 +637,9 @@ xs_status xs_write_file_atomic(const char *path, const char *data,
    * to it, or a link to /dev/stdout): through that descriptor */
   if ((fd = std_fd_on(&sb)) >= 0)
     return write_through(path, fd, data, length, err);
+  xs_status ro = refuse_read_only(path, &sb, err);
+  if (ro)
+    return ro;
   if (lstat(path, &lb) != 0 || !S_ISLNK(lb.st_mode))
     return write_renamed(path, &sb, data, length, err);
   /* A symbolic link stays a link: the file it resolves to is replaced. */

@@ -732,8 +732,13 @@ xs_status xs_profile_parse(const char *text, size_t length,
     goto done;
   if (have) {
     xs_error e2;
-    if (xs_profile_set_node_gpus(p, node_gpus > NODE_GPUS_MAX ? 0 : (unsigned)node_gpus,
-                                 &e2)) {
+    if (node_gpus > NODE_GPUS_MAX) { /* past an unsigned's range, named as given */
+      xs__jpath_key(&d.path, "node_gpus");
+      st = xs__jfail(&d, "expected a whole number from 1 to %d, got %g", NODE_GPUS_MAX,
+                     node_gpus);
+      goto done;
+    }
+    if (xs_profile_set_node_gpus(p, (unsigned)node_gpus, &e2)) {
       xs__jpath_key(&d.path, "node_gpus");
       st = xs__jfail(&d, "%s", e2.message);
       goto done;
@@ -770,6 +775,55 @@ done:
 
 static xs_status load_with_fabric(const char *spec, const char *plus,
                                   xs_profile **out, xs_error *err);
+
+/* 1 for a fabric (a profile with a "nic" channel), 0 for a GPU's, -1 when
+ * the built-in profile i does not parse */
+static int builtin_kind(size_t i, xs_profile **keep) {
+  xs_profile *p;
+  xs_error e;
+  char fn[128];
+  snprintf(fn, sizeof fn, "builtin:%s", xs__builtin_names[i]);
+  if (xs_profile_parse(xs__builtin_texts[i], strlen(xs__builtin_texts[i]), fn, &p, &e))
+    return -1;
+  int fabric = xs_profile_find_channel(p, "nic") >= 0;
+  if (keep)
+    *keep = p;
+  else
+    xs_profile_free(p);
+  return fabric;
+}
+
+xs_status xs__profile_builtin(const char *name, int fabric, xs_profile **out,
+                              xs_error *err) {
+  *out = NULL;
+  const char *kind = fabric ? "fabric" : "GPU profile";
+  int found = -1;
+  for (size_t i = 0; i < xs__builtin_count; i++)
+    if (!strcmp(xs__builtin_names[i], name)) {
+      xs_profile *p = NULL;
+      found = builtin_kind(i, &p);
+      if (found == !!fabric) {
+        *out = p;
+        return XS_OK;
+      }
+      xs_profile_free(p);
+    }
+  /* the built-in ones of the kind asked for, for the message */
+  char list[512];
+  size_t n = 0;
+  list[0] = '\0';
+  for (size_t i = 0; i < xs__builtin_count && n < sizeof list; i++)
+    if (builtin_kind(i, NULL) == !!fabric) {
+      int w = snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
+                       xs__builtin_names[i]);
+      n += w > 0 ? (size_t)w : 0;
+    }
+  if (found >= 0)
+    return xs__fail(err, XS_INVALID, "\"%s\" is a %s, not a %s (%s)", name,
+                    fabric ? "GPU profile" : "fabric", kind, list);
+  return xs__fail(err, XS_INVALID, "\"%.96s\"%s is not a built-in %s (%s)", name,
+                  strlen(name) > 96 ? "..." : "", kind, list);
+}
 
 xs_status xs_profile_load(const char *name_or_path, xs_profile **out,
                           xs_error *err) {

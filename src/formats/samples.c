@@ -98,9 +98,8 @@ xs_status xs_samples_parse_csv(const char *text, size_t len,
                       fn, line, columns[k], nf);
         break;
       }
-      char *end;
-      v[k] = strtod(field[col[k]], &end);
-      if (end == field[col[k]] || *end || !isfinite(v[k]))
+      const char *end = field[col[k]];
+      if (xs__decimal(field[col[k]], &v[k], &end) || *end || !isfinite(v[k]))
         st = xs__fail(err, XS_PARSE, "%s:%d: %s: \"%s\" is not a number", fn,
                       line, columns[k], field[col[k]]);
       else if (v[k] < 0)

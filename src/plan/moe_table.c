@@ -153,7 +153,7 @@ typedef struct {
 } work_budget;
 
 /* one evaluation of every option at tokens */
-static double plan_work(const xs_moe_config *c, double tokens) {
+double xs__moe_plan_work(const xs_moe_config *c, double tokens) {
   xs_moe_config at = *c;
   at.tokens = tokens;
   return xs_moe_tiles(&at) + WORK_FIXED_TILES;
@@ -174,7 +174,7 @@ static xs_status work_spend(work_budget *b, const xs_moe_config *c,
                             double tokens, xs_error *err) {
   if (!b)
     return XS_OK;
-  b->done += plan_work(c, tokens);
+  b->done += xs__moe_plan_work(c, tokens);
   return b->done > b->limit ? work_refuse(err, b->what, b->done, b->limit, 1) : XS_OK;
 }
 
@@ -436,7 +436,7 @@ xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *pr
   work_budget budget = {0, limit, what};
   double est = 0;
   for (size_t i = 0; i < n; i++)
-    est += plan_work(c, grid[i]) * (o->tokens ? 1 : 2);
+    est += xs__moe_plan_work(c, grid[i]) * (o->tokens ? 1 : 2);
   if (est > limit) {
     free(grid);
     free(picks);
@@ -632,7 +632,7 @@ void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *P, const char *
       P, row_type, P, arg, up, P, arg, P);
 }
 
-char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
+static char *table_header(const xs_moe_table *t, const char *prefix,
                           const char *comment) {
   if (xs_c_header_prefix(prefix, NULL))
     return NULL;
@@ -713,6 +713,15 @@ char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
   return b.s;
 }
 
+/* numbers with a point whatever the host's locale */
+char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
+                          const char *comment) {
+  void *loc = xs__numeric_c();
+  char *s = table_header(t, prefix, comment);
+  xs__numeric_restore(loc);
+  return s;
+}
+
 /* ---- sensitivity ---- */
 
 /* the numbers of prof the MegaMoE planner reads: every channel's, the MMA
@@ -761,7 +770,7 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
   char what[96];
   snprintf(what, sizeof what, "sensitivity: %zu numbers x %d factors at %g tokens",
            np, XS_MOE_SENS_FACTORS, c->tokens);
-  double est = (double)(np * XS_MOE_SENS_FACTORS + 1) * plan_work(c, c->tokens);
+  double est = (double)(np * XS_MOE_SENS_FACTORS + 1) * xs__moe_plan_work(c, c->tokens);
   if (est > limit)
     return work_refuse(err, what, est, limit, 0);
   xs_status st = xs_moe_recommend(c, prof, tol, schedules, base, err);

@@ -195,9 +195,9 @@ static double stated_spread(const char *src) {
       q = p + 2;
     if (!q)
       continue;
-    char *end;
-    double v = strtod(q, &end);
-    if (end != q && *end == '%' && v > 0 && v < 100)
+    const char *end;
+    double v;
+    if (!xs__decimal(q, &v, &end) && *end == '%' && v > 0 && v < 100)
       return v / 100;
   }
   return 0;
@@ -239,13 +239,14 @@ void xs__sens_range(const xs_profile *prof, const xs__sens_param *p,
   } else if (!strcmp(kind, "fitted")) {
     /* the fit's 68% interval of its factor, about the number now */
     const char *q = strstr(src, "fitted: x");
-    double scale = q ? strtod(q + 9, NULL) : 0, l = 0, h = 0;
-    const char *iv = strstr(src, "interval x");
-    if (iv) {
-      char *end;
-      l = strtod(iv + 10, &end);
+    double scale = 0, l = 0, h = 0;
+    if (q && xs__decimal(q + 9, &scale, NULL))
+      scale = 0;
+    const char *iv = strstr(src, "interval x"), *end;
+    if (iv && !xs__decimal(iv + 10, &l, &end)) {
       const char *to = strstr(end, " to x");
-      h = to ? strtod(to + 5, NULL) : 0;
+      if (!to || xs__decimal(to + 5, &h, NULL))
+        h = 0;
     }
     if (scale > 0 && l > 0 && h > l) {
       lo = l / scale;

@@ -46,7 +46,7 @@ static const char *named(xs__sbuf *b, const char *fmt, ...) {
 
 /* Every event or none: a name jansson refuses, or memory running out,
  * makes the whole trace NULL rather than one with events missing. */
-char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
+static char *trace_json(const xs_program *p, const xs_profile *prof,
                              const xs_result *r, const xs_timeline *tl) {
   json_t *ev = json_array();
   const char *model = xs_model_name(r->model);
@@ -150,6 +150,15 @@ char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
   return out;
 }
 
+/* numbers with a point whatever the host's locale */
+char *xs_timeline_trace_json(const xs_program *p, const xs_profile *prof,
+                             const xs_result *r, const xs_timeline *tl) {
+  void *loc = xs__numeric_c();
+  char *s = trace_json(p, prof, r, tl);
+  xs__numeric_restore(loc);
+  return s;
+}
+
 /* ---- SVG ---- */
 
 #define SVG_W 1200.0
@@ -171,7 +180,7 @@ static double tick_step(double span) {
   return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
 }
 
-char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
+static char *timeline_svg(const xs_program *p, const xs_profile *prof,
                       const xs_result *r, const xs_timeline *tl) {
   xs__sbuf b = {0};
   double T = r->makespan_s > 0 ? fmax(r->makespan_s, MIN_SPAN) : 1e-9;
@@ -414,4 +423,12 @@ char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
     return NULL;
   }
   return b.s;
+}
+
+char *xs_timeline_svg(const xs_program *p, const xs_profile *prof,
+                      const xs_result *r, const xs_timeline *tl) {
+  void *loc = xs__numeric_c();
+  char *s = timeline_svg(p, prof, r, tl);
+  xs__numeric_restore(loc);
+  return s;
 }

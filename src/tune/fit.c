@@ -6,13 +6,23 @@
  * the sum of squared log errors. Only terms the rows determine are moved:
  * a row must be sensitive to the term, its effect must not be a
  * combination of the others', and there must be two rows for each term.
- * The uncertainty comes from bootstrap resamples of the rows.
+ * The uncertainty comes from bootstrap resamples of the rows. The rows
+ * of one prediction are spread over the machine's cores (each row's time
+ * is its own: the same answer on any number of threads).
  */
-#include "internal.h"
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+#include "validate/validate.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
+#include <unistd.h>
+
+/* threads of one prediction: the cores online, at most this many, and
+ * at least ROWS_PER_THREAD rows each */
+#define MAX_THREADS 8
+#define ROWS_PER_THREAD 32
 
 /* a term is moved within x1/4 to x4 of the base */
 #define BOUND 1.3862943611198906 /* log 4 */
@@ -48,7 +58,32 @@ typedef struct {
   fit_row *rows;
   size_t n;
   unsigned evaluations;
+  unsigned threads; /* of a prediction */
 } fit_ctx;
+
+/* one thread's rows [lo, hi) of a prediction */
+typedef struct {
+  const fit_ctx *f;
+  const xs_profile *p;
+  size_t lo, hi;
+  double *out;
+  unsigned evaluations;
+  xs_status st;
+  xs_error err;
+} predict_part;
+
+static int predict_rows(void *arg) {
+  predict_part *w = arg;
+  for (size_t i = w->lo; i < w->hi && !w->st; i++) {
+    const xs_validate_row *r = w->f->rows[i].row;
+    xs_moe_pattern kn = r->knobs;
+    double t;
+    w->st = xs__moe_time(&r->config, w->p, w->f->rows[i].sched, &kn, &t, &w->err);
+    w->evaluations++;
+    w->out[i] = log(t);
+  }
+  return 0;
+}
 
 /* log predicted seconds of every row with term[j] scaled by
  * exp(theta[j]), j < k */
@@ -59,13 +94,34 @@ static xs_status predict(fit_ctx *f, const int *term, const double *theta,
   for (size_t j = 0; !st && j < k; j++)
     if (theta[j] != 0)
       st = xs_moe_term_scale(p, (xs_moe_term)term[j], exp(theta[j]), err);
-  for (size_t i = 0; !st && i < f->n; i++) {
-    const xs_validate_row *r = f->rows[i].row;
-    xs_moe_pattern kn = r->knobs;
-    double t;
-    st = xs__moe_time(&r->config, p, f->rows[i].sched, &kn, &t, err);
-    f->evaluations++;
-    out[i] = log(t);
+  size_t nt = f->n / ROWS_PER_THREAD;
+  nt = nt < 1 ? 1 : nt > f->threads ? f->threads : nt;
+  predict_part part[MAX_THREADS];
+  thrd_t th[MAX_THREADS];
+  int started[MAX_THREADS] = {0};
+  for (size_t w = 0; !st && w < nt; w++) {
+    part[w] = (predict_part){f, p, f->n * w / nt, f->n * (w + 1) / nt, out, 0, XS_OK, {0}};
+    /* the first part on this thread; a thread that cannot start runs its
+     * part here too */
+    if (w > 0)
+      started[w] = thrd_create(&th[w], predict_rows, &part[w]) == thrd_success;
+  }
+  if (!st)
+    predict_rows(&part[0]);
+  for (size_t w = 1; !st && w < nt; w++) {
+    if (started[w])
+      thrd_join(th[w], NULL);
+    else
+      predict_rows(&part[w]);
+  }
+  /* the first row's error, as one thread would have stopped at it */
+  for (size_t w = 0; !st && w < nt; w++) {
+    f->evaluations += part[w].evaluations;
+    if (part[w].st) {
+      st = part[w].st;
+      if (err)
+        *err = part[w].err;
+    }
   }
   xs_profile_free(p);
   return st;
@@ -236,7 +292,8 @@ static xs_status jacobian(fit_ctx *f, const int *term, const double *theta,
   return XS_OK;
 }
 
-/* Levenberg-Marquardt over term[0..k), from theta = 0, within the bounds */
+/* Levenberg-Marquardt over term[0..k), from theta = 0 (where lp holds
+ * the log predictions already), within the bounds */
 static xs_status least_squares(fit_ctx *f, const int *term, size_t k,
                                unsigned max_it, double *theta, double *lp,
                                double *J, unsigned *iterations, xs_error *err) {
@@ -246,12 +303,14 @@ static xs_status least_squares(fit_ctx *f, const int *term, size_t k,
     return xs__fail(err, XS_NOMEM, "out of memory");
   double *trial = r + n, *tmp = r + 2 * n;
   memset(theta, 0, k * sizeof *theta);
-  xs_status st = predict(f, term, theta, k, lp, err);
-  double sse = st ? 0 : objective(lp, f->rows, n, theta, k), mu = 1e-3;
+  xs_status st = XS_OK;
+  double sse = objective(lp, f->rows, n, theta, k), mu = 1e-3;
   unsigned it = 0;
+  int J_here = 0; /* J is the Jacobian at theta */
   for (; !st && it < max_it; it++) {
     if ((st = jacobian(f, term, theta, k, lp, J, tmp, err)))
       break;
+    J_here = 1;
     for (size_t i = 0; i < n; i++)
       r[i] = lp[i] - f->rows[i].y;
     int moved = 0;
@@ -273,6 +332,7 @@ static xs_status least_squares(fit_ctx *f, const int *term, size_t k,
         sse = s;
         mu = fmax(mu / 3, 1e-7);
         moved = 1;
+        J_here = 0;
       } else {
         mu *= 4;
       }
@@ -282,8 +342,9 @@ static xs_status least_squares(fit_ctx *f, const int *term, size_t k,
       break;
     }
   }
-  /* the Jacobian where the fit ended, for the bootstrap */
-  if (!st)
+  /* the Jacobian where the fit ended, for the bootstrap (the last one's,
+   * when the last step moved nothing) */
+  if (!st && !J_here)
     st = jacobian(f, term, theta, k, lp, J, tmp, err);
   *iterations = it;
   free(r);
@@ -382,26 +443,45 @@ static int is_time(const xs_validate_row *r) {
 
 /* Of the terms term[0..k) in order, how many (0 to k) to fit: the count
  * whose linearised leave-one-out squared error over the rows is least
- * (the fewest on a tie). */
+ * (the fewest on a tie). Each row's prediction from a fit to the others
+ * is, for this penalised least squares (ridge: the prior is no row's),
+ * its residual in the fit to all over 1 - h_ii, h_ii = J_i A^-1 J_i' and
+ * A = J'J + PRIOR^2 I: O(n m^2) for m terms, not n fits of n rows. */
 static size_t loo_count(const double *J, const double *r0, size_t n,
                         const int *term, size_t k) {
-  double *Ji = malloc(n * XS_MOE_TERMS * sizeof *Ji), *ri = malloc(n * sizeof *ri);
   size_t best = 0;
   double best_e = INFINITY;
-  for (size_t m = 0; Ji && ri && m <= k; m++) {
-    double e = 0;
-    for (size_t out = 0; out < n; out++) {
-      size_t w = 0;
-      for (size_t i = 0; i < n; i++)
-        if (i != out) {
-          memcpy(&Ji[w * XS_MOE_TERMS], &J[i * XS_MOE_TERMS], XS_MOE_TERMS * sizeof *Ji);
-          ri[w++] = r0[i];
-        }
-      double x[XS_MOE_TERMS] = {0}, pred = r0[out];
-      if (m && lsq(Ji, ri, w, term, m, NULL, PRIOR, 0, x, NULL))
-        memset(x, 0, sizeof x);
-      for (size_t j = 0; j < m; j++)
-        pred += J[out * XS_MOE_TERMS + term[j]] * x[j];
+  for (size_t m = 0; m <= k; m++) {
+    double e = 0, x[XS_MOE_TERMS] = {0}, Ainv[XS_MOE_TERMS * XS_MOE_TERMS];
+    int ok = !m || !lsq(J, r0, n, term, m, NULL, PRIOR, 0, x, NULL);
+    double A0[XS_MOE_TERMS * XS_MOE_TERMS];
+    for (size_t a = 0; a < m; a++)
+      for (size_t b = 0; b < m; b++) {
+        double s = a == b ? PRIOR * PRIOR : 0;
+        for (size_t i = 0; i < n; i++)
+          s += J[i * XS_MOE_TERMS + term[a]] * J[i * XS_MOE_TERMS + term[b]];
+        A0[a * m + b] = s;
+      }
+    for (size_t c = 0; ok && c < m; c++) {
+      /* column c of A^-1 (solve destroys its copy of A) */
+      double A[XS_MOE_TERMS * XS_MOE_TERMS], u[XS_MOE_TERMS] = {0}, col[XS_MOE_TERMS];
+      memcpy(A, A0, m * m * sizeof *A);
+      u[c] = 1;
+      ok = !solve(A, u, col, m);
+      for (size_t a = 0; ok && a < m; a++)
+        Ainv[a * m + c] = col[a];
+    }
+    for (size_t i = 0; i < n; i++) {
+      double pred = r0[i], h = 0;
+      for (size_t a = 0; ok && a < m; a++) {
+        double ga = J[i * XS_MOE_TERMS + term[a]];
+        pred += ga * x[a];
+        for (size_t b = 0; b < m; b++)
+          h += ga * Ainv[a * m + b] * J[i * XS_MOE_TERMS + term[b]];
+      }
+      /* (a system too ill-conditioned to solve counts as no fit) */
+      if (ok && m)
+        pred /= 1 - h;
       e += pred * pred;
     }
     if (e < best_e * (1 - 1e-9)) {
@@ -409,8 +489,6 @@ static size_t loo_count(const double *J, const double *r0, size_t n,
       best = m;
     }
   }
-  free(Ji);
-  free(ri);
   return best;
 }
 
@@ -580,10 +658,9 @@ static xs_status choose_terms(fit_ctx *f, const double *lp0, unsigned ask,
   return XS_OK;
 }
 
-xs_status xs_moe_fit(const char *text, size_t length, const char *filename,
-                     const xs_profile *base, const xs_moe_fit_options *opt,
-                     xs_moe_fit_result *res, xs_profile **tuned,
-                     xs_error *err) {
+static xs_status moe_fit(const char *text, size_t length, const char *filename,
+                         const xs_profile *base, const xs_moe_fit_options *opt,
+                         xs_moe_fit_result *res, xs_profile **tuned, xs_error *err) {
   static const xs_moe_fit_options dflt = {0, NULL, 0, 0, 0};
   const xs_moe_fit_options *o = opt ? opt : &dflt;
   const char *file = filename ? filename : "<data>";
@@ -591,14 +668,16 @@ xs_status xs_moe_fit(const char *text, size_t length, const char *filename,
   if (tuned)
     *tuned = NULL;
   if (o->terms >> XS_MOE_TERMS)
-    return xs__fail(err, XS_INVALID, "terms: bit %d is no term (%d terms)",
-                    XS_MOE_TERMS, XS_MOE_TERMS);
+    return xs__fail(err, XS_INVALID, "terms: bit %d is no term (bits 0 to %d)",
+                    xs__lowest_bit(o->terms >> XS_MOE_TERMS) + XS_MOE_TERMS,
+                    XS_MOE_TERMS - 1);
   xs_validate_set set;
-  xs_status st = xs_validate_megamoe_with(text, length, file, &base, 1, &set,
-                                          NULL, NULL, err);
+  xs_status st = xs__validate_megamoe_burstgap(text, length, file, base, &set, err);
   if (st)
     return st;
-  fit_ctx f = {base, NULL, 0, 0};
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  fit_ctx f = {base, NULL, 0, 0,
+               cores < 1 ? 1u : cores > MAX_THREADS ? MAX_THREADS : (unsigned)cores};
   f.rows = malloc((set.nrows + 1) * sizeof *f.rows);
   res->rows = calloc(set.nrows + 1, sizeof *res->rows);
   double *J = NULL, *lp0 = NULL, *lp = NULL;
@@ -737,6 +816,36 @@ xs_status xs_moe_fit(const char *text, size_t length, const char *filename,
   res->median_before = median_abs(lp0, f.rows, f.n, &res->max_before);
   res->median_after = median_abs(lp, f.rows, f.n, &res->max_after);
   res->evaluations = f.evaluations;
+  /* every term pinned at x1/4 or x4, or left anywhere in them (its 68%
+   * interval the whole range: with the others pinned, the rows no longer
+   * depend on it): no profile the bounds allow gives these times (rows in
+   * nanoseconds, or of another kernel) */
+  size_t pinned = 0, at_bound = 0;
+  for (size_t j = 0; j < k; j++) {
+    const xs_moe_fit_term *t = &res->terms[term[j]];
+    int at = fabs(theta[j]) >= BOUND * (1 - 1e-9);
+    at_bound += at;
+    pinned += at || (log(t->lo) <= -BOUND * (1 - 1e-9) && log(t->hi) >= BOUND * (1 - 1e-9));
+  }
+  if (k && at_bound && pinned == k) {
+    xs__sbuf s = {0}, u = {0};
+    for (size_t j = 0; j < k; j++) {
+      int at = fabs(theta[j]) >= BOUND * (1 - 1e-9);
+      xs__sb_printf(at ? &s : &u, "%s%s x%.3g", (at ? s.s : u.s) ? ", " : "",
+                    xs_moe_term_name((xs_moe_term)term[j]), exp(theta[j]));
+    }
+    st = xs__fail(err, s.oom || u.oom ? XS_NOMEM : XS_INVALID,
+                  "%s: every term fitted ended at its bound (x1/4 to x4 of the base: %s)%s%s%s "
+                  "and the %zu rows are still off by a median %.1f%% (%.1f%% before): no "
+                  "profile within the bounds gives these times (are they microseconds, "
+                  "of this kernel?)", file, s.s ? s.s : "",
+                  u.s ? " or, with those there, anywhere in it (the rows no longer tell: " : "",
+                  u.s ? u.s : "", u.s ? ")" : "", f.n, 100 * res->median_after,
+                  100 * res->median_before);
+    free(s.s);
+    free(u.s);
+    goto done;
+  }
   if (tuned && k)
     st = tuned_profile(&f, file, o, res, term, k, tuned, err);
   else if (tuned)
@@ -749,5 +858,16 @@ done:
   xs_validate_free(&set);
   if (st)
     xs_moe_fit_free(res);
+  return st;
+}
+
+/* the tuned profile's sources quote numbers with a point whatever the
+ * host's locale */
+xs_status xs_moe_fit(const char *text, size_t length, const char *filename,
+                     const xs_profile *base, const xs_moe_fit_options *opt,
+                     xs_moe_fit_result *res, xs_profile **tuned, xs_error *err) {
+  void *loc = xs__numeric_c();
+  xs_status st = moe_fit(text, length, filename, base, opt, res, tuned, err);
+  xs__numeric_restore(loc);
   return st;
 }

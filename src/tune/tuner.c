@@ -10,14 +10,20 @@
  *   mu = a + g . theta + b,
  *
  * and a measured time updates the belief by one Kalman step, the
- * measurement's log spread being its noise. The joint covariance is what
- * lets two options' difference become certain once both were timed, even
- * while the terms alone are not. Choosing reads the belief without a lock
- * under a sequence counter (a seqlock); observing writes it.
+ * measurement's log spread being its noise, weighted down (Huber) when
+ * the time is far off the belief, so that one timing moves a term by at
+ * most HUBER standard deviations of the belief in it. The joint
+ * covariance is what lets two options' difference become certain once
+ * both were timed, even while the terms alone are not. Choosing reads the
+ * belief without a lock under a sequence counter (a seqlock); observing
+ * takes the counter from even to odd by compare-and-swap, so observers
+ * take turns.
  */
+#define _POSIX_C_SOURCE 200809L /* sched_yield */
 #include "internal.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +33,30 @@
 #define GRAD_STEP 0.22314355131420976
 /* "could win": at this many standard deviations */
 #define KAPPA 2.0
-/* a measured time this many standard deviations off the belief means the
- * machine changed: the belief goes back to its prior */
+/* A timing's weight in the update is min(1, HUBER / |z|), z its log
+ * error over its predicted standard deviation (Huber's M-estimator, its
+ * usual constant): a time within HUBER sd counts in full; one further
+ * off moves the belief as one HUBER sd off would, and takes away that
+ * share of the uncertainty only. So one timing moves a term's log factor
+ * by at most HUBER times its standard deviation before the timing. */
+#define HUBER 1.345
+/* SURPRISE_RUN timings in a row at one grid point, each more than
+ * SURPRISE standard deviations off the belief on the same side, mean the
+ * machine changed (one such timing is an outlier): the point's
+ * covariance goes back to its prior */
 #define SURPRISE 4.0
+#define SURPRISE_RUN 3
+/* a measured time outside what the CSV readers take as a time (0.001 us
+ * to 1e12 us) is no launch's */
+#define MEASURED_MIN_S 1e-9
+#define MEASURED_MAX_S 1e6
+/* A reader retries while an observation is being written (a few
+ * microseconds); past SPIN retries it yields the processor, and past
+ * YIELDS yields (about 0.1 s: only an observer stopped inside
+ * xs_tuner_observe takes that long) it gives up with XS_TIMEOUT. An
+ * observer waits for another the same way. */
+#define SPIN 256
+#define YIELDS 100000
 /* terms whose gradient is below this at every option are not learned */
 #define MIN_GRADIENT 1e-3
 
@@ -54,6 +81,9 @@ struct xs_tuner {
   double forget;  /* what remains of a launch's information after the next */
   double log_threshold, log_margin;
   size_t bytes;
+  /* per point, timings in a row more than SURPRISE sd off: + above the
+   * belief, - below (written under the counter, by one observer) */
+  int surprised[XS_TUNER_MAX_POINTS];
   /* the belief, under the sequence counter (odd while being written) */
   _Atomic unsigned seq;
   _Atomic double n;   /* observations */
@@ -86,10 +116,49 @@ void xs_tuner_free(xs_tuner *t) {
   free(t);
 }
 
-size_t xs_tuner_state_size(const xs_tuner *t) { return t->bytes; }
+size_t xs_tuner_state_size(const xs_tuner *t) { return t ? t->bytes : 0; }
 
 uint64_t xs_tuner_observations(const xs_tuner *t) {
-  return (uint64_t)atomic_load_explicit(&t->n, memory_order_relaxed);
+  return t ? (uint64_t)atomic_load_explicit(&t->n, memory_order_relaxed) : 0;
+}
+
+/* A reader's start: the counter, even (no observation in progress), or
+ * 1 (odd: never a valid start) after YIELDS yields. */
+static unsigned read_begin(const xs_tuner *t) {
+  for (unsigned tries = 0;; tries++) {
+    unsigned s = atomic_load_explicit(&t->seq, memory_order_acquire);
+    if (!(s & 1))
+      return s;
+    if (tries >= SPIN + YIELDS)
+      return 1;
+    if (tries >= SPIN)
+      sched_yield();
+  }
+}
+
+/* whether what was read since read_begin returned s is whole */
+static int read_end(const xs_tuner *t, unsigned s) {
+  atomic_thread_fence(memory_order_acquire);
+  return atomic_load_explicit(&t->seq, memory_order_relaxed) == s;
+}
+
+/* An observer's turn: the counter from even to odd, or XS_TIMEOUT */
+static xs_status write_begin(xs_tuner *t, unsigned *s0, xs_error *err) {
+  for (unsigned tries = 0;; tries++) {
+    unsigned s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    if (!(s & 1) && atomic_compare_exchange_weak_explicit(
+                        &t->seq, &s, s + 1, memory_order_acquire, memory_order_relaxed)) {
+      atomic_thread_fence(memory_order_release);
+      *s0 = s;
+      return XS_OK;
+    }
+    if (tries >= SPIN + YIELDS)
+      return xs__fail(err, XS_TIMEOUT,
+                      "tuner: another observation has been in progress for over 0.1 s "
+                      "(a thread stopped inside xs_tuner_observe?)");
+    if (tries >= SPIN)
+      sched_yield();
+  }
 }
 
 /* the grid point nearest tokens in log tokens */
@@ -126,7 +195,9 @@ static xs_status check_options(const xs_tuner_options *o, xs_error *err) {
       return xs__fail(err, XS_INVALID, "tuner %s: expected 0 (the default) to %g, got %g",
                       f[i].name, f[i].hi, f[i].v);
   if (o->terms >> XS_MOE_TERMS)
-    return xs__fail(err, XS_INVALID, "tuner terms: bit %d is no term", XS_MOE_TERMS);
+    return xs__fail(err, XS_INVALID, "tuner terms: bit %d is no term (bits 0 to %d)",
+                    xs__lowest_bit(o->terms >> XS_MOE_TERMS) + XS_MOE_TERMS,
+                    XS_MOE_TERMS - 1);
   if (o->tokens && !o->ntokens)
     return xs__fail(err, XS_INVALID, "tuner tokens: an empty grid");
   if (o->tokens && o->ntokens > XS_TUNER_MAX_POINTS)
@@ -160,7 +231,12 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
                           xs_error *err) {
   static const xs_tuner_options dflt = {0};
   const xs_tuner_options *o = options ? options : &dflt;
+  if (!out)
+    return xs__fail(err, XS_INVALID, "xs_tuner_create: out is NULL");
   *out = NULL;
+  if (!config || !prof)
+    return xs__fail(err, XS_INVALID, "xs_tuner_create: the %s is NULL",
+                    config ? "profile" : "config");
   xs_status st = check_options(o, err);
   if (st || (st = xs_moe_config_check(config, err)))
     return st;
@@ -188,6 +264,23 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
   if (!t->npoints) {
     xs_tuner_free(t);
     return xs__fail(err, XS_INVALID, "tuner: the knob table has no rows");
+  }
+  /* each point is planned 1 + 2K times (its options, then each term
+   * moved up and down): the work is known before the first plan */
+  unsigned want = o->terms ? o->terms : default_terms;
+  double work = 0, plans = 1;
+  for (int k = 0; k < XS_MOE_TERMS; k++)
+    plans += 2 * ((want >> k) & 1);
+  for (size_t p = 0; p < t->npoints; p++)
+    work += plans * xs__moe_plan_work(config, t->tokens[p]);
+  if (work > XS_MOE_WORK_MAX) {
+    xs_tuner_free(t);
+    return xs__fail(err, XS_INVALID,
+                    "tuner: %zu grid points up to %g tokens, each planned %g times: "
+                    "about %.3g GEMM tiles of planning, more than the limit of %g "
+                    "(XS_MOE_WORK_MAX, about a minute here): fewer or smaller token "
+                    "counts, or fewer terms", t->npoints, t->tokens[t->npoints - 1], plans,
+                    work, XS_MOE_WORK_MAX);
   }
   for (size_t i = 0; i + 1 < t->npoints; i++)
     t->mid[i] = 0.5 * (log(t->tokens[i]) + log(t->tokens[i + 1]));
@@ -221,7 +314,6 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
   t->first[t->npoints] = t->nopts;
   /* the terms: each one's gradient at every option, by central
    * differences of the planner on moved copies of the profile */
-  unsigned want = o->terms ? o->terms : default_terms;
   double *gall = st ? NULL : malloc((t->nopts * MAXK + 1) * sizeof *gall);
   double *up = st ? NULL : malloc(2 * (XS_MOE_MAX_OPTIONS + 1) * sizeof *up);
   if (!st && (!gall || !up))
@@ -323,7 +415,7 @@ static void times_h(const _Atomic double *P, size_t d, size_t K, const double *g
 }
 
 xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out) {
-  if (!(tokens > 0) || !isfinite(tokens))
+  if (!t || !out || !(tokens > 0) || !isfinite(tokens))
     return XS_INVALID;
   size_t p = point_of(t, tokens), K = t->K, f = t->first[p];
   size_t m = t->first[p + 1] - f, d = K + m;
@@ -331,9 +423,9 @@ xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out
   size_t best, pick;
   double mu[XS_MOE_MAX_OPTIONS], v;
   for (;;) {
-    unsigned s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
+    unsigned s1 = read_begin(t);
     if (s1 & 1)
-      continue; /* an observation is being written: read again */
+      return XS_TIMEOUT;
     best = 0;
     double th[MAXK];
     for (size_t k = 0; k < K; k++)
@@ -384,8 +476,7 @@ xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out
         pick = rival;
     }
     v = ld(&t->var[f + pick]);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&t->seq, memory_order_relaxed) == s1)
+    if (read_end(t, s1))
       break;
   }
   const topt *o = &t->opt[f + pick];
@@ -403,16 +494,22 @@ xs_status xs_tuner_choose(const xs_tuner *t, double tokens, xs_tuner_choice *out
 xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
                            const xs_moe_pattern *knobs, double measured_s,
                            xs_error *err) {
+  if (!t)
+    return xs__fail(err, XS_INVALID, "xs_tuner_observe: the tuner is NULL");
+  if (!knobs)
+    return xs__fail(err, XS_INVALID, "tuner: knobs NULL: expected the knobs the launch "
+                    "ran with (xs_tuner_choice.knobs)");
   if (!(tokens > 0) || !isfinite(tokens))
     return xs__fail(err, XS_INVALID, "tuner: tokens %g: expected a positive count", tokens);
-  if (!(measured_s > 0) || !isfinite(measured_s))
-    return xs__fail(err, XS_INVALID, "tuner: measured time %g s: expected a positive time",
-                    measured_s);
+  if (!(measured_s >= MEASURED_MIN_S && measured_s <= MEASURED_MAX_S))
+    return xs__fail(err, XS_INVALID,
+                    "tuner: measured time %g s: expected seconds from %g to %g (0.001 us "
+                    "to 1e12 us)", measured_s, MEASURED_MIN_S, MEASURED_MAX_S);
   size_t p = point_of(t, tokens), K = t->K, f = t->first[p];
   size_t m = t->first[p + 1] - f, d = K + m, o = m;
   for (size_t i = 0; i < m && o == m; i++)
     if (t->opt[f + i].opt.schedule == schedule &&
-        (!knobs || !memcmp(&t->opt[f + i].opt.knobs, knobs, sizeof *knobs)))
+        !memcmp(&t->opt[f + i].opt.knobs, knobs, sizeof *knobs))
       o = i;
   if (o == m) {
     const char *name = xs_moe_schedule_name(schedule);
@@ -422,9 +519,10 @@ xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
   }
   _Atomic double *x = &t->x[t->xoff[p]], *P = &t->P[t->poff[p]];
   const double *g = &t->g[(f + o) * K];
-  unsigned s0 = atomic_load_explicit(&t->seq, memory_order_relaxed);
-  atomic_store_explicit(&t->seq, s0 + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
+  unsigned s0 = 0;
+  xs_status wst = write_begin(t, &s0, err);
+  if (wst)
+    return wst;
   /* what the belief forgets over one launch: it relaxes toward the prior
    * (and so does each option's variance, linear in P) */
   double rho = t->forget;
@@ -440,9 +538,15 @@ xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
     mu += g[k] * ld(&x[k]);
   double e = log(measured_s) - mu;
   double S = ld(&t->var[f + o]) + t->r;
-  if (e * e > SURPRISE * SURPRISE * S) {
+  int side = e > 0 ? 1 : -1;
+  if (e * e > SURPRISE * SURPRISE * S)
+    t->surprised[p] = t->surprised[p] * side > 0 ? t->surprised[p] + side : side;
+  else
+    t->surprised[p] = 0;
+  if (t->surprised[p] * side >= SURPRISE_RUN) {
     /* the machine changed: the covariance back to the prior (the means
      * stay, as where to start from) */
+    t->surprised[p] = 0;
     for (size_t a = 0; a < d; a++)
       for (size_t b = 0; b < d; b++)
         st(&P[a * d + b], a != b ? 0 : a < K ? t->c0 : t->v0);
@@ -450,20 +554,24 @@ xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
       st(&t->var[f + i], prior_var(t, &t->g[(f + i) * K]));
     S = ld(&t->var[f + o]) + t->r;
   }
+  /* Huber's weight: the step of a timing HUBER sd off for one further
+   * off, and that share of its information. A term k moves by w e
+   * (P h)_k / S, at most HUBER sqrt(P_kk) (Cauchy-Schwarz, h'P h < S). */
+  double z = fabs(e) / sqrt(S), w = z > HUBER ? HUBER / z : 1;
   double Ph[MAXK + XS_MOE_MAX_OPTIONS];
   times_h(P, d, K, g, o, Ph);
   for (size_t a = 0; a < d; a++) {
-    st(&x[a], ld(&x[a]) + Ph[a] / S * e);
+    st(&x[a], ld(&x[a]) + w * Ph[a] / S * e);
     for (size_t b = 0; b < d; b++)
-      st(&P[a * d + b], ld(&P[a * d + b]) - Ph[a] * Ph[b] / S);
+      st(&P[a * d + b], ld(&P[a * d + b]) - w * Ph[a] * Ph[b] / S);
   }
-  /* each option's variance less (h_i' P h)^2 / S */
+  /* each option's variance less w (h_i' P h)^2 / S */
   for (size_t i = 0; i < m; i++) {
     const double *gi = &t->g[(f + i) * K];
     double c = Ph[K + i];
     for (size_t k = 0; k < K; k++)
       c += gi[k] * Ph[k];
-    st(&t->var[f + i], ld(&t->var[f + i]) - c * c / S);
+    st(&t->var[f + i], ld(&t->var[f + i]) - w * c * c / S);
   }
   st(&t->n, ld(&t->n) + 1);
   atomic_store_explicit(&t->seq, s0 + 2, memory_order_release);
@@ -472,20 +580,19 @@ xs_status xs_tuner_observe(xs_tuner *t, double tokens, xs_moe_schedule schedule,
 
 xs_status xs_tuner_term(const xs_tuner *t, double tokens, xs_moe_term term,
                         double *scale, double *sd) {
-  if (!(tokens > 0) || !isfinite(tokens))
+  if (!t || !(tokens > 0) || !isfinite(tokens))
     return XS_INVALID;
   size_t p = point_of(t, tokens), K = t->K, d = K + t->first[p + 1] - t->first[p];
   for (size_t k = 0; k < K; k++)
     if (t->term[k] == (int)term) {
       double th, v;
       for (;;) {
-        unsigned s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
+        unsigned s1 = read_begin(t);
         if (s1 & 1)
-          continue;
+          return XS_TIMEOUT;
         th = ld(&t->x[t->xoff[p] + k]);
         v = ld(&t->P[t->poff[p] + k * d + k]);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&t->seq, memory_order_relaxed) == s1)
+        if (read_end(t, s1))
           break;
       }
       if (scale)

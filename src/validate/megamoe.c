@@ -15,13 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "key=value;key=value" into knobs and the config; 0, or -1 with the
- * offending key in bad */
+/* "key=value;key=value" into knobs and the config (c's shape already
+ * read); 0, or -1 with what was wrong in bad: an unknown or repeated key,
+ * a value that is not a decimal whole number from 1 to 1e7, a tile no
+ * kernel runs (block_m and block_n multiples of 16 from 16 to 256), or
+ * more experts a wave than a rank holds */
 int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
                            xs_moe_pattern *k, char *bad, size_t badn) {
   static const char *const keys[] = {"block_m", "block_n", "lag", "group",
                                      "experts_per_wave", "warmup",
                                      "capacity", NULL};
+  unsigned seen = 0;
   const char *p = text;
   while (*p) {
     while (*p == ' ' || *p == ';')
@@ -40,10 +44,6 @@ int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
     for (int i = 0; keys[i]; i++)
       if (strlen(keys[i]) == kl && !strncmp(keys[i], p, kl))
         which = i;
-    char *num_end;
-    double v = strtod(eq + 1, &num_end);
-    while (*num_end == ' ')
-      num_end++;
     if (which < 0) {
       snprintf(bad, badn,
                "unknown knob \"%.*s\" (block_m, block_n, lag, group, "
@@ -51,9 +51,29 @@ int xs__validate_moe_knobs(const char *text, xs_moe_config *c,
                (int)kl, p);
       return -1;
     }
-    if (num_end != end || !(v >= 1 && v <= 1e7) || v != floor(v)) {
+    if (seen & (1u << which)) {
+      snprintf(bad, badn, "%s is given twice", keys[which]);
+      return -1;
+    }
+    seen |= 1u << which;
+    const char *num_end = eq + 1;
+    double v = 0;
+    int not_num = xs__decimal(eq + 1, &v, &num_end);
+    while (*num_end == ' ')
+      num_end++;
+    if (not_num || num_end != end || !(v >= 1 && v <= 1e7) || v != floor(v)) {
       snprintf(bad, badn, "%s: expected a whole number from 1 to 1e7, got \"%.*s\"",
                keys[which], (int)(end - eq - 1), eq + 1);
+      return -1;
+    }
+    if (which <= 1 && (v > 256 || fmod(v, 16) != 0)) {
+      snprintf(bad, badn, "%s: expected a multiple of 16 from 16 to 256 (a GEMM tile), "
+               "got %g", keys[which], v);
+      return -1;
+    }
+    if (which == 4 && v > c->experts / c->ep) {
+      snprintf(bad, badn, "experts_per_wave: %g, more than the %g experts a rank holds "
+               "(experts / ep)", v, c->experts / c->ep);
       return -1;
     }
     unsigned u = (unsigned)v;

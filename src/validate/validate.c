@@ -98,11 +98,11 @@ xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
   return xs__fail(err, XS_INVALID, "%s:%zu:%zu: %s", file, line, col, msg);
 }
 
+/* a decimal number, whatever the locale (no hex, inf or nan) */
 static int number(const char *s, double *out) {
-  char *end;
-  if (!*s)
+  const char *end;
+  if (xs__decimal(s, out, &end))
     return -1;
-  *out = strtod(s, &end);
   while (*end == ' ')
     end++;
   return *end || !isfinite(*out) ? -1 : 0;
@@ -141,6 +141,10 @@ typedef struct {
   size_t ngiven;
   xs__csv_row_fn ext; /* a validator of another file, and its data */
   void *user;
+  /* for the fit, which predicts the rows itself: each row's burstgap time
+   * only (the check that it has one), not every model and lag bound, and
+   * at most XS_MOE_FIT_MAX_ROWS rows */
+  int burstgap_only;
 } csv_job;
 
 /* the built-in profile a row's gpu names (loaded once) */
@@ -156,17 +160,15 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
       *out = j->profs[i].prof;
       return XS_OK;
     }
-  int builtin = 0;
   xs_error e2;
   xs_profile *loaded = NULL;
-  for (size_t i = 0; i < xs_builtin_profile_count(); i++)
-    builtin |= !strcmp(xs_builtin_profile_name(i), f->s);
-  if (!builtin || j->nprofs == sizeof j->profs / sizeof j->profs[0] ||
-      xs_profile_load(f->s, &loaded, &e2))
-    return xs__csv_fail(err, j->file, lineno, f->col,
-                    "gpu: \"%s\" is not a built-in profile (xstage profiles "
-                    "list)%s%s%s", f->s, j->ngiven ? " nor the given profile \"" : "",
-                    j->ngiven ? xs_profile_name(j->given[0]) : "", j->ngiven ? "\"" : "");
+  if (j->nprofs == sizeof j->profs / sizeof j->profs[0])
+    return xs__csv_fail(err, j->file, lineno, f->col, "gpu: more than %zu GPUs in one file",
+                        sizeof j->profs / sizeof j->profs[0]);
+  if (xs__profile_builtin(f->s, 0, &loaded, &e2))
+    return xs__csv_fail(err, j->file, lineno, f->col, "gpu: %s%s%s%s", e2.message,
+                        j->ngiven ? "; nor the given profile \"" : "",
+                        j->ngiven ? xs_profile_name(j->given[0]) : "", j->ngiven ? "\"" : "");
   snprintf(j->profs[j->nprofs].name, sizeof j->profs[j->nprofs].name, "%s", f->s);
   j->profs[j->nprofs++].prof = loaded;
   *out = loaded;
@@ -176,8 +178,8 @@ static xs_status row_profile(csv_job *j, const field *f, size_t lineno,
 /* time_us, read only once the prediction is made: from a nanosecond to
  * 1e12 us (no zero, subnormal, negative, infinite or NaN time, whose
  * error would be infinite or meaningless) */
-#define TIME_US_MIN 1e-3
-#define TIME_US_MAX 1e12
+#define TIME_US_MIN XS__TIME_US_MIN
+#define TIME_US_MAX XS__TIME_US_MAX
 static xs_status row_measured(csv_job *j, const field *f, size_t lineno,
                               xs_validate_row *row, xs_error *err) {
   if (!(row->predicted_us > 0 && isfinite(row->predicted_us)))
@@ -235,15 +237,15 @@ static int holds_fields(const char *lp, size_t len) {
   return skip < len && lp[skip] != '#';
 }
 
-/* The line of the row past XS_VALIDATE_MAX_ROWS, 0 when there is none:
- * known before any row is predicted (each takes milliseconds). */
-static size_t row_past_limit(const char *p, const char *end) {
+/* The line of the row past max, 0 when there is none: known before any
+ * row is predicted (each takes milliseconds). */
+static size_t row_past_limit(const char *p, const char *end, size_t max) {
   size_t lineno = 0, rows = 0;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
     lineno++;
-    if (holds_fields(p, len) && rows++ > XS_VALIDATE_MAX_ROWS)
+    if (holds_fields(p, len) && rows++ > max)
       return lineno; /* the header, then the rows */
     p = nl ? nl + 1 : end;
   }
@@ -273,10 +275,15 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
   /* a byte order mark, as spreadsheets write: not part of the header */
   if (length >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
     p += 3;
-  size_t past = row_past_limit(p, end);
+  size_t past = row_past_limit(p, end, j->burstgap_only ? XS_MOE_FIT_MAX_ROWS
+                                                       : XS_VALIDATE_MAX_ROWS);
   if (past)
-    st = xs__csv_fail(err, j->file, past, 1, "more than %d rows (each is predicted, about "
-                  "10 ms here): split the file", XS_VALIDATE_MAX_ROWS);
+    st = j->burstgap_only
+             ? xs__csv_fail(err, j->file, past, 1, "more than %d rows: the fit predicts each "
+                            "60 to 120 times (up to 50 ms a row here); keep the rows of one "
+                            "GPU, or split the file", XS_MOE_FIT_MAX_ROWS)
+             : xs__csv_fail(err, j->file, past, 1, "more than %d rows (each is predicted, "
+                            "about 10 ms here): split the file", XS_VALIDATE_MAX_ROWS);
   while (p < end && !st) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -285,6 +292,13 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     p = nl ? nl + 1 : end;
     if (len && lp[len - 1] == '\r')
       len--;
+    const char *cr = memchr(lp, '\r', len);
+    if (cr) {
+      st = xs__csv_fail(err, j->file, lineno, (size_t)(cr - lp) + 1,
+                        "a carriage return inside a line: lines end with LF or CR LF (a "
+                        "file whose lines end with CR alone is one line here)");
+      break;
+    }
     const char *nul = memchr(lp, '\0', len);
     if (nul) {
       st = xs__csv_fail(err, j->file, lineno, (size_t)(nul - lp) + 1, "a NUL byte");
@@ -495,8 +509,17 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   const xs_profile *prof = NULL;
   if ((st = row_profile(j, F[C_GPU], lineno, &prof, err)))
     return st;
-  if (xs__validate_moe_predict(row, prof, &e2))
+  if (j->burstgap_only) {
+    double t;
+    if (xs__moe_time(c, prof, (xs_moe_schedule)sched, &row->knobs, &t, &e2))
+      return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
+    row->alt_us = NAN;
+    for (int m = 0; m < XS_MODEL_COUNT; m++)
+      row->model_us[m] = m == XS_MODEL_BURSTGAP ? t * 1e6 : NAN;
+    row->predicted_us = t * 1e6;
+  } else if (xs__validate_moe_predict(row, prof, &e2)) {
     return xs__csv_fail(err, file, lineno, 1, "%s", e2.message);
+  }
   return row_measured(j, F[C_TIME], lineno, row, err);
 }
 
@@ -516,18 +539,34 @@ xs_status xs_validate_megamoe(const char *text, size_t length,
                                   progress, ctx, err);
 }
 
+static xs_status megamoe_rows(const char *text, size_t length, const char *filename,
+                              const xs_profile *const *profiles, size_t nprofiles,
+                              int burstgap_only, xs_validate_set *out,
+                              void (*progress)(size_t, void *), void *ctx,
+                              xs_error *err) {
+  csv_job j = {filename ? filename : "<data>", need, maybe,
+               "source, gpu, ep, hidden, intermediate, experts, topk, "
+               "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, profiles, nprofiles, NULL, NULL,
+               burstgap_only};
+  return csv_rows(&j, text, length, moe_row, err);
+}
+
 xs_status xs_validate_megamoe_with(const char *text, size_t length,
                                    const char *filename,
                                    const xs_profile *const *profiles,
                                    size_t nprofiles, xs_validate_set *out,
                                    void (*progress)(size_t, void *),
                                    void *ctx, xs_error *err) {
-  csv_job j = {filename ? filename : "<data>", need, maybe,
-               "source, gpu, ep, hidden, intermediate, experts, topk, "
-               "shared_experts, act_dtype, weight_dtype, tokens, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx, profiles, nprofiles, NULL, NULL};
-  xs_status st = csv_rows(&j, text, length, moe_row, err);
+  xs_status st = megamoe_rows(text, length, filename, profiles, nprofiles, 0, out, progress,
+                              ctx, err);
   return st ? st : with_intervals(out, err);
+}
+
+xs_status xs__validate_megamoe_burstgap(const char *text, size_t length,
+                                        const char *filename, const xs_profile *profile,
+                                        xs_validate_set *out, xs_error *err) {
+  return megamoe_rows(text, length, filename, &profile, 1, 1, out, NULL, NULL, err);
 }
 
 /* ---- ring attention ---- */
@@ -612,7 +651,7 @@ xs_status xs_validate_flashattn(const char *text, size_t length,
   csv_job j = {filename ? filename : "<data>", fa_need, fa_maybe,
                "source, gpu, cp, seq_per_rank, heads, kv_heads, head_dim, "
                "causal, layout, kernel, pass, arm, time_us",
-               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0, NULL, NULL};
+               out, 0, {{{0}, NULL}}, 0, progress, ctx, NULL, 0, NULL, NULL, 0};
   xs_status st = csv_rows(&j, text, length, fa_row, err);
   return st ? st : with_intervals(out, err);
 }
@@ -636,7 +675,7 @@ xs_status xs__validate_csv(const char *file, const char *const *needed,
                            void (*progress)(size_t, void *), void *ctx,
                            xs__csv_row_fn row, void *user, xs_error *err) {
   csv_job j = {file ? file : "<data>", needed, optional, need_list, out, 0,
-               {{{0}, NULL}}, 0, progress, ctx, NULL, 0, row, user};
+               {{{0}, NULL}}, 0, progress, ctx, NULL, 0, row, user, 0};
   return csv_rows(&j, text, length, ext_row, err);
 }
 
@@ -832,7 +871,7 @@ xs_status xs_validate_groups(const xs_validate_set *set, int by_source,
 #define PT 50.0
 #define PB 60.0
 
-char *xs_validate_svg(const xs_validate_set *set, const char *title) {
+static char *validate_svg(const xs_validate_set *set, const char *title) {
   static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c",
                                         "#9467bd", "#ff7f0e", "#8c564b",
                                         "#e377c2"};
@@ -938,6 +977,14 @@ char *xs_validate_svg(const xs_validate_set *set, const char *title) {
   return b.s;
 }
 
+/* numbers with a point whatever the host's locale */
+char *xs_validate_svg(const xs_validate_set *set, const char *title) {
+  void *loc = xs__numeric_c();
+  char *s = validate_svg(set, title);
+  xs__numeric_restore(loc);
+  return s;
+}
+
 int xs_validate_same_arm(const xs_validate_row *r, void *arm) {
   return strcmp(r->arm, arm) == 0;
 }
@@ -951,17 +998,27 @@ int xs_validate_same_source(const xs_validate_row *r, void *source) {
  * n^2/2 comparisons (0.1 s for 10,000 distinct rows) when they do not. */
 size_t xs_validate_distinct(const xs_validate_set *set, int source, const char **names,
                             size_t max) {
+  /* the names seen, in a map: linear in rows (a scan of the rows before
+   * each was quadratic: 100,000 one-row sources took minutes) */
+  xs__strmap seen = {0};
   size_t n = 0;
+  int scan = 0; /* out of memory for the map: the scan, slow but sure */
   for (size_t i = 0; i < set->nrows; i++) {
     const char *v = source ? set->rows[i].source : set->rows[i].arm;
-    size_t j = 0;
-    while (j < i && strcmp(v, source ? set->rows[j].source : set->rows[j].arm))
-      j++;
-    if (j < i)
+    int put = scan ? -1 : xs__strmap_put(&seen, v, 0);
+    if (put < 0) {
+      scan = 1;
+      size_t j = 0;
+      while (j < i && strcmp(v, source ? set->rows[j].source : set->rows[j].arm))
+        j++;
+      put = j < i;
+    }
+    if (put)
       continue;
     if (n < max)
       names[n] = v;
     n++;
   }
+  xs__strmap_free(&seen);
   return n;
 }

@@ -39,10 +39,27 @@ xs_status xs__validate_csv(const char *file, const char *const *need,
                            const char *text, size_t length, xs_validate_set *out,
                            void (*progress)(size_t, void *), void *ctx,
                            xs__csv_row_fn row, void *user, xs_error *err);
-/* A whole field as a finite number: 0, else -1. */
+/* A whole field as a finite decimal number (no hex, inf or nan, a point
+ * whatever the locale): 0, else -1. */
 int xs__csv_number(const char *s, double *out);
+/* the times a validate CSV may hold, in microseconds (a nanosecond to
+ * 1e12 us: no zero, subnormal, infinite or absurd figure) */
+#define XS__TIME_US_MIN 1e-3
+#define XS__TIME_US_MAX 1e12
 /* XS_INVALID with "FILE:LINE:COLUMN: " and the message */
 xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
                        const char *fmt, ...) XS__PRINTF(5, 6);
+
+/* xs_validate_megamoe_with one given profile, each row predicted under
+ * burstgap alone, with its knobs as written (for the fit, which predicts
+ * its rows again; the knobs left 0 are the kernel's defaults either way) */
+xs_status xs__validate_megamoe_burstgap(const char *text, size_t length,
+                                        const char *filename, const xs_profile *profile,
+                                        xs_validate_set *out, xs_error *err);
+/* xs_validate_ep_by_source with the bound of its exact refits (sources x
+ * rows; XS_EP_EXACT_WORK for it) as a parameter: 0 refits every source on
+ * the linear model, for tests of it against the exact refits */
+xs_status xs__validate_ep_by_source_within(xs_validate_set *set, double *values,
+                                           double exact_work, xs_error *err);
 
 #endif

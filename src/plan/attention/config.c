@@ -97,8 +97,11 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
                     "heads_kv (%g) must divide heads_q (%g): each KV head "
                     "serves a group of query heads",
                     c->heads_kv, c->heads_q);
-  if (!c->dtype[0])
-    return xs__fail(err, XS_INVALID, "dtype must name a compute dtype");
+  /* the dtypes the attention kernels run (one the kernels do not was
+   * taken and never used) */
+  if (strcmp(c->dtype, "bf16") && strcmp(c->dtype, "fp16") && strcmp(c->dtype, "fp8"))
+    return xs__fail(err, XS_INVALID, "dtype must be bf16, fp16 or fp8 (what the attention "
+                    "kernels run), got \"%s\"", c->dtype);
   if ((unsigned)c->layout >= XS_FA_LAYOUTS)
     return xs__fail(err, XS_INVALID, "layout %d: expected contiguous, zigzag "
                     "or stripe", c->layout);

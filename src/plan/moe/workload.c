@@ -115,11 +115,14 @@ xs_status xs_moe_config_check(const xs_moe_config *c, xs_error *err) {
       !xs__ep_known(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                     c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL))
     return xs__fail(err, XS_INVALID,
-                    "ep_library \"%s\" and ep_kernel \"%s\": no such all-to-all "
+                    "ep_library \"%s\"%s and ep_kernel \"%s\"%s: no such all-to-all "
                     "kernel (deepep-v1 normal or low-latency, deepep-v2 normal, "
                     "deepep-hybrid normal, pplx-kernels low-latency, uccl-ep "
                     "normal or low-latency)",
-                    c->ep_library, c->ep_kernel);
+                    c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
+                    c->ep_library[0] ? "" : " (the default)",
+                    c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL,
+                    c->ep_kernel[0] ? "" : " (the default)");
   return XS_OK;
 }
 
@@ -202,6 +205,15 @@ done:
 static double expected_max_normal(double n) {
   if (n <= 1)
     return 0;
+  /* 16,000 erfc and pow calls, for one of a few rank counts: the last
+   * ones this thread asked for are kept (a fit or a tuner builds the
+   * same workloads thousands of times) */
+  enum { MEMO = 8 };
+  static _Thread_local double memo_n[MEMO], memo_v[MEMO];
+  static _Thread_local unsigned memo_next;
+  for (unsigned i = 0; i < MEMO; i++)
+    if (memo_n[i] == n)
+      return memo_v[i];
   double s = 0, h = 1e-3;
   for (double x = -8; x < 8; x += h) {
     double a = 0.5 * erfc(-x / sqrt(2)), b = 0.5 * erfc(-(x + h) / sqrt(2));
@@ -209,6 +221,8 @@ static double expected_max_normal(double n) {
     double fb = x + h < 0 ? -pow(b, n) : 1 - pow(b, n);
     s += 0.5 * h * (fa + fb);
   }
+  memo_n[memo_next % MEMO] = n;
+  memo_v[memo_next++ % MEMO] = s;
   return s;
 }
 
