@@ -199,9 +199,7 @@ done:
 /* E[max of n independent standard normals], by integrating
  * 1 - Phi(x)^n over x > 0 less Phi(x)^n over x < 0 (the trapezoid rule on
  * [-8, 8] is exact to 1e-6 here). */
-static double expected_max_normal(double n) {
-  if (n <= 1)
-    return 0;
+static double expected_max_normal_of(double n) {
   double s = 0, h = 1e-3;
   for (double x = -8; x < 8; x += h) {
     double a = 0.5 * erfc(-x / sqrt(2)), b = 0.5 * erfc(-(x + h) / sqrt(2));
@@ -210,6 +208,20 @@ static double expected_max_normal(double n) {
     s += 0.5 * h * (fa + fb);
   }
   return s;
+}
+
+/* The integral costs about 10^7 operations and depends on the rank count
+ * alone, which a table, a sensitivity run or a tuner plans many times
+ * over: each thread keeps the last one. */
+static double expected_max_normal(double n) {
+  static _Thread_local double last_n = 0, last;
+  if (n <= 1)
+    return 0;
+  if (n != last_n) {
+    last = expected_max_normal_of(n);
+    last_n = n;
+  }
+  return last;
 }
 
 /* E[the largest of P ranks' pairs] where each is the sum over n tokens of
@@ -264,16 +276,27 @@ static double binomial_quantile(double n, double p, double q) {
   if (p >= 1)
     return n;
   if (mean > 200) {
-    /* inverse normal by bisection on erfc */
-    double lo = -10, hi = 10;
-    for (int i = 0; i < 80; i++) {
-      double mid = 0.5 * (lo + hi);
-      if (0.5 * erfc(-mid / sqrt(2)) < q)
-        lo = mid;
-      else
-        hi = mid;
+    /* inverse normal by bisection on erfc; plan after plan asks for the
+     * same quantiles: each thread keeps those it found (by q) */
+    static _Thread_local struct {
+      double q, z;
+    } seen[256];
+    uint64_t bits;
+    memcpy(&bits, &q, sizeof bits);
+    size_t h = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 56);
+    if (!(seen[h].q == q && q > 0)) {
+      double lo = -10, hi = 10;
+      for (int i = 0; i < 80; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(-mid / sqrt(2)) < q)
+          lo = mid;
+        else
+          hi = mid;
+      }
+      seen[h].z = 0.5 * (lo + hi);
+      seen[h].q = q;
     }
-    double x = floor(mean + 0.5 * (lo + hi) * sqrt(mean * (1 - p)) + 0.5);
+    double x = floor(mean + seen[h].z * sqrt(mean * (1 - p)) + 0.5);
     return fmin(n, fmax(0, x));
   }
   double cdf = 0, lp = log(p), lq = log1p(-p);
