@@ -21,8 +21,13 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+static atomic_int reference_on;
+void xs__set_reference(int on) { atomic_store(&reference_on, on != 0); }
+int xs__reference(void) { return atomic_load(&reference_on); }
 
 enum { EV_FINISH = 1, EV_FULL = 2, EV_EMPTY = 4 };
 
@@ -52,6 +57,7 @@ typedef struct {
   uint32_t *dirty;
   size_t ndirty;
   xs_result *r;
+  uint64_t events;
 } fluid;
 
 static inline double dmin(double a, double b) { return b < a ? b : a; }
@@ -179,7 +185,7 @@ static void recompute(fluid *f, size_t c, double now) {
     } else if (tq == dt) {
       kind |= EV_FULL;
     }
-  } else if (s->dq < 0) {
+  } else if (s->dq < 0 && !f->ev->plan) {
     double tq = s->q / -s->dq;
     if (tq < dt) {
       dt = tq;
@@ -194,8 +200,15 @@ static void recompute(fluid *f, size_t c, double now) {
 
 /* ---- the worker machine's hooks ---- */
 
+static void recompute_dirty(fluid *f, double now) {
+  for (size_t i = 0; i < f->ndirty; i++)
+    recompute(f, f->dirty[i], now);
+  f->ndirty = 0;
+}
+
 static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
-                      double bytes, double now, xs_error *err) {
+                      double bytes, double now, xs__wm_end *end,
+                      xs_error *err) {
   fluid *f = ctx;
   (void)sid;
   advance(f, c, now);
@@ -204,11 +217,33 @@ static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
   /* rounding in V, relative to the send: not to V, which holds every byte
    * the channel has served (after 1e18 bytes, 1e-12 of V is 1 MB) */
   f->tol[w] = 1e-12 * bytes + 1e-9;
+  int alone = s->n == 0;
   mark m = {s->V + bytes, (uint32_t)w};
   if (mpush(s, m))
     return xs__fail(err, XS_NOMEM, "out of memory");
   s->wn += f->ev->prog->workers[w].copies;
   mark_dirty(f, c);
+  if (!end || !alone)
+    return XS_OK;
+  /* nothing else is due now: what the main loop would do next is
+   * recompute the rates and take the earliest event. When that is this
+   * send's end, before any worker's timer (workers go first at equal
+   * times) and first among the channels (ties to the lower index), and
+   * not past the stop, it is taken here. */
+  recompute_dirty(f, now);
+  double tf = xs__iheap_top(&f->ch);
+  if (s->kind != EV_FINISH || xs__iheap_top_id(&f->ch) != c ||
+      !(tf < xs__wm_next(&f->wm)) || tf > f->wm.stop_s)
+    return XS_OK;
+  f->events++;
+  advance(f, c, tf);
+  if (s->heap[0].key > s->V)
+    s->V = s->heap[0].key;
+  mpop(s);
+  s->wn = 0;
+  mark_dirty(f, c);
+  const xs__chan *k = &f->ev->chans[c];
+  *end = (xs__wm_end){tf, tf + s->q / k->drain_Bps + k->latency_s, s->S - f->S0[w], 1};
   return XS_OK;
 }
 
@@ -260,8 +295,12 @@ static xs_status channel_event(fluid *f, size_t c, double now,
   /* every finisher's last byte is in now, behind the same backlog */
   double d = now + s->q / k->drain_Bps + k->latency_s;
   xs_status st = XS_OK;
-  for (size_t i = 0; i < nfin && !st; i++)
+  /* each finisher's send ends and it runs, in turn: the later ones are
+   * still due while the earlier run */
+  for (size_t i = 0; i < nfin && !st; i++) {
+    f->wm.solo = i + 1 == nfin;
     st = xs__wm_send_done(&f->wm, fin[i], now, d, s->S - f->S0[fin[i]], err);
+  }
   if (fin != stackbuf)
     free(fin);
   return st;
@@ -288,8 +327,8 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   for (size_t c = 0; c < f.nc; c++)
     f.cs[c].full = ev->chans[c].capacity_B == 0;
   double now = 0;
-  uint64_t events = 0;
   st = xs__wm_start(&f.wm, err);
+  now = f.wm.now; /* later than 0 when a send ended at once */
   while (!st) {
     /* Rates are recomputed once the workers due now have all run: a
      * channel changed at now has advanced to now, so its old rates act
@@ -306,7 +345,7 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     double tc = xs__iheap_top(&f.ch);
     if (!(tw < INFINITY) && !(tc < INFINITY))
       break;
-    events++;
+    f.events++;
     if (tw <= tc) {
       now = tw;
       st = xs__wm_timer(&f.wm, err);
@@ -314,6 +353,8 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       now = tc;
       st = channel_event(&f, xs__iheap_top_id(&f.ch), now, err);
     }
+    if (f.wm.now > now) /* a send ended at once */
+      now = f.wm.now;
     /* every event is at most the makespan */
     if (f.wm.stopped || now > f.wm.stop_s) {
       *ev->stopped = 1;
@@ -322,7 +363,7 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
   }
   if (!st && !(ev->stopped && *ev->stopped))
     st = xs__wm_finish(&f.wm, err);
-  r->events = events;
+  r->events = f.events;
 done:
   if (f.cs)
     for (size_t c = 0; c < f.nc; c++)

@@ -320,8 +320,14 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
              p->ncounters == 0 && !opt->event_driven && !opt->timeline &&
              !(extra && extra->sums) &&
              (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING);
+  /* the planners' mode of burstgap or blocking (xs__eval.plan): a planner
+   * reads the makespan and the workers' figures, not the baselines' terms
+   * (left 0) */
+  int plan = !fast && extra && extra->plan && opt->summary_only && !opt->timeline &&
+             (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING) &&
+             !xs__reference();
   double compute_term = 0;
-  for (size_t w = 0; w < p->nworkers && !fast; w++) {
+  for (size_t w = 0; w < p->nworkers && !fast && !plan; w++) {
     const xs__worker *wk = &p->workers[w];
     double busy = 0;
     for (size_t i = 0; i < wk->nops; i++) {
@@ -387,7 +393,8 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
                  sim ? (int)sim->arbitration : 0,
                  extra ? extra->sums : NULL,
                  extra ? extra->stop_s : INFINITY,
-                 extra ? &extra->stopped : NULL};
+                 extra ? &extra->stopped : NULL,
+                 plan};
   if (model == XS_MODEL_SIM) {
     st = xs__simulate(&ev, r, err);
   } else if (fast) {

@@ -288,9 +288,10 @@ static xs_status eval_model(const xs_program *p, const xs_profile *prof,
                             xs_model m, xs_result **spare, double *t,
                             xs_error *err) {
   xs_eval_options o = {0, 1, NULL, NULL};
+  xs__eval_extra x = {NULL, INFINITY, 0, 1};
   o.reuse = *spare;
   *spare = NULL;
-  xs_status st = xs_evaluate(p, prof, m, &o, spare, err);
+  xs_status st = xs__evaluate_ex(p, prof, m, &o, &x, spare, err);
   if (!st)
     *t = (*spare)->makespan_s;
   return st;
@@ -314,7 +315,7 @@ static xs_status eval_burstgap(planner *pl, const xs_program *p,
                                xs_result **spare, double *t,
                                xs_moe_breakdown *bd, xs_error *err) {
   xs__seg_sums S = {NULL, NULL, {{0}}, {{0}}, BD_N, NULL};
-  xs__eval_extra x = {bd ? &S : NULL, stop_s, 0};
+  xs__eval_extra x = {bd ? &S : NULL, stop_s, 0, 1};
   if (bd) {
     size_t nw = p->nworkers, ncode = p->nchan_names + 1, nk = p->ncounters;
     if (xs__grow(&pl->sums, &pl->sums_cap, nw * BD_N, sizeof *pl->sums) ||
