@@ -136,6 +136,7 @@ struct xs_program {
    * a quarter slower with 132 workers, README "Speed") */
   xs__op *opblock;
   int finished;
+  int sealed; /* finished by xs__program_seal: not checked yet */
   /* the JSON it came from, for positions in later messages */
   char *src_name, *src_text;
   size_t src_len;
@@ -148,6 +149,13 @@ struct xs_program {
 xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
                                     uint32_t *first_worker,
                                     uint32_t *first_send, xs_error *err);
+
+/* Finish a program a planner built by a rule that cannot deadlock (the
+ * MegaMoE kernels' emitter) without xs_program_finish's check that every
+ * op is reached and its op block, which cost a tenth of building one: an
+ * evaluation still stops with an error on a worker that never finishes.
+ * A program a user gets is finished (checked) after. */
+xs_status xs__program_seal(xs_program *p, xs_error *err);
 
 /* For builders that send many times on a few channels: the channel's code
  * in the program (0 for NULL, the profile's default; the name added when
@@ -309,7 +317,16 @@ typedef struct xs__eval_extra {
   /* 1: a summary for a planner, in the planners' mode (xs__eval.plan)
    * unless the reference is asked for (xs__reference) */
   int plan;
+  /* the profile's channels for the model (xs__chans_of) and the program's
+   * channel codes bound to them, when a planner resolved both once; NULL
+   * for by name, as xs_evaluate binds them */
+  const xs__chan *chans;
+  size_t nchans;
+  const uint32_t *chan_map;
 } xs__eval_extra;
+/* The channels of prof as model m sees them (blocking: no capacity),
+ * indexed like the profile's. */
+void xs__chans_of(const xs_profile *prof, xs_model m, xs__chan *out);
 /* xs_evaluate with the extras above (burstgap and blocking, multi-worker
  * programs: the fluid evaluation); with extra->stopped set on return the
  * result is not filled, only *out given back (for reuse). */
@@ -584,6 +601,25 @@ void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err);
+/* The MegaMoE planner of one config as a session: what xs_moe_plan,
+ * xs_moe_options and xs__moe_time do, with the programs and times of
+ * earlier calls kept; xs__moe_planner_on moves it onto another profile
+ * with the same channels (a copy with numbers moved: the sensitivity run,
+ * the tuner), keeping the programs whose kernel inputs did not move.
+ * prof must outlive its use. */
+typedef struct xs__moe_planner xs__moe_planner;
+xs_status xs__moe_planner_new(const xs_moe_config *c, const xs_profile *prof,
+                              xs__moe_planner **out, xs_error *err);
+void xs__moe_planner_free(xs__moe_planner *pl);
+xs_status xs__moe_planner_on(xs__moe_planner *pl, const xs_profile *prof,
+                             xs_error *err);
+xs_status xs__moe_planner_plan(xs__moe_planner *pl, xs_moe_result *out, xs_error *err);
+xs_status xs__moe_planner_options(xs__moe_planner *pl, unsigned schedules,
+                                  xs_moe_option *out, size_t *n, xs_moe_workload *work,
+                                  xs_error *err);
+xs_status xs__moe_planner_time(xs__moe_planner *pl, xs_moe_schedule s,
+                               const xs_moe_pattern *knobs, double *time_s,
+                               xs_error *err);
 
 /* 1 while the planners evaluate in the reference's way (the fluid
  * evaluation event by event, xs__eval.plan clear) and take nothing of one

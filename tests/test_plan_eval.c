@@ -52,7 +52,7 @@ static void run(const xs_program *p, const xs_profile *prof, xs_model m, int ref
       S.cls[k][mk] = (signed char)(k == XS__SEG_AWAIT ? 2 * k + (mk > 0) : 2 * k + (mk & 1));
   S.also[XS_SEG_STALL][0] = NCLS - 1;
   memset(o->sums, 0, sizeof o->sums);
-  xs__eval_extra x = {&S, stop_s, 0, 1};
+  xs__eval_extra x = {.sums = &S, .stop_s = stop_s, .plan = 1};
   xs_eval_options opt = {1, 1, NULL, NULL};
   xs_error e;
   xs__set_reference(reference);

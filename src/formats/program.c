@@ -347,7 +347,8 @@ static xs_status counter_op(xs_program *p, size_t w, size_t counter,
   if (counter >= p->ncounters)
     return xs__fail(err, XS_INVALID, "no counter %zu (the program has %zu)",
                     counter, p->ncounters);
-  if (!(amount >= 1 && amount <= COUNTER_MAX) || amount != floor(amount))
+  /* whole: the cast is exact in range, and cheaper than floor() */
+  if (!(amount >= 1 && amount <= COUNTER_MAX) || amount != (double)(int64_t)amount)
     return xs__fail(err, XS_INVALID,
                     "%s must be a whole number from 1 to 2^53, got %g",
                     kind == XS_OP_SIGNAL ? "a signal's add"

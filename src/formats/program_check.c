@@ -3,7 +3,9 @@
  * program ready to evaluate: waits resolved to their sends (explicit ids
  * and "worker#op" ones), ids that cannot name two sends, and the check
  * that every op is reached (a wait or await that never returns is a
- * cycle, named op by op); then every worker's ops in one block.
+ * cycle, named op by op); then every worker's ops in one block. A
+ * planner's program, deadlock-free by its builder's rule, is sealed
+ * instead (xs__program_seal): no progress check, no block.
  */
 #include "formats/program.h"
 
@@ -300,9 +302,9 @@ out:
   return st;
 }
 
-xs_status xs_program_finish(xs_program *p, xs_error *err) {
-  if (p->finished)
-    return XS_OK;
+/* Waits resolved, ids checked, each op reached (check: the progress
+ * check and the op block, else neither), the sums. */
+static xs_status finish(xs_program *p, int check, xs_error *err) {
   size_t total = 0;
   for (size_t w = 0; w < p->nworkers; w++)
     total += p->workers[w].nops;
@@ -325,7 +327,7 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
           "send at worker \"%s\", op %" PRIu32,
           id, p->workers[p->send_worker[other]].name, p->send_op[other]);
   }
-  for (size_t w = 0; w < p->nworkers; w++) {
+  for (size_t w = 0; w < p->nworkers && p->npending; w++) {
     xs__worker *wk = &p->workers[w];
     for (size_t i = 0; i < wk->nops; i++) {
       xs__op *op = &wk->ops[i];
@@ -343,7 +345,7 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   for (size_t i = 0; i < p->npending; i++)
     free(p->pending[i]);
   p->npending = 0;
-  xs_status st = check_progress(p, err);
+  xs_status st = check ? check_progress(p, err) : XS_OK;
   if (st)
     return st;
   p->compute_sum = p->bytes_sum = p->copies_sum = 0;
@@ -359,7 +361,7 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
     }
   }
   /* one block for all ops; when out of memory the arrays stay as they are */
-  xs__op *blk = p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
+  xs__op *blk = check && p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
   if (blk) {
     size_t at = 0;
     for (size_t w = 0; w < p->nworkers; w++) {
@@ -376,5 +378,16 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
     p->opblock = blk;
   }
   p->finished = 1;
+  p->sealed = !check;
   return XS_OK;
+}
+
+xs_status xs_program_finish(xs_program *p, xs_error *err) {
+  if (p->finished && !p->sealed)
+    return XS_OK;
+  return finish(p, 1, err);
+}
+
+xs_status xs__program_seal(xs_program *p, xs_error *err) {
+  return p->finished ? XS_OK : finish(p, 0, err);
 }
