@@ -617,6 +617,12 @@ xs_status xs__moe_planner_plan(xs__moe_planner *pl, xs_moe_result *out, xs_error
 xs_status xs__moe_planner_options(xs__moe_planner *pl, unsigned schedules,
                                   xs_moe_option *out, size_t *n, xs_moe_workload *work,
                                   xs_error *err);
+/* The options as xs__moe_planner_options gives them, exact for those
+ * within tol of the fastest and for schedule must_s's rule must_rule (-1:
+ * none); the others' evaluations stop past it (time INFINITY). */
+xs_status xs__moe_planner_near(xs__moe_planner *pl, unsigned schedules, double tol,
+                               int must_s, unsigned must_rule, xs_moe_option *out,
+                               size_t *n, xs_moe_workload *work, xs_error *err);
 xs_status xs__moe_planner_time(xs__moe_planner *pl, xs_moe_schedule s,
                                const xs_moe_pattern *knobs, double *time_s,
                                xs_error *err);

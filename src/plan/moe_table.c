@@ -764,35 +764,57 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
   double est = (double)(np * XS_MOE_SENS_FACTORS + 1) * plan_work(c, c->tokens);
   if (est > limit)
     return work_refuse(err, what, est, limit, 0);
-  xs_status st = xs_moe_recommend(c, prof, tol, schedules, base, err);
-  if (st)
-    return st;
-  for (size_t i = 0; i < np && !st; i++) {
-    xs_moe_sensitivity *s = &out[i];
+  if (!(tol >= 0 && tol <= 1))
+    return xs__fail(err, XS_INVALID, "tolerance %g: expected 0 to 1", tol);
+  /* one planner for the base and every moved profile: a program whose
+   * kernel inputs a move leaves as they were is built once (a channel's
+   * rates move none); the channels' numbers first, so that their moves
+   * follow the base's programs */
+  xs__moe_planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
+  xs_moe_option o[XS_MOE_MAX_OPTIONS];
+  size_t no = 0;
+  if (!st && !(st = xs__moe_planner_options(pl, schedules, o, &no, NULL, err)) && !no)
+    st = xs__fail(err, XS_INVALID, "no schedule to choose from");
+  if (!st) {
+    xs_moe_pick_options(o, no, tol, NULL, base);
+    base->tokens = base->lo = c->tokens;
+  }
+  size_t order[XS_MOE_SENS_MAX], k = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < np; i++)
+      if ((ps[i].kind == XS__SENS_CHANNEL) == (pass == 0))
+        order[k++] = i;
+  xs_profile *held = NULL; /* the profile the planner is on, when moved */
+  for (size_t j = 0; j < np && !st; j++) {
+    size_t i = order[j];
+    xs_moe_sensitivity *s = &out[j];
     memset(s, 0, sizeof *s);
     xs__sens_head(prof, &ps[i], "the kernel's own timings: xstage fit megamoe (docs/tune.md)",
                   s->param, &s->value, s->kind, &s->lo, &s->hi, s->settle, s->factor);
     for (int f = 0; f < XS_MOE_SENS_FACTORS && !st; f++) {
       xs_profile *q;
-      xs_moe_option o[XS_MOE_MAX_OPTIONS];
-      size_t no = 0;
       s->time_change[f] = s->replan_change[f] = NAN;
       if ((st = xs__sens_moved(prof, &ps[i], s->factor[f], &q, err)))
         break;
       if (!q) /* moved out of its valid range: left out at that factor */
         continue;
-      if ((st = xs_moe_options(c, q, schedules, o, &no, NULL, err))) {
+      if (!(st = xs__moe_planner_on(pl, q, err))) {
+        xs_profile_free(held);
+        held = q;
+      } else {
         xs_profile_free(q);
         break;
       }
-      xs_profile_free(q);
+      /* exact: the base's choice, and what is near the fastest */
+      if ((st = xs__moe_planner_near(pl, schedules, tol, (int)base->chosen.schedule,
+                                     base->chosen.rule, o, &no, NULL, err)))
+        break;
       xs_moe_pick p;
       xs_moe_pick_options(o, no, tol, NULL, &p);
-      s->time_change[f] = NAN;
-      for (size_t j = 0; j < no; j++)
-        if (o[j].schedule == base->chosen.schedule &&
-            o[j].rule == base->chosen.rule)
-          s->time_change[f] = o[j].time_s / base->chosen.time_s - 1;
+      for (size_t m = 0; m < no; m++)
+        if (o[m].schedule == base->chosen.schedule && o[m].rule == base->chosen.rule)
+          s->time_change[f] = o[m].time_s / base->chosen.time_s - 1;
       s->replan_change[f] = p.chosen.time_s / base->chosen.time_s - 1;
       s->choice[f] = p.chosen;
       s->changed[f] = !xs_moe_same_choice(&p.chosen, &base->chosen);
@@ -802,6 +824,8 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
     if (!st)
       (*n)++;
   }
+  xs__moe_planner_free(pl);
+  xs_profile_free(held);
   if (st) {
     *n = 0;
     return st;

@@ -765,10 +765,30 @@ xs_status xs__moe_planner_on(xs__moe_planner *pl, const xs_profile *prof,
 xs_status xs__moe_planner_options(xs__moe_planner *pl, unsigned schedules,
                                   xs_moe_option *out, size_t *n, xs_moe_workload *work,
                                   xs_error *err) {
+  return xs__moe_planner_near(pl, schedules, INFINITY, -1, 0, out, n, work, err);
+}
+
+xs_status xs__moe_planner_near(xs__moe_planner *pl, unsigned schedules, double tol,
+                               int must_s, unsigned must_rule, xs_moe_option *out,
+                               size_t *n, xs_moe_workload *work, xs_error *err) {
   *n = 0;
   if (work)
     fill_work(pl, work);
   xs_status st = XS_OK;
+  /* the option that must be exact first: its time bounds the others' */
+  double best = INFINITY;
+  evaluated *e;
+  if (must_s >= 0 && (!schedules || (schedules & (1u << must_s)))) {
+    xs_moe_pattern mk;
+    int have = rule_knobs(pl, (xs_moe_schedule)must_s, must_rule, &mk, err);
+    if (have == -2)
+      return err->status;
+    if (have > 0 &&
+        (st = evaluate_rule(pl, (xs_moe_schedule)must_s, &mk, INFINITY, 0, &e, err)))
+      return st;
+    if (have > 0)
+      best = e->time_s[0];
+  }
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
     if (schedules && !(schedules & (1u << s)))
       continue;
@@ -789,10 +809,14 @@ xs_status xs__moe_planner_options(xs__moe_planner *pl, unsigned schedules,
       xs_moe_option *o = &out[*n];
       o->schedule = (xs_moe_schedule)s;
       o->rule = k;
-      evaluated *e;
-      if ((st = evaluate_rule(pl, (xs_moe_schedule)s, &kn, INFINITY, 0, &e, err)))
+      /* past the tolerance of the fastest so far it cannot be near the
+       * fastest: its evaluation stops there, its time INFINITY */
+      double stop = s == must_s && k == must_rule ? INFINITY : best * (1 + tol);
+      if ((st = evaluate_rule(pl, (xs_moe_schedule)s, &kn, stop, 0, &e, err)))
         break;
-      o->time_s = e->time_s[0];
+      o->time_s = isnan(e->time_s[0]) ? INFINITY : e->time_s[0];
+      if (o->time_s < best)
+        best = o->time_s;
       o->knobs = kn;
       if (!have0) {
         dflt = kn;
