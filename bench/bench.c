@@ -6,8 +6,9 @@
  *   xstage-bench model   the evaluators on large programs
  *   xstage-bench sim     the packet simulator, beside a SimPy model of the
  *                        same channel (bench/simpy_channel.py)
- *   xstage-bench plan    the cost of one MegaMoE plan (xs_moe_plan) and of
- *                        the default sweep
+ *   xstage-bench plan    the cost of one MegaMoE plan (xs_moe_plan), of
+ *                        the default sweep, of a sensitivity run, of the
+ *                        attention plans, of a knob table
  *   xstage-bench probe   calibration accuracy against the pipe's set
  *                        truth, and replays of burst schedules measured
  *                        against burstgap and blocking
@@ -345,6 +346,31 @@ static int bench_plan(int quick) {
     }
   printf("sweep_megamoe_default %.3g s\n", now_s() - t0);
   printf("sweep_megamoe_configs %zu configs\n", n);
+  /* plan megamoe --sensitivity's run: every number the plan reads moved
+   * over its range, 4 factors each, the options planned at each */
+  {
+    xs_moe_config c;
+    xs_moe_preset("deepseek-v3", &c);
+    c.tokens = 4096;
+    int reps = quick ? 1 : 3;
+    double ts[3];
+    size_t ns = 0;
+    xs_moe_sensitivity *sens = malloc(XS_MOE_SENS_MAX * sizeof *sens);
+    if (!sens) {
+      fprintf(stderr, "xstage-bench: out of memory\n");
+      return 1;
+    }
+    for (int r = 0; r < reps; r++) {
+      xs_moe_pick base;
+      double a = now_s();
+      if (xs_moe_sensitivity_run(&c, prof, 0.01, 0, &base, sens, &ns, &e))
+        die("plan megamoe --sensitivity", &e);
+      ts[r] = now_s() - a;
+    }
+    printf("sensitivity_megamoe_T4096 %.3g s\n", median(ts, reps));
+    printf("sensitivity_megamoe_T4096_numbers %zu numbers\n", ns);
+    free(sens);
+  }
   /* the attention planner (FA3, Llama-3-8B, CP 8, causal): a plan, and a
    * sensitivity run (4 x numbers + 1 plans) */
   const double seqs[] = {2048, 131072};
@@ -551,6 +577,22 @@ static int bench_tune(int quick) {
     die("tuner", &e);
   printf("tuner_create %.3g s\n", now_s() - t0);
   printf("tuner_points %zu points\n", o.ntokens);
+  /* and at the most points a tuner keeps: 64 over the same tokens */
+  {
+    double many[XS_TUNER_MAX_POINTS];
+    size_t np = quick ? 8 : XS_TUNER_MAX_POINTS;
+    for (size_t i = 0; i < np; i++)
+      many[i] = round(64 * exp2(4.0 * (double)i / (double)(np - 1)));
+    xs_tuner_options om = o;
+    om.tokens = many;
+    om.ntokens = np;
+    xs_tuner *tm;
+    double t1 = now_s();
+    if (xs_tuner_create(&c, prof, &om, &tm, &e))
+      die("tuner", &e);
+    printf("tuner_create_%zu %.3g s\n", np, now_s() - t1);
+    xs_tuner_free(tm);
+  }
   printf("tuner_state %zu bytes\n", xs_tuner_state_size(t));
   enum { CHOOSE = 200000, OBSERVE = 20000 };
   double ct[5], ot[5], cc[5], oc[5], sink = 0;

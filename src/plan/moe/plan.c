@@ -102,8 +102,9 @@ typedef struct {
   xs_program *prog;        /* kept, or NULL                             */
   uint32_t map[4];         /* its channel codes -> the profile's        */
 } evaluated;
-/* programs kept in all: what a plan of 32768 tokens builds (32 MiB) */
-#define KEEP_OPS 2000000.0
+/* programs kept in all: every program of a plan of 16384 tokens (about
+ * 30 MB with their sends) */
+#define KEEP_OPS 1000000.0
 
 /* What the kernels read of the profile, resolved before the first build
  * (the tile terms, the link and the NIC, the sequential arm's all-to-all
