@@ -257,10 +257,196 @@ static void test_moe_programs(void **state) {
   }
 }
 
+/* ---- what the planners answer, the planners' way and the reference's:
+ * the same options, the same choices, times to 1e-9 ---- */
+
+static void same_time(double a, double b, const char *what, const char *where) {
+  if (!(a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)))) {
+    fprintf(stderr, "%s: %s: %.17g (planners) vs %.17g (reference)\n", where, what, a, b);
+    fail();
+  }
+}
+
+/* a relative change (time / base - 1): to 1e-9 of the base */
+static void same_change(double a, double b, const char *what, const char *where) {
+  if (!(a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= 1e-9)) {
+    fprintf(stderr, "%s: %s: %.17g (planners) vs %.17g (reference)\n", where, what, a, b);
+    fail();
+  }
+}
+
+static void same_option(const xs_moe_option *a, const xs_moe_option *b, const char *where) {
+  if (a->schedule != b->schedule || a->rule != b->rule ||
+      memcmp(&a->knobs, &b->knobs, sizeof a->knobs) || a->away != b->away) {
+    fprintf(stderr, "%s: option %s/%u vs %s/%u\n", where,
+            xs_moe_schedule_name(a->schedule), a->rule, xs_moe_schedule_name(b->schedule),
+            b->rule);
+    fail();
+  }
+  same_time(a->time_s, b->time_s, "option's time", where);
+}
+
+static void same_pick(const xs_moe_pick *a, const xs_moe_pick *b, const char *where) {
+  same_option(&a->chosen, &b->chosen, where);
+  same_option(&a->best, &b->best, where);
+  assert_int_equal(a->near, b->near);
+  for (size_t i = 0; i < a->near; i++)
+    same_option(&a->near_set[i], &b->near_set[i], where);
+  if (!(isnan(a->runner_up.time_s) && isnan(b->runner_up.time_s)))
+    same_option(&a->runner_up, &b->runner_up, where);
+  same_time(a->lo, b->lo, "lo", where);
+  same_time(a->tokens, b->tokens, "tokens", where);
+}
+
+static void plan_both(const xs_moe_config *c, const xs_profile *prof, const char *where) {
+  xs_moe_result a, b;
+  xs_error e;
+  assert_int_equal(xs_moe_plan(c, prof, &a, &e), XS_OK);
+  xs__set_reference(1);
+  xs_status st = xs_moe_plan(c, prof, &b, &e);
+  xs__set_reference(0);
+  assert_int_equal(st, XS_OK);
+  assert_int_equal(a.searched, b.searched); /* the same options considered */
+  assert_int_equal(a.best_fused, b.best_fused);
+  assert_int_equal(a.best_interleaved, b.best_interleaved);
+  assert_int_equal(a.best_plain, b.best_plain);
+  for (int s = 0; s < XS_MOE_SCHEDULES; s++) {
+    assert_memory_equal(&a.knobs[s], &b.knobs[s], sizeof a.knobs[s]);
+    for (int m = 0; m < XS_MODEL_COUNT; m++)
+      same_time(a.time_s[s][m], b.time_s[s][m], xs_moe_schedule_name((xs_moe_schedule)s),
+                where);
+    const xs_moe_breakdown *x = &a.breakdown[s], *y = &b.breakdown[s];
+    const double u[] = {x->compute_s, x->hbm_s, x->fixed_s, x->dispatch_s, x->sync_s,
+                        x->link_s, x->stall_s, x->xstage_tail_s};
+    const double v[] = {y->compute_s, y->hbm_s, y->fixed_s, y->dispatch_s, y->sync_s,
+                        y->link_s, y->stall_s, y->xstage_tail_s};
+    for (int k = 0; k < 8; k++)
+      same_change(u[k] / b.time_s[s][0], v[k] / b.time_s[s][0], "breakdown", where);
+    assert_string_equal(x->bound, y->bound);
+  }
+  /* and every option, as a recommendation sees them */
+  xs_moe_option oa[XS_MOE_MAX_OPTIONS], ob[XS_MOE_MAX_OPTIONS];
+  size_t na, nb;
+  assert_int_equal(xs_moe_options(c, prof, 0, oa, &na, NULL, &e), XS_OK);
+  xs__set_reference(1);
+  st = xs_moe_options(c, prof, 0, ob, &nb, NULL, &e);
+  xs__set_reference(0);
+  assert_int_equal(st, XS_OK);
+  assert_int_equal(na, nb);
+  for (size_t i = 0; i < na; i++)
+    same_option(&oa[i], &ob[i], where);
+}
+
+/* the bench's plans and the default sweep's 84 configs (every preset at
+ * 16 to 32768 tokens on h200-nvlink) */
+static void test_plans_match_reference(void **state) {
+  (void)state;
+  xs_profile *prof = xs_test_profile("h200-nvlink");
+  for (size_t i = 0; i < xs_moe_preset_count(); i++)
+    for (double tk = 16; tk <= 32768; tk *= 2) {
+      xs_moe_config c;
+      xs_moe_preset(xs_moe_preset_name(i), &c);
+      c.tokens = tk;
+      char where[96];
+      snprintf(where, sizeof where, "%s T=%g", c.name, tk);
+      plan_both(&c, prof, where);
+    }
+  xs_profile_free(prof);
+}
+
+/* a knob table's points and a sensitivity run */
+static void test_tables_match_reference(void **state) {
+  (void)state;
+  xs_profile *prof = xs_test_profile("h800-nvlink");
+  xs_moe_config c;
+  xs_moe_preset("deepseek-v3", &c);
+  xs_moe_table_options o = {NULL, 0, 64, 1024, 0.005, 0};
+  xs_moe_table *a, *b;
+  xs_error e;
+  assert_int_equal(xs_moe_plan_table(&c, prof, &o, &a, &e), XS_OK);
+  xs__set_reference(1);
+  xs_status st = xs_moe_plan_table(&c, prof, &o, &b, &e);
+  xs__set_reference(0);
+  assert_int_equal(st, XS_OK);
+  assert_int_equal(xs_moe_table_size(a), xs_moe_table_size(b));
+  for (size_t i = 0; i < xs_moe_table_size(a); i++) {
+    char where[64];
+    snprintf(where, sizeof where, "table row %zu", i);
+    same_pick(xs_moe_table_pick(a, i), xs_moe_table_pick(b, i), where);
+  }
+  xs_moe_table_free(a);
+  xs_moe_table_free(b);
+  xs_profile_free(prof);
+  /* the sensitivity run the bench times */
+  prof = xs_test_profile("h200-nvlink");
+  c.tokens = 4096;
+  static xs_moe_sensitivity sa[XS_MOE_SENS_MAX], sb[XS_MOE_SENS_MAX];
+  xs_moe_pick pa, pb;
+  size_t na, nb;
+  assert_int_equal(xs_moe_sensitivity_run(&c, prof, 0.01, 0, &pa, sa, &na, &e), XS_OK);
+  xs__set_reference(1);
+  st = xs_moe_sensitivity_run(&c, prof, 0.01, 0, &pb, sb, &nb, &e);
+  xs__set_reference(0);
+  assert_int_equal(st, XS_OK);
+  same_pick(&pa, &pb, "sensitivity base");
+  assert_int_equal(na, nb);
+  for (size_t i = 0; i < na; i++) {
+    assert_string_equal(sa[i].param, sb[i].param);
+    for (int f = 0; f < XS_MOE_SENS_FACTORS; f++) {
+      same_change(sa[i].time_change[f], sb[i].time_change[f], "time change", sa[i].param);
+      same_change(sa[i].replan_change[f], sb[i].replan_change[f], "replan", sa[i].param);
+      assert_int_equal(sa[i].changed[f], sb[i].changed[f]);
+      if (!isnan(sa[i].time_change[f]))
+        same_option(&sa[i].choice[f], &sb[i].choice[f], sa[i].param);
+    }
+  }
+  xs_profile_free(prof);
+}
+
+/* validate megamoe, ep and flashattn over the published rows */
+static void test_validate_matches_reference(void **state) {
+  (void)state;
+  static const char *const files[] = {"megamoe.csv", "ep.csv", "ring-attention.csv"};
+  for (int k = 0; k < 3; k++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/data/published/%s", XSTAGE_SRC, files[k]);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 20];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    xs_validate_set a, b;
+    xs_error e;
+    xs_status (*v)(const char *, size_t, const char *, xs_validate_set *,
+                   void (*)(size_t, void *), void *, xs_error *) =
+        k == 0 ? xs_validate_megamoe : k == 1 ? xs_validate_ep : xs_validate_flashattn;
+    assert_int_equal(v(text, len, files[k], &a, NULL, NULL, &e), XS_OK);
+    xs__set_reference(1);
+    xs_status st = v(text, len, files[k], &b, NULL, NULL, &e);
+    xs__set_reference(0);
+    assert_int_equal(st, XS_OK);
+    assert_int_equal(a.nrows, b.nrows);
+    for (size_t i = 0; i < a.nrows; i++) {
+      char where[160];
+      snprintf(where, sizeof where, "%s line %zu", files[k], a.rows[i].line);
+      same_time(a.rows[i].predicted_us, b.rows[i].predicted_us, "predicted", where);
+      for (int m = 0; m < XS_MODEL_COUNT; m++)
+        same_time(a.rows[i].model_us[m], b.rows[i].model_us[m], "model", where);
+      if (!(isnan(a.rows[i].alt_us) && isnan(b.rows[i].alt_us)))
+        same_time(a.rows[i].alt_us, b.rows[i].alt_us, "other bound", where);
+    }
+    xs_validate_free(&a);
+    xs_validate_free(&b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_programs),
       cmocka_unit_test(test_moe_programs),
+      cmocka_unit_test(test_plans_match_reference),
+      cmocka_unit_test(test_tables_match_reference),
+      cmocka_unit_test(test_validate_matches_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,8 @@ typedef struct {
   double x;          /* unthrottled per-sender rate */
   int full;          /* q == C exactly */
   int kind;          /* what its scheduled event is */
+  double t_empty;    /* the planners' mode: when its backlog, with no
+                        sender, reaches 0 (the event not scheduled) */
   int dirty;
   mark *heap;
   size_t n, cap;
@@ -58,6 +60,7 @@ typedef struct {
   size_t ndirty;
   xs_result *r;
   uint64_t events;
+  size_t event_chan; /* the channel whose event runs now; nc: a worker's */
 } fluid;
 
 static inline double dmin(double a, double b) { return b < a ? b : a; }
@@ -105,7 +108,26 @@ static mark mpop(chan_state *c) {
 
 /* ---- channels ---- */
 
-static void advance(fluid *f, size_t c, double now) {
+static inline void advance_to(fluid *f, size_t c, double now);
+
+/* The planners' mode: a channel with no sender whose backlog drains to 0
+ * has no event scheduled for it; advancing it past that time does what
+ * the event would have done there (the backlog set to 0, then dq 0), in
+ * the order events run: before a worker's at that very time, and before
+ * another channel's of a higher index. The same numbers as the event. */
+static inline void advance(fluid *f, size_t c, double now) {
+  chan_state *s = &f->cs[c];
+  if (s->t_empty <= now &&
+      (s->t_empty < now || (f->event_chan < f->nc && f->event_chan > c))) {
+    advance_to(f, c, s->t_empty);
+    s->q = 0;
+    s->dq = 0;
+    s->t_empty = INFINITY;
+  }
+  advance_to(f, c, now);
+}
+
+static inline void advance_to(fluid *f, size_t c, double now) {
   chan_state *s = &f->cs[c];
   double dt = now - s->t;
   if (dt <= 0)
@@ -144,6 +166,7 @@ static void recompute(fluid *f, size_t c, double now) {
   const xs__chan *k = &f->ev->chans[c];
   double rd = k->drain_Bps;
   s->dirty = 0;
+  s->t_empty = INFINITY;
   if (s->n == 0) {
     s->r = s->sr = s->x = 0;
     s->dq = s->q > 0 ? -rd : 0;
@@ -185,7 +208,9 @@ static void recompute(fluid *f, size_t c, double now) {
     } else if (tq == dt) {
       kind |= EV_FULL;
     }
-  } else if (s->dq < 0 && !f->ev->plan) {
+  } else if (s->dq < 0 && f->ev->plan && s->n == 0) {
+    s->t_empty = now + s->q / -s->dq; /* no event (advance) */
+  } else if (s->dq < 0) {
     double tq = s->q / -s->dq;
     if (tq < dt) {
       dt = tq;
@@ -236,6 +261,7 @@ static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
       !(tf < xs__wm_next(&f->wm)) || tf > f->wm.stop_s)
     return XS_OK;
   f->events++;
+  f->event_chan = c;
   advance(f, c, tf);
   if (s->heap[0].key > s->V)
     s->V = s->heap[0].key;
@@ -324,8 +350,11 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  for (size_t c = 0; c < f.nc; c++)
+  for (size_t c = 0; c < f.nc; c++) {
     f.cs[c].full = ev->chans[c].capacity_B == 0;
+    f.cs[c].t_empty = INFINITY;
+  }
+  f.event_chan = f.nc;
   double now = 0;
   st = xs__wm_start(&f.wm, err);
   now = f.wm.now; /* later than 0 when a send ended at once */
@@ -348,10 +377,12 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     f.events++;
     if (tw <= tc) {
       now = tw;
+      f.event_chan = f.nc;
       st = xs__wm_timer(&f.wm, err);
     } else {
       now = tc;
-      st = channel_event(&f, xs__iheap_top_id(&f.ch), now, err);
+      f.event_chan = xs__iheap_top_id(&f.ch);
+      st = channel_event(&f, f.event_chan, now, err);
     }
     if (f.wm.now > now) /* a send ended at once */
       now = f.wm.now;
@@ -361,6 +392,11 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
       break;
     }
   }
+  /* a backlog's drain to 0 that the reference would still run as an
+   * event, past the stop, stops it there */
+  for (size_t c = 0; c < f.nc && ev->plan && ev->stopped && !st; c++)
+    if (f.cs[c].t_empty < INFINITY && f.cs[c].t_empty > f.wm.stop_s)
+      *ev->stopped = 1;
   if (!st && !(ev->stopped && *ev->stopped))
     st = xs__wm_finish(&f.wm, err);
   r->events = f.events;
