@@ -318,13 +318,14 @@ static void forget(planner *pl) {
  * alone; prof must have the same channels. */
 static xs_status planner_rebase(planner *pl, const xs_profile *prof, xs_error *err) {
   kernel_inputs was = pl->in;
+  xs__moe_kctx was_k = pl->k;
   xs_status st = resolve(pl, prof, err);
   if (st)
     return st;
+  /* every field a kernel reads: the tile terms, the link's name, and the
+   * context itself (its pointers are the planner's own, the same) */
   int same = memcmp(&was.g, &pl->in.g, sizeof was.g) == 0 &&
-             strcmp(was.link, pl->in.link) == 0 &&
-             was.link_latency_s == pl->in.link_latency_s &&
-             was.nic_share == pl->in.nic_share && was.nic_latency_s == pl->in.nic_latency_s;
+             strcmp(was.link, pl->in.link) == 0 && memcmp(&was_k, &pl->k, sizeof was_k) == 0;
   if (!same)
     memset(pl->have_dflt, 0, sizeof pl->have_dflt);
   for (size_t i = 0; i < pl->nmemo; i++) {
