@@ -223,22 +223,7 @@ void xs__iheap_free(xs__iheap *h);
 /* more than XS__IHEAP_LINEAR entities: the ring and the heap */
 void xs__iheap_set_many(xs__iheap *h, uint32_t id, double key);
 void xs__iheap_rescan(xs__iheap *h);
-/* A few entities: node e is entity e. The top moves to a node whose key
- * passes it, and is looked for again when its own key grows. Inline: an
- * evaluation sets a key at every event. */
-static inline void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
-  if (h->n > XS__IHEAP_LINEAR) {
-    xs__iheap_set_many(h, e, t);
-    return;
-  }
-  xs__hnode *x = &h->node[e];
-  double old = x->key;
-  x->key = t;
-  if (xs__hbefore(x, h->top))
-    h->top = x;
-  else if (x == h->top && t > old)
-    xs__iheap_rescan(h);
-}
+/* xs__iheap_set, inline for the evaluators: model/iheap.h */
 static inline double xs__iheap_top(const xs__iheap *h) { return h->top->key; }
 static inline uint32_t xs__iheap_top_id(const xs__iheap *h) {
   return h->top->id;

@@ -18,7 +18,7 @@
  * every event, and with one or a few channels their heap is nearly free.
  * Ties are broken by entity index, which makes the evaluation deterministic.
  */
-#include "internal.h"
+#include "model/iheap.h"
 
 #include <math.h>
 #include <stdatomic.h>

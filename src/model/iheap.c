@@ -8,6 +8,8 @@
  * then cost an append and a pop instead of two sifts; and for a few
  * entities a scan (internal.h).
  */
+#include "model/iheap.h"
+
 #include "internal.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
  * channel is the backend's: it is told when a worker starts a send, and
  * tells the machine when the send's last byte is in and when it arrives.
  */
-#include "internal.h"
+#include "model/iheap.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
  * one entry per channel sits in the event heap (its next admission), so a
  * packet costs O(log channels), not a heap entry of its own.
  */
-#include "internal.h"
+#include "model/iheap.h"
 
 #include <math.h>
 #include <stdlib.h>

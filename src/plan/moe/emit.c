@@ -879,10 +879,6 @@ xs_status xs__emit_ep(xs__emit *e, double seconds, int dispatch,
   return st;
 }
 
-int xs__tasks_grow(xs__tasks *l) {
-  return xs__grow(&l->t, &l->cap, l->n + 1, sizeof *l->t);
-}
-
 int xs__tasks_layer(xs__tasks *l, size_t b0, size_t b1, int layer, size_t n) {
   for (size_t b = b0; b < b1; b++)
     for (size_t j = 0; j < n; j++)

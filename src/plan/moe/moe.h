@@ -218,10 +218,9 @@ typedef struct {
   xs__task *t;
   size_t n, cap;
 } xs__tasks;
-int xs__tasks_grow(xs__tasks *l);
 /* inline: a kernel adds its tasks one by one, thousands a program */
 static inline int xs__tasks_add(xs__tasks *l, size_t block, int layer, size_t ntiles) {
-  if (l->n == l->cap && xs__tasks_grow(l))
+  if (l->n == l->cap && xs__grow(&l->t, &l->cap, l->n + 1, sizeof *l->t))
     return -1;
   l->t[l->n++] = (xs__task){(uint32_t)block, (uint8_t)layer, (uint16_t)ntiles};
   return 0;

@@ -317,8 +317,11 @@ static void forget(planner *pl) {
  * every time is forgotten. The planner's workload depends on the config
  * alone; prof must have the same channels. */
 static xs_status planner_rebase(planner *pl, const xs_profile *prof, xs_error *err) {
-  kernel_inputs was = pl->in;
-  xs__moe_kctx was_k = pl->k;
+  /* byte copies: the comparison below reads their padding too */
+  kernel_inputs was;
+  xs__moe_kctx was_k;
+  memcpy(&was, &pl->in, sizeof was);
+  memcpy(&was_k, &pl->k, sizeof was_k);
   xs_status st = resolve(pl, prof, err);
   if (st)
     return st;
@@ -598,7 +601,9 @@ static xs_status program(planner *pl, evaluated *m, xs_program **p, xs_program *
  * want_bd, with its breakdown. *e: its memo entry. */
 static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *kn,
                                double stop_s, int want_bd, evaluated **e,
-                               xs_error *err) {
+                               xs_program **keep, xs_error *err) {
+  if (keep)
+    *keep = NULL;
   int dflt = default_knobs(s, kn);
   xs_moe_pattern in = *kn;
   int kernel = kernel_of(s, &in);
@@ -617,7 +622,10 @@ static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *k
     b = m->built;
     if (!st)
       st = eval_burstgap(pl, p, m, stop_s, &t, want_bd ? &b : NULL, err);
-    xs_program_free(tmp);
+    if (!st && keep && t < INFINITY)
+      *keep = tmp; /* a program past the memo's room, for the caller */
+    else
+      xs_program_free(tmp);
     if (st)
       return st;
     if (t < INFINITY) {
@@ -643,9 +651,11 @@ static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *k
  * of it is reported. */
 static xs_status search(planner *pl, xs_moe_schedule s, double *time_s,
                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
-                        evaluated **entry, unsigned *count, xs_error *err) {
+                        evaluated **entry, xs_program **best_prog, unsigned *count,
+                        xs_error *err) {
   double best_t = INFINITY;
   evaluated *best_e = NULL;
+  xs_program *best_p = NULL; /* the best's, when the memo has no room */
   xs_status st = XS_OK;
   for (unsigned r = 0;; r++) {
     xs_moe_pattern kn;
@@ -659,7 +669,9 @@ static xs_status search(planner *pl, xs_moe_schedule s, double *time_s,
     if (!have)
       continue;
     evaluated *e;
-    if ((st = evaluate_rule(pl, s, &kn, best_t, bd != NULL, &e, err)))
+    xs_program *p = NULL;
+    if ((st = evaluate_rule(pl, s, &kn, best_t, bd != NULL, &e, best_prog ? &p : NULL,
+                            err)))
       break;
     if (count)
       (*count)++;
@@ -669,6 +681,10 @@ static xs_status search(planner *pl, xs_moe_schedule s, double *time_s,
       best_e = e;
       if (knobs)
         *knobs = kn;
+      xs_program_free(best_p);
+      best_p = p;
+    } else {
+      xs_program_free(p);
     }
   }
   if (!st) {
@@ -677,16 +693,25 @@ static xs_status search(planner *pl, xs_moe_schedule s, double *time_s,
       *bd = best_e->bd;
     if (entry)
       *entry = best_e;
+    if (best_prog) {
+      *best_prog = best_p;
+      best_p = NULL;
+    }
   }
+  xs_program_free(best_p);
   return st;
 }
 
-/* The time of model m for memo entry e (evaluated once) */
-static xs_status model_time(planner *pl, evaluated *e, xs_model m, xs_error *err) {
+/* The time of model m for memo entry e (evaluated once); have: its
+ * program when the memo keeps none, or NULL */
+static xs_status model_time(planner *pl, evaluated *e, xs_program *have, xs_model m,
+                            xs_error *err) {
   if (!isnan(e->time_s[m]))
     return XS_OK;
-  xs_program *p, *tmp;
-  xs_status st = program(pl, e, &p, &tmp, err);
+  xs_program *p = have, *tmp = NULL;
+  xs_status st = have || e->prog ? XS_OK : program(pl, e, &p, &tmp, err);
+  if (!have && e->prog)
+    p = e->prog;
   if (!st)
     st = eval_model(pl, p, e, m, NULL, INFINITY, &e->time_s[m], NULL, err);
   xs_program_free(tmp);
@@ -786,7 +811,7 @@ xs_status xs__moe_planner_near(xs__moe_planner *pl, unsigned schedules, double t
     if (have == -2)
       return err->status;
     if (have > 0 &&
-        (st = evaluate_rule(pl, (xs_moe_schedule)must_s, &mk, INFINITY, 0, &e, err)))
+        (st = evaluate_rule(pl, (xs_moe_schedule)must_s, &mk, INFINITY, 0, &e, NULL, err)))
       return st;
     if (have > 0)
       best = e->time_s[0];
@@ -814,7 +839,7 @@ xs_status xs__moe_planner_near(xs__moe_planner *pl, unsigned schedules, double t
       /* past the tolerance of the fastest so far it cannot be near the
        * fastest: its evaluation stops there, its time INFINITY */
       double stop = s == must_s && k == must_rule ? INFINITY : best * (1 + tol);
-      if ((st = evaluate_rule(pl, (xs_moe_schedule)s, &kn, stop, 0, &e, err)))
+      if ((st = evaluate_rule(pl, (xs_moe_schedule)s, &kn, stop, 0, &e, NULL, err)))
         break;
       o->time_s = isnan(e->time_s[0]) ? INFINITY : e->time_s[0];
       if (o->time_s < best)
@@ -847,7 +872,7 @@ xs_status xs__moe_planner_time(xs__moe_planner *pl, xs_moe_schedule s,
                                xs_error *err) {
   xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
   evaluated *e;
-  xs_status st = evaluate_rule(pl, s, &kn, INFINITY, 0, &e, err);
+  xs_status st = evaluate_rule(pl, s, &kn, INFINITY, 0, &e, NULL, err);
   if (!st)
     *time_s = e->time_s[0];
   return st;
@@ -886,10 +911,12 @@ xs_status xs_moe_evaluate(const xs_moe_config *c, const xs_profile *prof,
   xs_status st = xs__moe_planner_new(c, prof, &pl, err);
   xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
   evaluated *e = NULL;
+  xs_program *p = NULL;
   if (!st)
-    st = evaluate_rule(pl, s, &kn, INFINITY, 1, &e, err);
+    st = evaluate_rule(pl, s, &kn, INFINITY, 1, &e, &p, err);
   for (int m = 1; m < XS_MODEL_COUNT && !st; m++)
-    st = model_time(pl, e, (xs_model)m, err);
+    st = model_time(pl, e, p, (xs_model)m, err);
+  xs_program_free(p);
   if (!st && time_s)
     memcpy(time_s, e->time_s, sizeof e->time_s);
   if (!st && bd)
@@ -910,7 +937,7 @@ xs_status xs_moe_predict(const xs_moe_config *c, const xs_profile *prof,
   xs_status st = xs__moe_planner_new(c, prof, &pl, err);
   double t = NAN;
   if (!st)
-    st = search(pl, s, &t, knobs, bd, NULL, NULL, err);
+    st = search(pl, s, &t, knobs, bd, NULL, NULL, NULL, err);
   if (!st && time_s)
     *time_s = t;
   xs__moe_planner_free(pl);
@@ -963,14 +990,16 @@ xs_status xs__moe_planner_plan(xs__moe_planner *pl, xs_moe_result *out, xs_error
   double best = INFINITY, best_il = INFINITY, best_pl = INFINITY;
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
     evaluated *e = NULL;
+    xs_program *p = NULL;
     st = search(pl, (xs_moe_schedule)s, &out->time_s[s][0], &out->knobs[s],
-                &out->breakdown[s], &e, &out->searched, err);
+                &out->breakdown[s], &e, &p, &out->searched, err);
     /* the other models, unless another schedule's search chose the same
      * program */
     for (int m = 1; m < XS_MODEL_COUNT && !st && e; m++) {
-      st = model_time(pl, e, (xs_model)m, err);
+      st = model_time(pl, e, p, (xs_model)m, err);
       out->time_s[s][m] = e->time_s[m];
     }
+    xs_program_free(p);
     if (!st && s != XS_MOE_SEQUENTIAL && out->time_s[s][0] < best) {
       best = out->time_s[s][0];
       out->best_fused = (xs_moe_schedule)s;
