@@ -67,7 +67,7 @@ static void plan_help(FILE *f) {
           "                     is values and ranges FIRST:LAST[:STEP] or FIRST:LAST:xF\n"
           "                     (times F each step), ascending, at most 4096 points\n"
           "                     (64,128 or 64:4096:64 or 16:8Ki:x2)\n"
-          "  --tokens-range A:B a run-time table from A to B tokens: 16 points per\n"
+          "  --tokens-range A:B a run-time table from A to B tokens: 32 points per\n"
           "                     octave, more where the count halfway between two\n"
           "                     would lose more than the tolerance\n"
           "  --emit-header F    the table as a C header with a lookup function (- =\n"

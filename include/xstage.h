@@ -843,7 +843,7 @@ XS_API int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
 
 typedef struct xs_moe_table_options {
   const double *tokens; /* grid points, whole and ascending; NULL: from
-                           min_tokens to max_tokens, 16 points per octave,
+                           min_tokens to max_tokens, 32 points per octave,
                            more where the count halfway between two
                            points would lose (at most twice as many)      */
   size_t ntokens;       /* at most XS_MOE_TABLE_MAX                       */
@@ -855,8 +855,8 @@ typedef struct xs_moe_table_options {
 /* The most planning a knob table or a sensitivity run may take, in GEMM
  * tiles (xs_moe_tiles) planned: each evaluation of every option at one
  * token count counts its tiles plus 32768 for its fixed part. 2e8 is
- * about 8 s on one core of the development machine (the 64:4096 table of
- * DeepSeek-V3 on h800-nvlink plans 7e7 of it). Estimated before the first
+ * about 6 s on one core of the development machine (the 64:4096 table of
+ * DeepSeek-V3 on h800-nvlink plans 1.2e8 of it). Estimated before the first
  * plan (a table's points, twice for a range; a sensitivity run's 4 x
  * numbers + 1 plans) and counted as they go, since a table's bisections
  * and added points are not known beforehand; past it, XS_INVALID. */

@@ -406,13 +406,13 @@ static void test_work_limit(void **st) {
            est + work_at(&c, floor((16 + 4096) / 2)));
   if (!strstr(e.message, want))
     fail_msg("want \"%s\" in: %s", want, e.message);
-  /* a range (16 points an octave) is estimated at twice its points */
+  /* a range (32 points an octave) is estimated at twice its points */
   xs_moe_table_options r = {NULL, 0, 64, 128, 0.01, 0};
   double rest = 0;
-  for (int i = 0; i <= 16; i++)
-    rest += 2 * work_at(&c, round(64 * exp2(i / 16.0)));
+  for (int i = 0; i <= 32; i++)
+    rest += 2 * work_at(&c, round(64 * exp2(i / 32.0)));
   assert_int_equal(xs__moe_plan_table_within(&c, prof, &r, rest - 1, &t, &e), XS_INVALID);
-  assert_non_null(strstr(e.message, "a table of 17 grid points from 64 to 128 tokens"));
+  assert_non_null(strstr(e.message, "a table of 33 grid points from 64 to 128 tokens"));
   /* the sensitivity: 4 x numbers + 1 plans at the config's tokens */
   c.tokens = 256;
   xs_moe_pick base;

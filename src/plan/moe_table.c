@@ -153,7 +153,7 @@ static xs_status work_refuse(xs_error *err, const char *what, double work,
                              double limit, int counted) {
   return xs__fail(err, XS_INVALID,
                   "%s: %s %.3g GEMM tiles of planning, more than the limit of %g "
-                  "(XS_MOE_WORK_MAX, about 8 s here): plan fewer or "
+                  "(XS_MOE_WORK_MAX, about 6 s here): plan fewer or "
                   "smaller token counts", what, counted ? "its plans passed" : "about",
                   work, limit);
 }
@@ -370,7 +370,7 @@ static xs_status check_table_options(const xs_moe_table_options *o,
 
 /* PER_OCTAVE points per octave from a to b, whole and distinct, both ends
  * in: where the table starts before it refines */
-#define PER_OCTAVE 16
+#define PER_OCTAVE 32
 static double *range_grid(double a, double b, size_t *n) {
   size_t cap = (size_t)ceil(PER_OCTAVE * log2(b / a)) + 2;
   double *g = malloc(cap * sizeof *g);
