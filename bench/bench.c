@@ -1,13 +1,16 @@
 /*
  * bench.c: xstage-bench prints figures, one a line as NAME VALUE UNIT, and
  * never fails on time: the machine it runs on may be shared and noisy, so
- * it reports the median of several runs and leaves judging to the reader.
+ * it reports the median of several runs and leaves judging to the reader;
+ * the planners' figures come with the thread's CPU time too (_cpu), which
+ * other processes' turns on the cores do not add to.
  *
  *   xstage-bench model   the evaluators on large programs
  *   xstage-bench sim     the packet simulator, beside a SimPy model of the
  *                        same channel (bench/simpy_channel.py)
- *   xstage-bench plan    the cost of one MegaMoE plan (xs_moe_plan) and of
- *                        the default sweep
+ *   xstage-bench plan    the cost of one MegaMoE plan (xs_moe_plan), of
+ *                        the default sweep, of a sensitivity run, of the
+ *                        attention plans, of a knob table
  *   xstage-bench probe   calibration accuracy against the pipe's set
  *                        truth, and replays of burst schedules measured
  *                        against burstgap and blocking
@@ -259,11 +262,12 @@ static int bench_plan_table(int quick, double tol, const char *suffix) {
   const double lo = 64, hi = 4096;
   xs_moe_table_options to = {NULL, 0, lo, hi, tol, 0};
   xs_moe_table *t;
-  double t0 = now_s();
+  double t0 = now_s(), c0 = cpu_s();
   if (xs_moe_plan_table(&c, prof, &to, &t, &e))
     die("table", &e);
   printf("plan_table_tolerance%s %g fraction\n", suffix, tol);
   printf("plan_table_build%s %.3g s\n", suffix, now_s() - t0);
+  printf("plan_table_build_cpu%s %.3g s\n", suffix, cpu_s() - c0);
   printf("plan_table_rows%s %zu rows\n", suffix, xs_moe_table_size(t));
   /* lookups of pseudo-random token counts in the range, fixed seed */
   enum { LOOKUPS = 1000000 };
@@ -322,17 +326,19 @@ static int bench_plan(int quick) {
     xs_moe_preset("deepseek-v3", &c);
     c.tokens = tokens[k];
     int reps = quick ? 3 : tokens[k] > 4096 ? 5 : 21;
-    double t[21];
+    double t[21], tc[21];
     for (int r = 0; r < reps; r++) {
       xs_moe_result res;
-      double t0 = now_s();
+      double t0 = now_s(), c0 = cpu_s();
       if (xs_moe_plan(&c, prof, &res, &e))
         die("plan", &e);
       t[r] = now_s() - t0;
+      tc[r] = cpu_s() - c0;
     }
     printf("plan_deepseek_v3_T%g %.3g us\n", tokens[k], median(t, reps) * 1e6);
+    printf("plan_deepseek_v3_T%g_cpu %.3g us\n", tokens[k], median(tc, reps) * 1e6);
   }
-  double t0 = now_s();
+  double t0 = now_s(), c0 = cpu_s();
   size_t n = 0;
   for (size_t i = 0; i < xs_moe_preset_count(); i++)
     for (double tk = 16; tk <= 32768; tk *= 2, n++) {
@@ -344,7 +350,35 @@ static int bench_plan(int quick) {
         die("plan", &e);
     }
   printf("sweep_megamoe_default %.3g s\n", now_s() - t0);
+  printf("sweep_megamoe_default_cpu %.3g s\n", cpu_s() - c0);
   printf("sweep_megamoe_configs %zu configs\n", n);
+  /* plan megamoe --sensitivity's run: every number the plan reads moved
+   * over its range, 4 factors each, the options planned at each */
+  {
+    xs_moe_config c;
+    xs_moe_preset("deepseek-v3", &c);
+    c.tokens = 4096;
+    int reps = quick ? 1 : 3;
+    double ts[3], tsc[3];
+    size_t ns = 0;
+    xs_moe_sensitivity *sens = malloc(XS_MOE_SENS_MAX * sizeof *sens);
+    if (!sens) {
+      fprintf(stderr, "xstage-bench: out of memory\n");
+      return 1;
+    }
+    for (int r = 0; r < reps; r++) {
+      xs_moe_pick base;
+      double a = now_s(), ac = cpu_s();
+      if (xs_moe_sensitivity_run(&c, prof, 0.01, 0, &base, sens, &ns, &e))
+        die("plan megamoe --sensitivity", &e);
+      ts[r] = now_s() - a;
+      tsc[r] = cpu_s() - ac;
+    }
+    printf("sensitivity_megamoe_T4096 %.3g s\n", median(ts, reps));
+    printf("sensitivity_megamoe_T4096_cpu %.3g s\n", median(tsc, reps));
+    printf("sensitivity_megamoe_T4096_numbers %zu numbers\n", ns);
+    free(sens);
+  }
   /* the attention planner (FA3, Llama-3-8B, CP 8, causal): a plan, and a
    * sensitivity run (4 x numbers + 1 plans) */
   const double seqs[] = {2048, 131072};
@@ -602,11 +636,29 @@ static int bench_tune(int quick) {
   o.tokens = grid;
   o.ntokens = quick ? 2 : 5;
   xs_tuner *t;
-  double t0 = now_s();
+  double t0 = now_s(), tc0 = cpu_s();
   if (xs_tuner_create(&c, prof, &o, &t, &e))
     die("tuner", &e);
   printf("tuner_create %.3g s\n", now_s() - t0);
+  printf("tuner_create_cpu %.3g s\n", cpu_s() - tc0);
   printf("tuner_points %zu points\n", o.ntokens);
+  /* and at the most points a tuner keeps: 64 over the same tokens */
+  {
+    double many[XS_TUNER_MAX_POINTS];
+    size_t np = quick ? 8 : XS_TUNER_MAX_POINTS;
+    for (size_t i = 0; i < np; i++)
+      many[i] = round(64 * exp2(4.0 * (double)i / (double)(np - 1)));
+    xs_tuner_options om = o;
+    om.tokens = many;
+    om.ntokens = np;
+    xs_tuner *tm;
+    double t1 = now_s(), c1 = cpu_s();
+    if (xs_tuner_create(&c, prof, &om, &tm, &e))
+      die("tuner", &e);
+    printf("tuner_create_%zu %.3g s\n", np, now_s() - t1);
+    printf("tuner_create_%zu_cpu %.3g s\n", np, cpu_s() - c1);
+    xs_tuner_free(tm);
+  }
   printf("tuner_state %zu bytes\n", xs_tuner_state_size(t));
   enum { CHOOSE = 200000, OBSERVE = 20000 };
   double ct[5], ot[5], cc[5], oc[5], sink = 0;

@@ -68,8 +68,8 @@ static void plan_help(FILE *f) {
           "                     (times F each step), ascending, at most 4096 points\n"
           "                     (64,128 or 64:4096:64 or 16:8Ki:x2)\n"
           "  --tokens-range A:B a run-time table from A to B tokens: 32 points per\n"
-          "                     octave, more where a lookup between two would lose\n"
-          "                     more than the tolerance\n"
+          "                     octave, more where the count halfway between two\n"
+          "                     would lose more than the tolerance\n"
           "  --emit-header F    the table as a C header with a lookup function (- =\n"
           "                     stdout); needs no xstage to build\n"
           "  --header-prefix N  names in the header start with N (xstage_moe)\n");

@@ -844,7 +844,8 @@ XS_API int xs_moe_same_choice(const xs_moe_option *a, const xs_moe_option *b);
 typedef struct xs_moe_table_options {
   const double *tokens; /* grid points, whole and ascending; NULL: from
                            min_tokens to max_tokens, 32 points per octave,
-                           more where a lookup would lose                 */
+                           more where the count halfway between two
+                           points would lose (at most twice as many)      */
   size_t ntokens;       /* at most XS_MOE_TABLE_MAX                       */
   double min_tokens, max_tokens;
   double tolerance;     /* relative, 0 to 1 (xstage plan's default: 0.01) */
@@ -853,13 +854,13 @@ typedef struct xs_moe_table_options {
 #define XS_MOE_TABLE_MAX 4096
 /* The most planning a knob table or a sensitivity run may take, in GEMM
  * tiles (xs_moe_tiles) planned: each evaluation of every option at one
- * token count counts its tiles plus 32768 for its fixed part. 1e9 is
- * about 50 s on one core of the development machine (the 64:4096 table
- * of DeepSeek-V3 on h800-nvlink takes 16 s). Estimated before the first plan (a
- * table's points, twice for a range; a sensitivity run's 4 x numbers + 1
- * plans) and counted as they go, since a table's bisections are not known
- * beforehand; past it, XS_INVALID. */
-#define XS_MOE_WORK_MAX 1e9
+ * token count counts its tiles plus 32768 for its fixed part. 2e8 is
+ * about 6 s on one core of the development machine (the 64:4096 table of
+ * DeepSeek-V3 on h800-nvlink plans 1.2e8 of it). Estimated before the first
+ * plan (a table's points, twice for a range; a sensitivity run's 4 x
+ * numbers + 1 plans) and counted as they go, since a table's bisections
+ * and added points are not known beforehand; past it, XS_INVALID. */
+#define XS_MOE_WORK_MAX 2e8
 typedef struct xs_moe_table xs_moe_table;
 
 /* Plans every grid point with the stable choice (each point's previous is

@@ -150,6 +150,7 @@ struct xs_program {
    * a quarter slower with 132 workers, README "Speed") */
   xs__op *opblock;
   int finished;
+  int sealed; /* finished by xs__program_seal: not checked yet */
   /* the JSON it came from, for positions in later messages */
   char *src_name, *src_text;
   size_t src_len;
@@ -162,6 +163,13 @@ struct xs_program {
 xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
                                     uint32_t *first_worker,
                                     uint32_t *first_send, xs_error *err);
+
+/* Finish a program a planner built by a rule that cannot deadlock (the
+ * MegaMoE kernels' emitter) without xs_program_finish's check that every
+ * op is reached and its op block, which cost a tenth of building one: an
+ * evaluation still stops with an error on a worker that never finishes.
+ * A program a user gets is finished (checked) after. */
+xs_status xs__program_seal(xs_program *p, xs_error *err);
 
 /* For builders that send many times on a few channels: the channel's code
  * in the program (0 for NULL, the profile's default; the name added when
@@ -207,9 +215,11 @@ static inline size_t xs__hleast4(const xs__hnode *v, size_t c) {
  * of the ring whose entity has moved since are skipped when they come to
  * its head (a ticket per entry tells). Only from XS__IHEAP_RING entities;
  * up to XS__IHEAP_LINEAR, the nodes stay in id order and the least is
- * found by a scan when it moves back (a program's few channels). */
+ * found by a scan when it moves back (a program's few channels, a
+ * planner's few dozen classes of SMs: a scan of them costs less than the
+ * heap's sifts, measured on the MegaMoE programs). */
 #define XS__IHEAP_RING 32
-#define XS__IHEAP_LINEAR 4
+#define XS__IHEAP_LINEAR 31
 typedef struct xs__iheap {
   xs__hnode *node; /* the heap: entities not in the ring, INFINITY too */
   uint32_t *pos;
@@ -224,7 +234,10 @@ typedef struct xs__iheap {
 /* n entities 0..n-1, all at INFINITY; -1 when out of memory */
 int xs__iheap_init(xs__iheap *h, size_t n);
 void xs__iheap_free(xs__iheap *h);
-void xs__iheap_set(xs__iheap *h, uint32_t id, double key);
+/* more than XS__IHEAP_LINEAR entities: the ring and the heap */
+void xs__iheap_set_many(xs__iheap *h, uint32_t id, double key);
+void xs__iheap_rescan(xs__iheap *h);
+/* xs__iheap_set, inline for the evaluators: model/iheap.h */
 static inline double xs__iheap_top(const xs__iheap *h) { return h->top->key; }
 static inline uint32_t xs__iheap_top_id(const xs__iheap *h) {
   return h->top->id;
@@ -284,6 +297,14 @@ typedef struct xs__eval {
    * (INFINITY: never); *stopped is then set and the result not filled */
   double stop_s;
   int *stopped;
+  /* the planners' mode of the fluid evaluation (no timeline): a backlog
+   * reaching 0 is no event (the senders' rate is x on either side of it,
+   * and advancing the channel clamps the backlog at 0 as the event would
+   * set it), and a send that starts alone on its channel, when nothing
+   * else is due before its last byte is in, ends without a trip through
+   * the event queues (sends to HBM nearly all do). The same results to
+   * rounding, with a third of the events (tests/test_plan_eval.c). */
+  int plan;
 } xs__eval;
 
 /* What a planner adds to an evaluation (xs__evaluate_ex), NULL fields
@@ -292,7 +313,19 @@ typedef struct xs__eval_extra {
   xs__seg_sums *sums;
   double stop_s;
   int stopped; /* out: 1 when the evaluation stopped past stop_s */
+  /* 1: a summary for a planner, in the planners' mode (xs__eval.plan)
+   * unless the reference is asked for (xs__reference) */
+  int plan;
+  /* the profile's channels for the model (xs__chans_of) and the program's
+   * channel codes bound to them, when a planner resolved both once; NULL
+   * for by name, as xs_evaluate binds them */
+  const xs__chan *chans;
+  size_t nchans;
+  const uint32_t *chan_map;
 } xs__eval_extra;
+/* The channels of prof as model m sees them (blocking: no capacity),
+ * indexed like the profile's. */
+void xs__chans_of(const xs_profile *prof, xs_model m, xs__chan *out);
 /* xs_evaluate with the extras above (burstgap and blocking, multi-worker
  * programs: the fluid evaluation); with extra->stopped set on return the
  * result is not filled, only *out given back (for reuse). */
@@ -323,11 +356,20 @@ static inline uint32_t xs__chan_of(const xs__eval *ev, uint32_t s) {
 /* ---- The worker machine: runs each worker's ops (compute, send, wait,
  * fence, overheads, the blocking model's implicit fences) for the
  * event-driven evaluators, which supply what happens on a channel. ---- */
+/* A send the backend ended at once (the planners' mode): when its last
+ * byte is in, when it is delivered, its stall. */
+typedef struct xs__wm_end {
+  double end_s, deliver_s, stall_s;
+  int ended;
+} xs__wm_end;
 typedef struct xs__wm_ops {
   /* Worker w starts pushing bytes (> 0) of send sid on channel c at now;
-   * the backend calls xs__wm_send_done once the last byte is in. */
+   * the backend calls xs__wm_send_done once the last byte is in. When end
+   * is not NULL nothing else is due at now, and the backend may end the
+   * send at once instead, if nothing else happens before its last byte is
+   * in: it fills *end (ended set). */
   xs_status (*join)(void *ctx, size_t w, uint32_t sid, size_t c,
-                    double bytes, double now, xs_error *err);
+                    double bytes, double now, xs__wm_end *end, xs_error *err);
   /* A send of 0 bytes on channel c at now: its delivery time. */
   double (*signal)(void *ctx, size_t c, double now);
 } xs__wm_ops;
@@ -363,6 +405,13 @@ typedef struct xs__wm {
   size_t nready, ready_head;
   double last_deliver;
   int rec;           /* segments go to a timeline or sums              */
+  /* the planners' mode: solo, nothing else is due at the time of the run
+   * the backend starts next (it sets it; start and timers set their own);
+   * depth, the workers on run()'s stack; now, the time the last run
+   * reached (a send that ended at once moves it on) */
+  int solo;
+  size_t depth;
+  double now;
   double stop_s;     /* ev->stop_s with a rounding margin               */
   double *compute_total; /* per worker, with stop_s finite: its computes */
   int stopped;       /* a worker cannot finish by stop_s                */
@@ -568,6 +617,38 @@ void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err);
+/* The MegaMoE planner of one config as a session: what xs_moe_plan,
+ * xs_moe_options and xs__moe_time do, with the programs and times of
+ * earlier calls kept; xs__moe_planner_on moves it onto another profile
+ * with the same channels (a copy with numbers moved: the sensitivity run,
+ * the tuner), keeping the programs whose kernel inputs did not move.
+ * prof must outlive its use. */
+typedef struct xs__moe_planner xs__moe_planner;
+xs_status xs__moe_planner_new(const xs_moe_config *c, const xs_profile *prof,
+                              xs__moe_planner **out, xs_error *err);
+void xs__moe_planner_free(xs__moe_planner *pl);
+xs_status xs__moe_planner_on(xs__moe_planner *pl, const xs_profile *prof,
+                             xs_error *err);
+xs_status xs__moe_planner_plan(xs__moe_planner *pl, xs_moe_result *out, xs_error *err);
+xs_status xs__moe_planner_options(xs__moe_planner *pl, unsigned schedules,
+                                  xs_moe_option *out, size_t *n, xs_moe_workload *work,
+                                  xs_error *err);
+/* The options as xs__moe_planner_options gives them, exact for those
+ * within tol of the fastest and for schedule must_s's rule must_rule (-1:
+ * none); the others' evaluations stop past it (time INFINITY). */
+xs_status xs__moe_planner_near(xs__moe_planner *pl, unsigned schedules, double tol,
+                               int must_s, unsigned must_rule, xs_moe_option *out,
+                               size_t *n, xs_moe_workload *work, xs_error *err);
+xs_status xs__moe_planner_time(xs__moe_planner *pl, xs_moe_schedule s,
+                               const xs_moe_pattern *knobs, double *time_s,
+                               xs_error *err);
+
+/* 1 while the planners evaluate in the reference's way (the fluid
+ * evaluation event by event, xs__eval.plan clear) and take nothing of one
+ * plan into another: process-wide, for the tests that hold the two ways
+ * to each other. */
+void xs__set_reference(int on);
+int xs__reference(void);
 
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);

@@ -37,6 +37,15 @@ static inline xs_profile *one_channel(double inj, double rw, double rd,
   return p;
 }
 
+/* Finish a program a test built, or say why and fail. */
+static inline void finish_ok(xs_program *p) {
+  xs_error e;
+  xs_status st = xs_program_finish(p, &e);
+  if (st)
+    fprintf(stderr, "finish: %s\n", e.message);
+  assert_int_equal(st, XS_OK);
+}
+
 static inline xs_result *eval(const xs_program *p, const xs_profile *prof,
                               xs_model m, int event_driven) {
   xs_result *r;

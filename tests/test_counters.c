@@ -287,10 +287,7 @@ static xs_program *random_program(rng *g, int nw) {
     for (int c = 0; c < NC; c++)
       total[c] += mine[c];
   }
-  xs_status st = xs_program_finish(p, &e);
-  if (st)
-    fprintf(stderr, "finish: %s\n", e.message);
-  assert_int_equal(st, XS_OK);
+  finish_ok(p);
   return p;
 }
 
@@ -387,7 +384,7 @@ static void test_random_sums_vs_timeline(void **state) {
         for (int mk = 0; mk < 2; mk++)
           S.cls[k][mk] = (signed char)(2 * k + mk);
       S.also[XS_SEG_STALL][0] = NCLS - 1;
-      xs__eval_extra x = {&S, INFINITY, 0};
+      xs__eval_extra x = {.sums = &S, .stop_s = INFINITY};
       xs_eval_options o = {1, 0, NULL, NULL};
       xs_result *a, *b;
       xs_error e;
@@ -445,7 +442,7 @@ static void test_random_early_stop(void **state) {
       double mk = full->makespan_s;
       const double f[] = {1, 1 - 1e-6, 0.9, 0.5, 0.1};
       for (int k = 0; k < 5; k++) {
-        xs__eval_extra x = {NULL, mk * f[k], 0};
+        xs__eval_extra x = {.stop_s = mk * f[k]};
         xs_eval_options o = {1, 0, NULL, NULL};
         xs_result *a;
         xs_error e;

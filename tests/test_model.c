@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "evalutil.h"
-#include "internal.h"
+#include "model/iheap.h"
 #include "naive_fluid.h"
 #include "testutil.h"
 #include "xstage.h"

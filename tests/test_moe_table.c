@@ -406,7 +406,7 @@ static void test_work_limit(void **st) {
            est + work_at(&c, floor((16 + 4096) / 2)));
   if (!strstr(e.message, want))
     fail_msg("want \"%s\" in: %s", want, e.message);
-  /* a range is estimated at twice its points */
+  /* a range (32 points an octave) is estimated at twice its points */
   xs_moe_table_options r = {NULL, 0, 64, 128, 0.01, 0};
   double rest = 0;
   for (int i = 0; i <= 32; i++)

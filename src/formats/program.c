@@ -1,9 +1,9 @@
 /*
  * program.c: programs, the schedules of fused kernels (docs/formats.md
  * "Program"): the builder that planners use (workers, ops, sends and
- * their channels, counters), copies written out one by one, and the
- * accessors. Finishing a program (ids, waits, cycles) is program_check.c;
- * the JSON form, read and written, is program_json.c.
+ * their channels, counters), the lookup of "worker#op" send ids, and the
+ * accessors. The JSON form, read and written, is program_json.c;
+ * finishing a program (ids, waits, cycles) program_check.c.
  */
 #include "formats/program.h"
 
@@ -111,9 +111,9 @@ static xs_status grow_ops(xs__worker *wk, xs_error *err) {
   return XS_OK;
 }
 
-static xs_status push_op(xs_program *p, size_t w, xs_op_kind kind,
-                         double value, uint32_t aux, xs__op **out,
-                         xs_error *err) {
+xs_status xs__program_push(xs_program *p, size_t w, xs_op_kind kind,
+                           double value, uint32_t aux, xs__op **out,
+                           xs_error *err) {
   if (w >= p->nworkers)
     return xs__fail(err, XS_INVALID, "no worker %zu (the program has %zu)", w,
                     p->nworkers);
@@ -144,7 +144,7 @@ xs_status xs_program_compute(xs_program *p, size_t w, double seconds,
     return xs__fail(err, XS_INVALID,
                     "compute must be a finite number of seconds >= 0, got %g",
                     seconds);
-  return push_op(p, w, XS_OP_COMPUTE, seconds, 0, NULL, err);
+  return xs__program_push(p, w, XS_OP_COMPUTE, seconds, 0, NULL, err);
 }
 
 static int grow_sends(xs_program *p) {
@@ -202,7 +202,7 @@ static xs_status add_send(xs_program *p, size_t w, double bytes, uint32_t code,
   if (grow_sends(p))
     return xs__fail(err, XS_NOMEM, "out of memory");
   size_t s = p->nsends;
-  xs_status st = push_op(p, w, XS_OP_SEND, bytes, (uint32_t)s, NULL, err);
+  xs_status st = xs__program_push(p, w, XS_OP_SEND, bytes, (uint32_t)s, NULL, err);
   if (st)
     return st;
   p->send_worker[s] = (uint32_t)w;
@@ -287,7 +287,7 @@ xs_status xs_program_wait(xs_program *p, size_t w, const char *id,
     return xs__fail(err, XS_NOMEM, "out of memory");
   xs__op *op;
   xs_status st =
-      push_op(p, w, XS_OP_WAIT, 0, (uint32_t)p->npending, &op, err);
+      xs__program_push(p, w, XS_OP_WAIT, 0, (uint32_t)p->npending, &op, err);
   if (st) {
     free(copy);
     return st;
@@ -302,11 +302,11 @@ xs_status xs_program_wait_send(xs_program *p, size_t w, size_t send_index,
   if (send_index >= p->nsends)
     return xs__fail(err, XS_INVALID, "wait on send %zu: the program has %zu",
                     send_index, p->nsends);
-  return push_op(p, w, XS_OP_WAIT, 0, (uint32_t)send_index, NULL, err);
+  return xs__program_push(p, w, XS_OP_WAIT, 0, (uint32_t)send_index, NULL, err);
 }
 
 xs_status xs_program_fence(xs_program *p, size_t w, xs_error *err) {
-  return push_op(p, w, XS_OP_FENCE, 0, 0, NULL, err);
+  return xs__program_push(p, w, XS_OP_FENCE, 0, 0, NULL, err);
 }
 
 /* ---- counters ---- */
@@ -347,13 +347,14 @@ static xs_status counter_op(xs_program *p, size_t w, size_t counter,
   if (counter >= p->ncounters)
     return xs__fail(err, XS_INVALID, "no counter %zu (the program has %zu)",
                     counter, p->ncounters);
-  if (!(amount >= 1 && amount <= COUNTER_MAX) || amount != floor(amount))
+  /* whole: the cast is exact in range, and cheaper than floor() */
+  if (!(amount >= 1 && amount <= COUNTER_MAX) || amount != (double)(int64_t)amount)
     return xs__fail(err, XS_INVALID,
                     "%s must be a whole number from 1 to 2^53, got %g",
                     kind == XS_OP_SIGNAL ? "a signal's add"
                                          : "an await's value",
                     amount);
-  return push_op(p, w, kind, amount, (uint32_t)counter, NULL, err);
+  return xs__program_push(p, w, kind, amount, (uint32_t)counter, NULL, err);
 }
 
 xs_status xs_program_signal_index(xs_program *p, size_t w, size_t counter,
@@ -385,93 +386,39 @@ const char *xs_program_counter_name(const xs_program *p, size_t c) {
   return c < p->ncounters ? p->counter_names[c] : NULL;
 }
 
-/* ---- copies written out one by one (the packet simulator's view) ---- */
+/* ---- lookups ---- */
 
-xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
-                                    uint32_t *first_worker,
-                                    uint32_t *first_send, xs_error *err) {
-  *out = NULL;
-  /* where each worker's first copy and each send's first copy land */
-  size_t nw = 0, ns = 0;
-  for (size_t w = 0; w < p->nworkers; w++) {
-    const xs__worker *wk = &p->workers[w];
-    first_worker[w] = (uint32_t)nw;
-    size_t sends = 0;
-    for (size_t i = 0; i < wk->nops; i++)
-      if (wk->ops[i].kind == XS_OP_SEND)
-        first_send[wk->ops[i].aux] = (uint32_t)(ns + sends++);
-    nw += wk->copies;
-    ns += sends * wk->copies;
-  }
-  if (nw >= XS__NONE - 1 || ns >= XS__NONE - 1)
-    return xs__fail(err, XS_INVALID,
-                    "program \"%s\" has too many copies to write out one by "
-                    "one (%zu workers, %zu sends)",
-                    p->name, nw, ns);
-  xs_program *x = xs_program_new(p->name);
-  xs_status st = x ? XS_OK : xs__fail(err, XS_NOMEM, "out of memory");
-  for (size_t c = 0; c < p->ncounters && !st; c++)
-    st = xs_program_counter(x, p->counter_names[c], NULL, err);
-  char *name = NULL;
-  for (size_t w = 0; w < p->nworkers && !st; w++) {
-    const xs__worker *wk = &p->workers[w];
-    size_t len = strlen(wk->name) + 24;
+int xs__program_find_auto_id(const xs_program *p, const char *id,
+                              uint32_t *send) {
+  const char *hash = strrchr(id, '#');
+  if (!hash || !hash[1])
+    return 0;
+  char *end;
+  unsigned long long k = strtoull(hash + 1, &end, 10);
+  /* the op number as auto ids write it: "a#00" and "a#+0" are not "a#0" */
+  if (*end || hash[1] < '0' || hash[1] > '9' || (hash[1] == '0' && hash[2]))
+    return 0;
+  /* the worker's name, however long */
+  size_t n = (size_t)(hash - id);
+  char small[256], *name = n < sizeof small ? small : malloc(n + 1);
+  if (!name)
+    return 0;
+  memcpy(name, id, n);
+  name[n] = '\0';
+  uint32_t w;
+  int found = xs__strmap_get(&p->worker_map, name, &w);
+  if (name != small)
     free(name);
-    if (!(name = malloc(len))) {
-      st = xs__fail(err, XS_NOMEM, "out of memory");
-      break;
-    }
-    for (uint32_t k = 0; k < wk->copies && !st; k++) {
-      size_t xw;
-      if (wk->copies > 1)
-        snprintf(name, len, "%s[%" PRIu32 "]", wk->name, k);
-      else
-        snprintf(name, len, "%s", wk->name);
-      if ((st = xs_program_add_worker(x, name, &xw, err)))
-        break;
-      for (size_t i = 0; i < wk->nops && !st; i++) {
-        const xs__op *op = &wk->ops[i];
-        switch (op->kind) {
-        case XS_OP_COMPUTE:
-          st = xs_program_compute(x, xw, op->value, err);
-          break;
-        case XS_OP_SEND:
-          st = xs_program_send(x, xw, op->value,
-                               xs_program_send_channel(p, op->aux), NULL,
-                               NULL, err);
-          break;
-        case XS_OP_WAIT: {
-          /* copy k of a worker waits on copy k of a worker with as many
-           * copies (its sibling in lockstep), else on the first copy */
-          const xs__worker *tw = &p->workers[p->send_worker[op->aux]];
-          size_t tsends = 0;
-          for (size_t j = 0; j < tw->nops; j++)
-            tsends += tw->ops[j].kind == XS_OP_SEND;
-          uint32_t t = first_send[op->aux] +
-                       (tw->copies == wk->copies ? k * (uint32_t)tsends : 0);
-          st = push_op(x, xw, XS_OP_WAIT, 0, t, NULL, err);
-          break;
-        }
-        case XS_OP_FENCE:
-          st = xs_program_fence(x, xw, err);
-          break;
-        default: /* signal, await: one copy's amount each */
-          st = push_op(x, xw, (xs_op_kind)op->kind, op->value, op->aux, NULL,
-                       err);
-          break;
-        }
-      }
-    }
-  }
-  free(name);
-  if (!st)
-    st = xs_program_finish(x, err);
-  if (st) {
-    xs_program_free(x);
-    return st;
-  }
-  *out = x;
-  return XS_OK;
+  if (!found)
+    return 0;
+  const xs__worker *wk = &p->workers[w];
+  if (k >= wk->nops || wk->ops[k].kind != XS_OP_SEND)
+    return 0;
+  uint32_t s = wk->ops[k].aux;
+  if (p->send_idoff[s] != XS__NONE)
+    return 0;
+  *send = s;
+  return 1;
 }
 
 /* ---- accessors ---- */

@@ -3,7 +3,12 @@
  * program ready to evaluate: waits resolved to their sends (explicit ids
  * and "worker#op" ones), ids that cannot name two sends, and the check
  * that every op is reached (a wait or await that never returns is a
- * cycle, named op by op); then every worker's ops in one block.
+ * cycle, named op by op); then every worker's ops in one block. A
+ * planner's program, deadlock-free by its builder's rule, is sealed
+ * instead (xs__program_seal): no progress check, no block. And what
+ * gives finished programs: copies written out one by one (the packet
+ * simulator's view), and xs_program_parse and xs_program_load (the JSON
+ * read by program_json.c, then finished).
  */
 #include "formats/program.h"
 
@@ -12,39 +17,6 @@
 #include <string.h>
 
 /* ---- finish: resolve waits, check ids and cycles ---- */
-
-int xs__program_find_auto_id(const xs_program *p, const char *id,
-                              uint32_t *send) {
-  const char *hash = strrchr(id, '#');
-  if (!hash || !hash[1])
-    return 0;
-  char *end;
-  unsigned long long k = strtoull(hash + 1, &end, 10);
-  /* the op number as auto ids write it: "a#00" and "a#+0" are not "a#0" */
-  if (*end || hash[1] < '0' || hash[1] > '9' || (hash[1] == '0' && hash[2]))
-    return 0;
-  /* the worker's name, however long */
-  size_t n = (size_t)(hash - id);
-  char small[256], *name = n < sizeof small ? small : malloc(n + 1);
-  if (!name)
-    return 0;
-  memcpy(name, id, n);
-  name[n] = '\0';
-  uint32_t w;
-  int found = xs__strmap_get(&p->worker_map, name, &w);
-  if (name != small)
-    free(name);
-  if (!found)
-    return 0;
-  const xs__worker *wk = &p->workers[w];
-  if (k >= wk->nops || wk->ops[k].kind != XS_OP_SEND)
-    return 0;
-  uint32_t s = wk->ops[k].aux;
-  if (p->send_idoff[s] != XS__NONE)
-    return 0;
-  *send = s;
-  return 1;
-}
 
 static const char *op_kind_name(int kind) {
   static const char *const names[] = {"compute", "send",   "wait",
@@ -300,9 +272,9 @@ out:
   return st;
 }
 
-xs_status xs_program_finish(xs_program *p, xs_error *err) {
-  if (p->finished)
-    return XS_OK;
+/* Waits resolved, ids checked, each op reached (check: the progress
+ * check and the op block, else neither), the sums. */
+static xs_status finish(xs_program *p, int check, xs_error *err) {
   size_t total = 0;
   for (size_t w = 0; w < p->nworkers; w++)
     total += p->workers[w].nops;
@@ -325,7 +297,7 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
           "send at worker \"%s\", op %" PRIu32,
           id, p->workers[p->send_worker[other]].name, p->send_op[other]);
   }
-  for (size_t w = 0; w < p->nworkers; w++) {
+  for (size_t w = 0; w < p->nworkers && p->npending; w++) {
     xs__worker *wk = &p->workers[w];
     for (size_t i = 0; i < wk->nops; i++) {
       xs__op *op = &wk->ops[i];
@@ -343,7 +315,7 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
   for (size_t i = 0; i < p->npending; i++)
     free(p->pending[i]);
   p->npending = 0;
-  xs_status st = check_progress(p, err);
+  xs_status st = check ? check_progress(p, err) : XS_OK;
   if (st)
     return st;
   p->compute_sum = p->bytes_sum = p->copies_sum = 0;
@@ -359,7 +331,7 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
     }
   }
   /* one block for all ops; when out of memory the arrays stay as they are */
-  xs__op *blk = p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
+  xs__op *blk = check && p->nworkers > 1 ? malloc(total * sizeof *blk) : NULL;
   if (blk) {
     size_t at = 0;
     for (size_t w = 0; w < p->nworkers; w++) {
@@ -376,5 +348,130 @@ xs_status xs_program_finish(xs_program *p, xs_error *err) {
     p->opblock = blk;
   }
   p->finished = 1;
+  p->sealed = !check;
   return XS_OK;
+}
+
+xs_status xs_program_finish(xs_program *p, xs_error *err) {
+  if (p->finished && !p->sealed)
+    return XS_OK;
+  return finish(p, 1, err);
+}
+
+xs_status xs__program_seal(xs_program *p, xs_error *err) {
+  return p->finished ? XS_OK : finish(p, 0, err);
+}
+
+/* ---- copies written out one by one (the packet simulator's view) ---- */
+
+xs_status xs__program_expand_copies(const xs_program *p, xs_program **out,
+                                    uint32_t *first_worker,
+                                    uint32_t *first_send, xs_error *err) {
+  *out = NULL;
+  /* where each worker's first copy and each send's first copy land */
+  size_t nw = 0, ns = 0;
+  for (size_t w = 0; w < p->nworkers; w++) {
+    const xs__worker *wk = &p->workers[w];
+    first_worker[w] = (uint32_t)nw;
+    size_t sends = 0;
+    for (size_t i = 0; i < wk->nops; i++)
+      if (wk->ops[i].kind == XS_OP_SEND)
+        first_send[wk->ops[i].aux] = (uint32_t)(ns + sends++);
+    nw += wk->copies;
+    ns += sends * wk->copies;
+  }
+  if (nw >= XS__NONE - 1 || ns >= XS__NONE - 1)
+    return xs__fail(err, XS_INVALID,
+                    "program \"%s\" has too many copies to write out one by "
+                    "one (%zu workers, %zu sends)",
+                    p->name, nw, ns);
+  xs_program *x = xs_program_new(p->name);
+  xs_status st = x ? XS_OK : xs__fail(err, XS_NOMEM, "out of memory");
+  for (size_t c = 0; c < p->ncounters && !st; c++)
+    st = xs_program_counter(x, p->counter_names[c], NULL, err);
+  char *name = NULL;
+  for (size_t w = 0; w < p->nworkers && !st; w++) {
+    const xs__worker *wk = &p->workers[w];
+    size_t len = strlen(wk->name) + 24;
+    free(name);
+    if (!(name = malloc(len))) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+      break;
+    }
+    for (uint32_t k = 0; k < wk->copies && !st; k++) {
+      size_t xw;
+      if (wk->copies > 1)
+        snprintf(name, len, "%s[%" PRIu32 "]", wk->name, k);
+      else
+        snprintf(name, len, "%s", wk->name);
+      if ((st = xs_program_add_worker(x, name, &xw, err)))
+        break;
+      for (size_t i = 0; i < wk->nops && !st; i++) {
+        const xs__op *op = &wk->ops[i];
+        switch (op->kind) {
+        case XS_OP_COMPUTE:
+          st = xs_program_compute(x, xw, op->value, err);
+          break;
+        case XS_OP_SEND:
+          st = xs_program_send(x, xw, op->value,
+                               xs_program_send_channel(p, op->aux), NULL,
+                               NULL, err);
+          break;
+        case XS_OP_WAIT: {
+          /* copy k of a worker waits on copy k of a worker with as many
+           * copies (its sibling in lockstep), else on the first copy */
+          const xs__worker *tw = &p->workers[p->send_worker[op->aux]];
+          size_t tsends = 0;
+          for (size_t j = 0; j < tw->nops; j++)
+            tsends += tw->ops[j].kind == XS_OP_SEND;
+          uint32_t t = first_send[op->aux] +
+                       (tw->copies == wk->copies ? k * (uint32_t)tsends : 0);
+          st = xs__program_push(x, xw, XS_OP_WAIT, 0, t, NULL, err);
+          break;
+        }
+        case XS_OP_FENCE:
+          st = xs_program_fence(x, xw, err);
+          break;
+        default: /* signal, await: one copy's amount each */
+          st = xs__program_push(x, xw, (xs_op_kind)op->kind, op->value, op->aux, NULL,
+                       err);
+          break;
+        }
+      }
+    }
+  }
+  free(name);
+  if (!st)
+    st = xs_program_finish(x, err);
+  if (st) {
+    xs_program_free(x);
+    return st;
+  }
+  *out = x;
+  return XS_OK;
+}
+
+/* ---- reading one: JSON (program_json.c), then finished ---- */
+
+xs_status xs_program_parse(const char *text, size_t length,
+                           const char *filename, xs_program **out,
+                           xs_error *err) {
+  xs_status st = xs__program_read(text, length, filename, out, err);
+  if (!st && (st = xs_program_finish(*out, err))) {
+    xs_program_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+xs_status xs_program_load(const char *path, xs_program **out, xs_error *err) {
+  char *text;
+  size_t len;
+  *out = NULL;
+  xs_status st = xs__read_file(path, &text, &len, err);
+  if (st)
+    return st;
+  st = xs_program_parse(text, len, path, out, err);
+  free(text);
+  return st;
 }

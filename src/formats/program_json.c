@@ -1,8 +1,9 @@
 /*
  * program_json.c: the JSON form of programs (docs/formats.md "Program"):
- * the parser that users feed, with counted workers and repeats (bounded:
- * docs/limits.md), messages that name the op's place in the text, and the
- * serialisation back to JSON.
+ * the reader of what users feed, with counted workers and repeats
+ * (bounded: docs/limits.md; program_check.c finishes what it reads),
+ * messages that name the op's place in the text, and the serialisation
+ * back to JSON.
  */
 #include "formats/program.h"
 #include "jsonutil.h"
@@ -674,7 +675,7 @@ static xs_status resolve_scoped_waits(xs_program *p, const reader *r,
   return XS_OK;
 }
 
-xs_status xs_program_parse(const char *text, size_t length,
+xs_status xs__program_read(const char *text, size_t length,
                            const char *filename, xs_program **out,
                            xs_error *err) {
   xs__jdoc d = {filename, text, length, {0}, err};
@@ -713,7 +714,7 @@ xs_status xs_program_parse(const char *text, size_t length,
   }
   st = resolve_scoped_waits(p, &r, err);
   free(r.waits);
-  if (st || (st = xs_program_finish(p, err))) {
+  if (st) {
     xs_program_free(p);
     return st;
   }
@@ -721,17 +722,6 @@ xs_status xs_program_parse(const char *text, size_t length,
   return XS_OK;
 }
 
-xs_status xs_program_load(const char *path, xs_program **out, xs_error *err) {
-  char *text;
-  size_t len;
-  *out = NULL;
-  xs_status st = xs__read_file(path, &text, &len, err);
-  if (st)
-    return st;
-  st = xs_program_parse(text, len, path, out, err);
-  free(text);
-  return st;
-}
 
 json_t *xs__send_id_json(const xs_program *p, size_t s) {
   xs__sbuf b = {0};

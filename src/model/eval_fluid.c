@@ -18,11 +18,16 @@
  * every event, and with one or a few channels their heap is nearly free.
  * Ties are broken by entity index, which makes the evaluation deterministic.
  */
-#include "internal.h"
+#include "model/iheap.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+static atomic_int reference_on;
+void xs__set_reference(int on) { atomic_store(&reference_on, on != 0); }
+int xs__reference(void) { return atomic_load(&reference_on); }
 
 enum { EV_FINISH = 1, EV_FULL = 2, EV_EMPTY = 4 };
 
@@ -36,6 +41,8 @@ typedef struct {
   double x;          /* unthrottled per-sender rate */
   int full;          /* q == C exactly */
   int kind;          /* what its scheduled event is */
+  double t_empty;    /* the planners' mode: when its backlog, with no
+                        sender, reaches 0 (the event not scheduled) */
   int dirty;
   mark *heap;
   size_t n, cap;
@@ -52,6 +59,8 @@ typedef struct {
   uint32_t *dirty;
   size_t ndirty;
   xs_result *r;
+  uint64_t events;
+  size_t event_chan; /* the channel whose event runs now; nc: a worker's */
 } fluid;
 
 static inline double dmin(double a, double b) { return b < a ? b : a; }
@@ -99,7 +108,26 @@ static mark mpop(chan_state *c) {
 
 /* ---- channels ---- */
 
-static void advance(fluid *f, size_t c, double now) {
+static inline void advance_to(fluid *f, size_t c, double now);
+
+/* The planners' mode: a channel with no sender whose backlog drains to 0
+ * has no event scheduled for it; advancing it past that time does what
+ * the event would have done there (the backlog set to 0, then dq 0), in
+ * the order events run: before a worker's at that very time, and before
+ * another channel's of a higher index. The same numbers as the event. */
+static inline void advance(fluid *f, size_t c, double now) {
+  chan_state *s = &f->cs[c];
+  if (s->t_empty <= now &&
+      (s->t_empty < now || (f->event_chan < f->nc && f->event_chan > c))) {
+    advance_to(f, c, s->t_empty);
+    s->q = 0;
+    s->dq = 0;
+    s->t_empty = INFINITY;
+  }
+  advance_to(f, c, now);
+}
+
+static inline void advance_to(fluid *f, size_t c, double now) {
   chan_state *s = &f->cs[c];
   double dt = now - s->t;
   if (dt <= 0)
@@ -138,6 +166,7 @@ static void recompute(fluid *f, size_t c, double now) {
   const xs__chan *k = &f->ev->chans[c];
   double rd = k->drain_Bps;
   s->dirty = 0;
+  s->t_empty = INFINITY;
   if (s->n == 0) {
     s->r = s->sr = s->x = 0;
     s->dq = s->q > 0 ? -rd : 0;
@@ -179,6 +208,8 @@ static void recompute(fluid *f, size_t c, double now) {
     } else if (tq == dt) {
       kind |= EV_FULL;
     }
+  } else if (s->dq < 0 && f->ev->plan && s->n == 0) {
+    s->t_empty = now + s->q / -s->dq; /* no event (advance) */
   } else if (s->dq < 0) {
     double tq = s->q / -s->dq;
     if (tq < dt) {
@@ -194,8 +225,15 @@ static void recompute(fluid *f, size_t c, double now) {
 
 /* ---- the worker machine's hooks ---- */
 
+static void recompute_dirty(fluid *f, double now) {
+  for (size_t i = 0; i < f->ndirty; i++)
+    recompute(f, f->dirty[i], now);
+  f->ndirty = 0;
+}
+
 static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
-                      double bytes, double now, xs_error *err) {
+                      double bytes, double now, xs__wm_end *end,
+                      xs_error *err) {
   fluid *f = ctx;
   (void)sid;
   advance(f, c, now);
@@ -204,11 +242,34 @@ static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
   /* rounding in V, relative to the send: not to V, which holds every byte
    * the channel has served (after 1e18 bytes, 1e-12 of V is 1 MB) */
   f->tol[w] = 1e-12 * bytes + 1e-9;
+  int alone = s->n == 0;
   mark m = {s->V + bytes, (uint32_t)w};
   if (mpush(s, m))
     return xs__fail(err, XS_NOMEM, "out of memory");
   s->wn += f->ev->prog->workers[w].copies;
   mark_dirty(f, c);
+  if (!end || !alone)
+    return XS_OK;
+  /* nothing else is due now: what the main loop would do next is
+   * recompute the rates and take the earliest event. When that is this
+   * send's end, before any worker's timer (workers go first at equal
+   * times) and first among the channels (ties to the lower index), and
+   * not past the stop, it is taken here. */
+  recompute_dirty(f, now);
+  double tf = xs__iheap_top(&f->ch);
+  if (s->kind != EV_FINISH || xs__iheap_top_id(&f->ch) != c ||
+      !(tf < xs__wm_next(&f->wm)) || tf > f->wm.stop_s)
+    return XS_OK;
+  f->events++;
+  f->event_chan = c;
+  advance(f, c, tf);
+  if (s->heap[0].key > s->V)
+    s->V = s->heap[0].key;
+  mpop(s);
+  s->wn = 0;
+  mark_dirty(f, c);
+  const xs__chan *k = &f->ev->chans[c];
+  *end = (xs__wm_end){tf, tf + s->q / k->drain_Bps + k->latency_s, s->S - f->S0[w], 1};
   return XS_OK;
 }
 
@@ -260,8 +321,12 @@ static xs_status channel_event(fluid *f, size_t c, double now,
   /* every finisher's last byte is in now, behind the same backlog */
   double d = now + s->q / k->drain_Bps + k->latency_s;
   xs_status st = XS_OK;
-  for (size_t i = 0; i < nfin && !st; i++)
+  /* each finisher's send ends and it runs, in turn: the later ones are
+   * still due while the earlier run */
+  for (size_t i = 0; i < nfin && !st; i++) {
+    f->wm.solo = i + 1 == nfin;
     st = xs__wm_send_done(&f->wm, fin[i], now, d, s->S - f->S0[fin[i]], err);
+  }
   if (fin != stackbuf)
     free(fin);
   return st;
@@ -285,11 +350,14 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  for (size_t c = 0; c < f.nc; c++)
+  for (size_t c = 0; c < f.nc; c++) {
     f.cs[c].full = ev->chans[c].capacity_B == 0;
+    f.cs[c].t_empty = INFINITY;
+  }
+  f.event_chan = f.nc;
   double now = 0;
-  uint64_t events = 0;
   st = xs__wm_start(&f.wm, err);
+  now = f.wm.now; /* later than 0 when a send ended at once */
   while (!st) {
     /* Rates are recomputed once the workers due now have all run: a
      * channel changed at now has advanced to now, so its old rates act
@@ -306,23 +374,32 @@ xs_status xs__eval_fluid(const xs__eval *ev, xs_result *r, xs_error *err) {
     double tc = xs__iheap_top(&f.ch);
     if (!(tw < INFINITY) && !(tc < INFINITY))
       break;
-    events++;
+    f.events++;
     if (tw <= tc) {
       now = tw;
+      f.event_chan = f.nc;
       st = xs__wm_timer(&f.wm, err);
     } else {
       now = tc;
-      st = channel_event(&f, xs__iheap_top_id(&f.ch), now, err);
+      f.event_chan = xs__iheap_top_id(&f.ch);
+      st = channel_event(&f, f.event_chan, now, err);
     }
+    if (f.wm.now > now) /* a send ended at once */
+      now = f.wm.now;
     /* every event is at most the makespan */
     if (f.wm.stopped || now > f.wm.stop_s) {
       *ev->stopped = 1;
       break;
     }
   }
+  /* a backlog's drain to 0 that the reference would still run as an
+   * event, past the stop, stops it there */
+  for (size_t c = 0; c < f.nc && ev->plan && ev->stopped && !st; c++)
+    if (f.cs[c].t_empty < INFINITY && f.cs[c].t_empty > f.wm.stop_s)
+      *ev->stopped = 1;
   if (!st && !(ev->stopped && *ev->stopped))
     st = xs__wm_finish(&f.wm, err);
-  r->events = events;
+  r->events = f.events;
 done:
   if (f.cs)
     for (size_t c = 0; c < f.nc; c++)

@@ -8,6 +8,8 @@
  * then cost an append and a pop instead of two sifts; and for a few
  * entities a scan (internal.h).
  */
+#include "model/iheap.h"
+
 #include "internal.h"
 
 #include <math.h>
@@ -129,28 +131,21 @@ static void ring_set(xs__iheap *h, uint32_t e, double t) {
                : &h->node[0];
 }
 
-/* A few entities (a program's channels): node e is entity e. The top
- * moves to a node whose key passes it, and is looked for again when its
- * own key grows. */
-static void linear_set(xs__iheap *h, uint32_t e, double t) {
-  xs__hnode *x = &h->node[e];
-  double old = x->key;
-  x->key = t;
-  if (xs__hbefore(x, h->top)) {
-    h->top = x;
-  } else if (x == h->top && t > old) {
-    const xs__hnode *m = h->node;
-    for (size_t i = 1; i < h->n; i++)
-      if (xs__hbefore(&h->node[i], m))
-        m = &h->node[i];
-    h->top = m;
-  }
+/* The top found again after it moved up (a few entities: internal.h) */
+void xs__iheap_rescan(xs__iheap *h) {
+  /* in id order, the first of the least keys is the least (key, id) */
+  const xs__hnode *m = h->node;
+  double k = m->key;
+  for (size_t i = 1; i < h->n; i++)
+    if (h->node[i].key < k) {
+      m = &h->node[i];
+      k = m->key;
+    }
+  h->top = m;
 }
 
-void xs__iheap_set(xs__iheap *h, uint32_t e, double t) {
-  if (h->n <= XS__IHEAP_LINEAR)
-    linear_set(h, e, t);
-  else if (h->cap)
+void xs__iheap_set_many(xs__iheap *h, uint32_t e, double t) {
+  if (h->cap)
     ring_set(h, e, t);
   else
     heap_set(h, e, t);

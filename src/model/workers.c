@@ -7,7 +7,7 @@
  * channel is the backend's: it is told when a worker starts a send, and
  * tells the machine when the send's last byte is in and when it arrives.
  */
-#include "internal.h"
+#include "model/iheap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -188,16 +188,18 @@ static int wake(xs__wm *m, uint32_t x, uint32_t sid, double now) {
   return 1;
 }
 
-/* Step worker w from its current op at time now until it blocks (*blocked
- * set; every such path sets the worker's next timer, INFINITY when it waits
- * on a channel or a send) or until a send of no bytes ended with workers to
- * wake (*blocked clear, the workers in w's wake list). */
-static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
+/* Step worker w from its current op at time *nowp until it blocks
+ * (*blocked set; every such path sets the worker's next timer, INFINITY
+ * when it waits on a channel or a send) or until a send of no bytes, or
+ * one the backend ended at once (which moves *nowp on to its end), ended
+ * with workers to wake (*blocked clear, the workers in w's wake list). */
+static xs_status step(xs__wm *m, size_t w, double *nowp, int *blocked,
                       xs_error *err) {
   xs__wm_worker *ws = &m->ws[w];
   *blocked = 1;
   const xs__worker *wk = &m->p->workers[w];
   for (;;) {
+    double now = *nowp;
     if (ws->pending_fence) {
       ws->pending_fence = 0;
       if (ws->max_deliver > now) {
@@ -256,7 +258,23 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
       }
       ws->state = W_SENDING;
       set_key(m, w, INFINITY);
-      return m->ops->join(m->ctx, w, sid, c, op->value, now, err);
+      /* the planners' mode: with nothing else due now (no worker below it
+       * on the stack, none a signal let go, no timer), the backend may end
+       * the send at once */
+      xs__wm_end end = {0, 0, 0, 0};
+      int alone = m->ev->plan && m->solo && m->depth == 1 && !m->nready &&
+                  xs__iheap_top(&m->timers) > now;
+      xs_status st = m->ops->join(m->ctx, w, sid, c, op->value, now,
+                                  alone ? &end : NULL, err);
+      if (st || !end.ended)
+        return st;
+      send_end(m, w, end.end_s, end.deliver_s, end.stall_s);
+      *nowp = end.end_s;
+      if (ws->wake != XS__NONE) {
+        *blocked = 0;
+        return XS_OK;
+      }
+      break;
     }
     case XS_OP_WAIT: {
       uint32_t sid = op->aux;
@@ -336,6 +354,8 @@ static xs_status step(xs__wm *m, size_t w, double now, int *blocked,
 static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
   size_t n = 0;
   m->stack[n++] = (uint32_t)w;
+  /* a send that ends at once moves now on: only with w alone on the
+   * stack, so every worker on it runs at one time */
   while (n) {
     uint32_t top = m->stack[n - 1];
     xs__wm_worker *ws = &m->ws[top];
@@ -347,7 +367,8 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
       continue;
     }
     int blocked;
-    xs_status st = step(m, top, now, &blocked, err);
+    m->depth = n;
+    xs_status st = step(m, top, &now, &blocked, err);
     if (st)
       return st;
     if (blocked) {
@@ -364,15 +385,21 @@ static xs_status run(xs__wm *m, size_t w, double now, xs_error *err) {
       m->nready--;
     }
   }
+  m->now = now;
   return XS_OK;
 }
 
 xs_status xs__wm_start(xs__wm *m, xs_error *err) {
+  double last = 0;
   for (size_t w = 0; w < m->nw; w++) {
+    m->solo = w + 1 == m->nw; /* the later workers are due at 0 too */
     xs_status st = run(m, w, 0, err);
     if (st)
       return st;
+    if (m->now > last)
+      last = m->now;
   }
+  m->now = last;
   return XS_OK;
 }
 
@@ -383,6 +410,7 @@ xs_status xs__wm_timer(xs__wm *m, xs_error *err) {
   if (ws->state == W_BLOCKED)
     ws->blocked_s += now - ws->t_block;
   ws->state = W_READY;
+  m->solo = 1;
   return run(m, w, now, err);
 }
 

@@ -96,6 +96,8 @@ struct xs_moe_table {
   xs_moe_pick *picks;
   double *lo; /* picks[i].lo, packed for the lookup's search */
   size_t n;
+  double tolerance;
+  int range;  /* a range, refined; else the grid given */
 };
 
 void xs_moe_table_free(xs_moe_table *t) {
@@ -122,19 +124,6 @@ const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *t, double tokens) {
       b = m;
   }
   return &t->picks[a];
-}
-
-/* every option at one token count */
-static xs_status options_at(const xs_moe_config *c, const xs_profile *prof,
-                            double tokens, unsigned schedules,
-                            xs_moe_option *o, size_t *n, xs_moe_workload *w,
-                            xs_error *err) {
-  xs_moe_config at = *c;
-  at.tokens = tokens;
-  xs_status st = xs_moe_options(&at, prof, schedules, o, n, w, err);
-  if (!st && !*n)
-    st = xs__fail(err, XS_INVALID, "no schedule to choose from");
-  return st;
 }
 
 /* ---- work ----
@@ -164,7 +153,7 @@ static xs_status work_refuse(xs_error *err, const char *what, double work,
                              double limit, int counted) {
   return xs__fail(err, XS_INVALID,
                   "%s: %s %.3g GEMM tiles of planning, more than the limit of %g "
-                  "(XS_MOE_WORK_MAX, about a minute here): plan fewer or "
+                  "(XS_MOE_WORK_MAX, about 6 s here): plan fewer or "
                   "smaller token counts", what, counted ? "its plans passed" : "about",
                   work, limit);
 }
@@ -178,20 +167,69 @@ static xs_status work_spend(work_budget *b, const xs_moe_config *c,
   return b->done > b->limit ? work_refuse(err, b->what, b->done, b->limit, 1) : XS_OK;
 }
 
-/* the pick at one token count, the previous choice prev */
-static xs_status pick_at(const xs_moe_config *c, const xs_profile *prof,
-                         double tokens, double tol, unsigned schedules,
-                         const xs_moe_option *prev, xs_moe_pick *out,
-                         work_budget *b, xs_error *err) {
-  xs_moe_option o[XS_MOE_MAX_OPTIONS];
+/* What a table or a recommendation plans at one token count: every
+ * option, kept for the table's later visits (a midpoint that joins the
+ * grid, a bisection's step), counted against the work limit once. */
+typedef struct {
+  double tokens;
   size_t n;
-  xs_moe_workload w;
-  xs_status st = work_spend(b, c, tokens, err);
-  if (!st)
-    st = options_at(c, prof, tokens, schedules, o, &n, &w, err);
+  xs_moe_option o[XS_MOE_MAX_OPTIONS];
+} planned;
+
+typedef struct {
+  const xs_moe_config *c;
+  const xs_profile *prof;
+  unsigned schedules;
+  double tol;
+  work_budget *budget; /* NULL: not counted */
+  planned *at;         /* ascending tokens */
+  size_t nat, cap;
+} table_ctx;
+
+/* every option at tokens */
+static xs_status options_at(table_ctx *t, double tokens, const planned **out,
+                            xs_error *err) {
+  size_t lo = 0, hi = t->nat;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (t->at[m].tokens < tokens)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  if (lo < t->nat && t->at[lo].tokens == tokens) {
+    *out = &t->at[lo];
+    return XS_OK;
+  }
+  xs_status st = work_spend(t->budget, t->c, tokens, err);
   if (st)
     return st;
-  xs_moe_pick_options(o, n, tol, prev, out);
+  if (xs__grow(&t->at, &t->cap, t->nat + 1, sizeof *t->at))
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  memmove(&t->at[lo + 1], &t->at[lo], (t->nat - lo) * sizeof *t->at);
+  t->nat++;
+  planned *p = &t->at[lo];
+  p->tokens = tokens;
+  xs_moe_config at = *t->c;
+  at.tokens = tokens;
+  if ((st = xs_moe_options(&at, t->prof, t->schedules, p->o, &p->n, NULL, err)) ||
+      (!p->n && (st = xs__fail(err, XS_INVALID, "no schedule to choose from")))) {
+    memmove(&t->at[lo], &t->at[lo + 1], (t->nat - lo - 1) * sizeof *t->at);
+    t->nat--;
+    return st;
+  }
+  *out = p;
+  return XS_OK;
+}
+
+/* the pick at one token count, the previous choice prev */
+static xs_status pick_at(table_ctx *t, double tokens, const xs_moe_option *prev,
+                         xs_moe_pick *out, xs_error *err) {
+  const planned *p;
+  xs_status st = options_at(t, tokens, &p, err);
+  if (st)
+    return st;
+  xs_moe_pick_options(p->o, p->n, t->tol, prev, out);
   out->tokens = out->lo = tokens;
   return XS_OK;
 }
@@ -201,7 +239,10 @@ xs_status xs_moe_recommend(const xs_moe_config *c, const xs_profile *prof,
                            xs_error *err) {
   if (!(tol >= 0 && tol <= 1))
     return xs__fail(err, XS_INVALID, "tolerance %g: expected 0 to 1", tol);
-  return pick_at(c, prof, c->tokens, tol, schedules, NULL, out, NULL, err);
+  table_ctx t = {c, prof, schedules, tol, NULL, NULL, 0, 0};
+  xs_status st = pick_at(&t, c->tokens, NULL, out, err);
+  free(t.at);
+  return st;
 }
 
 xs_status xs_moe_certainty_of(const xs_moe_config *c, const xs_profile *prof,
@@ -247,12 +288,13 @@ xs_status xs_moe_certainty_of(const xs_moe_config *c, const xs_profile *prof,
     return XS_OK;
   }
   double best = ch->time_s;
-  for (size_t i = 0; i < n; i++) {
+  xs__moe_planner *pl; /* one for every setting: the workload once */
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
+  for (size_t i = 0; i < n && !st; i++) {
     double t;
+    if ((st = xs__moe_planner_time(pl, ch->schedule, &grid[i], &t, err)))
+      break;
     xs_moe_pattern k = grid[i];
-    xs_status st = xs__moe_time(c, prof, ch->schedule, &k, &t, err);
-    if (st)
-      return st;
     out->settings++;
     if (t < best) {
       best = t;
@@ -261,34 +303,32 @@ xs_status xs_moe_certainty_of(const xs_moe_config *c, const xs_profile *prof,
       out->finer.rule = UINT32_MAX;
     }
   }
+  xs__moe_planner_free(pl);
+  if (st)
+    return st;
   out->holds = !(best < ch->time_s * (1 - tol));
   return XS_OK;
 }
 
 /* The loss of taking chosen's knob values at this token count: their
  * time over the fastest option's there, minus 1 */
-static xs_status loss_at(const xs_moe_config *c, const xs_profile *prof,
-                         double tokens, unsigned schedules,
-                         const xs_moe_option *chosen, double *loss,
-                         work_budget *b, xs_error *err) {
-  xs_moe_option o[XS_MOE_MAX_OPTIONS];
-  size_t n;
-  xs_status st = work_spend(b, c, tokens, err);
-  if (!st)
-    st = options_at(c, prof, tokens, schedules, o, &n, NULL, err);
+static xs_status loss_at(table_ctx *t, double tokens, const xs_moe_option *chosen,
+                         double *loss, xs_error *err) {
+  const planned *p;
+  xs_status st = options_at(t, tokens, &p, err);
   if (st)
     return st;
   double best = INFINITY, mine = NAN;
-  for (size_t i = 0; i < n; i++) {
-    best = fmin(best, o[i].time_s);
-    if (o[i].schedule == chosen->schedule &&
-        memcmp(&o[i].knobs, &chosen->knobs, sizeof o[i].knobs) == 0)
-      mine = o[i].time_s;
+  for (size_t i = 0; i < p->n; i++) {
+    best = fmin(best, p->o[i].time_s);
+    if (p->o[i].schedule == chosen->schedule &&
+        memcmp(&p->o[i].knobs, &chosen->knobs, sizeof p->o[i].knobs) == 0)
+      mine = p->o[i].time_s;
   }
-  xs_moe_config at = *c;
+  xs_moe_config at = *t->c;
   at.tokens = tokens;
   if (isnan(mine) &&
-      (st = xs__moe_time(&at, prof, chosen->schedule, &chosen->knobs, &mine, err)))
+      (st = xs__moe_time(&at, t->prof, chosen->schedule, &chosen->knobs, &mine, err)))
     return st;
   *loss = mine / best - 1;
   return XS_OK;
@@ -329,7 +369,7 @@ static xs_status check_table_options(const xs_moe_table_options *o,
 }
 
 /* PER_OCTAVE points per octave from a to b, whole and distinct, both ends
- * in */
+ * in: where the table starts before it refines */
 #define PER_OCTAVE 32
 static double *range_grid(double a, double b, size_t *n) {
   size_t cap = (size_t)ceil(PER_OCTAVE * log2(b / a)) + 2;
@@ -347,40 +387,60 @@ static double *range_grid(double a, double b, size_t *n) {
   return g;
 }
 
-/* Stable picks over a grid, each bucket's start: where the choice
- * changes, the first token count at which the lower pick's knob values
- * lose more than the tolerance (bisection); elsewhere the geometric
- * middle. */
-static xs_status fill(const xs_moe_config *c, const xs_profile *prof,
-                      const double *grid, size_t n, double tol,
-                      unsigned schedules, xs_moe_pick *picks, work_budget *wb,
-                      xs_error *err) {
+/* Stable picks over a grid, lowest first (each point's previous choice is
+ * the one below it), each bucket's start: where the choice changes
+ * between neighbours, the first token count at which the lower pick's
+ * knob values lose more than the tolerance (bisection); elsewhere the
+ * geometric middle. A range (refine set) also refines where the time
+ * changes between neighbours of one choice: the halfway count is checked,
+ * and joins the grid (its own pick, then the upper neighbour's again) when
+ * the lower pick's knob values lose more than the tolerance there, until
+ * neighbours are adjacent or the grid has twice its points. *grid and
+ * *picks grow with it (*n points). */
+static xs_status fill(table_ctx *t, double **grid, size_t *n, int refine,
+                      xs_moe_pick **picks, xs_error *err) {
+  size_t most = 2 * *n, cap = *n;
+  if (most > XS_MOE_TABLE_MAX)
+    most = XS_MOE_TABLE_MAX;
   xs_status st = XS_OK;
-  for (size_t i = 0; i < n && !st; i++) {
-    const xs_moe_option *prev = i ? &picks[i - 1].chosen : NULL;
-    if ((st = pick_at(c, prof, grid[i], tol, schedules, prev, &picks[i], wb, err)) || !i)
-      continue;
-    double a = grid[i - 1], b = grid[i];
-    if (xs_moe_same_choice(prev, &picks[i].chosen)) {
-      picks[i].lo = fmin(b, fmax(a + 1, ceil(sqrt(a * b))));
-      continue;
+  for (size_t i = 0; i < *n && !st; i++) {
+    const xs_moe_option *prev = i ? &(*picks)[i - 1].chosen : NULL;
+    xs_moe_pick here;
+    if ((st = pick_at(t, (*grid)[i], prev, &here, err)))
+      break;
+    if (i) {
+      double a = (*grid)[i - 1], b = (*grid)[i];
+      if (xs_moe_same_choice(prev, &here.chosen)) {
+        double m = floor((a + b) / 2), loss = 0;
+        if (refine && b - a >= 2 && *n < most &&
+            !(st = loss_at(t, m, prev, &loss, err)) && loss > t->tol) {
+          if (xs__grow(grid, &cap, *n + 1, sizeof **grid) ||
+              !(*picks = realloc(*picks, (cap + 1) * sizeof **picks))) {
+            st = xs__fail(err, XS_NOMEM, "out of memory");
+            break;
+          }
+          memmove(&(*grid)[i + 1], &(*grid)[i], (*n - i) * sizeof **grid);
+          (*grid)[i] = m;
+          (*n)++;
+          i--; /* the midpoint next, then this point again above it */
+          continue;
+        }
+        here.lo = fmin(b, fmax(a + 1, ceil(sqrt(a * b))));
+      } else {
+        while (b - a > 1 && !st) {
+          double m = floor((a + b) / 2), loss = 0;
+          st = loss_at(t, m, prev, &loss, err);
+          if (loss <= t->tol)
+            a = m;
+          else
+            b = m;
+        }
+        here.lo = b;
+      }
     }
-    while (b - a > 1 && !st) {
-      double m = floor((a + b) / 2), loss = 0;
-      st = loss_at(c, prof, m, schedules, prev, &loss, wb, err);
-      if (loss <= tol)
-        a = m;
-      else
-        b = m;
-    }
-    picks[i].lo = b;
+    (*picks)[i] = here;
   }
   return st;
-}
-
-static int by_value(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
 }
 
 xs_status xs_moe_plan_table(const xs_moe_config *c, const xs_profile *prof,
@@ -405,7 +465,7 @@ xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *pr
   } else {
     grid = range_grid(o->min_tokens, o->max_tokens, &n);
   }
-  xs_moe_pick *picks = grid ? malloc(n * sizeof *picks) : NULL;
+  xs_moe_pick *picks = grid ? malloc((n + 1) * sizeof *picks) : NULL;
   if (!picks) {
     free(grid);
     return xs__fail(err, XS_NOMEM, "out of memory");
@@ -442,45 +502,9 @@ xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *pr
     free(picks);
     return work_refuse(err, what, est, limit, 0);
   }
-  /* a range: where a lookup halfway between two grid points would lose
-   * more than the tolerance, that point joins the grid; repeated until
-   * none does (or the table is full) */
-  for (int pass = 0; !st; pass++) {
-    if ((st = fill(c, prof, grid, n, o->tolerance, o->schedules, picks, &budget, err)) ||
-        o->tokens || pass == 16)
-      break;
-    size_t add = 0;
-    double *more = malloc(2 * n * sizeof *more);
-    if (!more) {
-      st = xs__fail(err, XS_NOMEM, "out of memory");
-      break;
-    }
-    memcpy(more, grid, n * sizeof *more);
-    for (size_t i = 1; i < n && !st && n + add < XS_MOE_TABLE_MAX; i++) {
-      double a = grid[i - 1], b = grid[i], m = floor((a + b) / 2), loss = 0;
-      if (b - a < 2)
-        continue;
-      const xs_moe_pick *p = m < picks[i].lo ? &picks[i - 1] : &picks[i];
-      st = loss_at(c, prof, m, o->schedules, &p->chosen, &loss, &budget, err);
-      if (!st && loss > o->tolerance)
-        more[n + add++] = m;
-    }
-    if (st || !add) {
-      free(more);
-      break;
-    }
-    qsort(more, n + add, sizeof *more, by_value);
-    xs_moe_pick *np = realloc(picks, (n + add) * sizeof *picks);
-    if (!np) {
-      free(more);
-      st = xs__fail(err, XS_NOMEM, "out of memory");
-      break;
-    }
-    picks = np;
-    free(grid);
-    grid = more;
-    n += add;
-  }
+  table_ctx tc = {c, prof, o->schedules, o->tolerance, &budget, NULL, 0, 0};
+  st = fill(&tc, &grid, &n, !o->tokens, &picks, err);
+  free(tc.at);
   free(grid);
   xs_moe_table *t = st ? NULL : calloc(1, sizeof *t);
   if (!st && (!t || !(t->lo = malloc(n * sizeof *t->lo)))) {
@@ -494,6 +518,8 @@ xs_status xs__moe_plan_table_within(const xs_moe_config *c, const xs_profile *pr
   }
   t->picks = picks;
   t->n = n;
+  t->tolerance = o->tolerance;
+  t->range = !o->tokens;
   for (size_t i = 0; i < n; i++)
     t->lo[i] = picks[i].lo;
   *out = t;
@@ -650,6 +676,19 @@ static char *table_header(const xs_moe_table *t, const char *prefix,
       xs__sb_printf(&b, " * %s\n", safe);
     free(safe);
   }
+  if (t->range)
+    xs__sb_printf(&b,
+        " *\n"
+        " * Planned at %d points per octave from %lu to %lu tokens, refined where\n"
+        " * neighbours differ: where their choices differ, the switch is the first\n"
+        " * count at which the lower one loses more than %g of the fastest\n"
+        " * option's time (bisection); where they agree, the count halfway was\n"
+        " * checked and joined the table where the choice lost more than that.\n"
+        " * The bound holds at every count the table planned (its grid, the\n"
+        " * halfway checks, the bisections' steps), not between them: the\n"
+        " * kernels' times step with the waves of tiles.\n",
+        PER_OCTAVE, (unsigned long)t->picks[0].tokens,
+        (unsigned long)t->picks[t->n - 1].tokens, t->tolerance);
   xs__sb_printf(&b,
       " *\n"
       " * %s_lookup(tokens) returns the knobs for a token count per rank:\n"
@@ -773,35 +812,57 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
   double est = (double)(np * XS_MOE_SENS_FACTORS + 1) * xs__moe_plan_work(c, c->tokens);
   if (est > limit)
     return work_refuse(err, what, est, limit, 0);
-  xs_status st = xs_moe_recommend(c, prof, tol, schedules, base, err);
-  if (st)
-    return st;
-  for (size_t i = 0; i < np && !st; i++) {
-    xs_moe_sensitivity *s = &out[i];
+  if (!(tol >= 0 && tol <= 1))
+    return xs__fail(err, XS_INVALID, "tolerance %g: expected 0 to 1", tol);
+  /* one planner for the base and every moved profile: a program whose
+   * kernel inputs a move leaves as they were is built once (a channel's
+   * rates move none); the channels' numbers first, so that their moves
+   * follow the base's programs */
+  xs__moe_planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
+  xs_moe_option o[XS_MOE_MAX_OPTIONS];
+  size_t no = 0;
+  if (!st && !(st = xs__moe_planner_options(pl, schedules, o, &no, NULL, err)) && !no)
+    st = xs__fail(err, XS_INVALID, "no schedule to choose from");
+  if (!st) {
+    xs_moe_pick_options(o, no, tol, NULL, base);
+    base->tokens = base->lo = c->tokens;
+  }
+  size_t order[XS_MOE_SENS_MAX], k = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < np; i++)
+      if ((ps[i].kind == XS__SENS_CHANNEL) == (pass == 0))
+        order[k++] = i;
+  xs_profile *held = NULL; /* the profile the planner is on, when moved */
+  for (size_t j = 0; j < np && !st; j++) {
+    size_t i = order[j];
+    xs_moe_sensitivity *s = &out[j];
     memset(s, 0, sizeof *s);
     xs__sens_head(prof, &ps[i], "the kernel's own timings: xstage fit megamoe (docs/tune.md)",
                   s->param, &s->value, s->kind, &s->lo, &s->hi, s->settle, s->factor);
     for (int f = 0; f < XS_MOE_SENS_FACTORS && !st; f++) {
       xs_profile *q;
-      xs_moe_option o[XS_MOE_MAX_OPTIONS];
-      size_t no = 0;
       s->time_change[f] = s->replan_change[f] = NAN;
       if ((st = xs__sens_moved(prof, &ps[i], s->factor[f], &q, err)))
         break;
       if (!q) /* moved out of its valid range: left out at that factor */
         continue;
-      if ((st = xs_moe_options(c, q, schedules, o, &no, NULL, err))) {
+      if (!(st = xs__moe_planner_on(pl, q, err))) {
+        xs_profile_free(held);
+        held = q;
+      } else {
         xs_profile_free(q);
         break;
       }
-      xs_profile_free(q);
+      /* exact: the base's choice, and what is near the fastest */
+      if ((st = xs__moe_planner_near(pl, schedules, tol, (int)base->chosen.schedule,
+                                     base->chosen.rule, o, &no, NULL, err)))
+        break;
       xs_moe_pick p;
       xs_moe_pick_options(o, no, tol, NULL, &p);
-      s->time_change[f] = NAN;
-      for (size_t j = 0; j < no; j++)
-        if (o[j].schedule == base->chosen.schedule &&
-            o[j].rule == base->chosen.rule)
-          s->time_change[f] = o[j].time_s / base->chosen.time_s - 1;
+      for (size_t m = 0; m < no; m++)
+        if (o[m].schedule == base->chosen.schedule && o[m].rule == base->chosen.rule)
+          s->time_change[f] = o[m].time_s / base->chosen.time_s - 1;
       s->replan_change[f] = p.chosen.time_s / base->chosen.time_s - 1;
       s->choice[f] = p.chosen;
       s->changed[f] = !xs_moe_same_choice(&p.chosen, &base->chosen);
@@ -811,6 +872,8 @@ xs_status xs__moe_sensitivity_within(const xs_moe_config *c, const xs_profile *p
     if (!st)
       (*n)++;
   }
+  xs__moe_planner_free(pl);
+  xs_profile_free(held);
   if (st) {
     *n = 0;
     return st;

@@ -246,6 +246,20 @@ static xs_status check_overflow(const xs_program *p, const xs_profile *prof,
                   other_file ? ")" : "", cs, bs, xs_profile_name(prof));
 }
 
+void xs__chans_of(const xs_profile *prof, xs_model m, xs__chan *out) {
+  for (size_t c = 0; c < xs_profile_channel_count(prof); c++) {
+    const xs_channel *pc = xs_profile_channel(prof, c);
+    out[c].inject_Bps = pc->inject_Bps;
+    out[c].worker_Bps = pc->worker_inject_Bps;
+    out[c].drain_Bps = pc->drain_Bps;
+    out[c].capacity_B = m == XS_MODEL_BLOCKING ? 0 : pc->capacity_B;
+    out[c].latency_s = pc->latency_s;
+    out[c].overhead_s = pc->issue_overhead_s;
+    out[c].packet_B = pc->packet_B;
+    out[c].worker_inflight_B = pc->worker_inflight_B;
+  }
+}
+
 /* Bind, allocate, compute the baselines' terms, then run one model. */
 static xs_status run_model(const xs_program *p, const xs_profile *prof,
                            xs_model model, const xs_eval_options *opt,
@@ -268,8 +282,10 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
   if (!opt)
     opt = &defaults;
 
-  uint32_t *map = malloc((p->nchan_names + 1) * sizeof *map);
-  xs__chan *chans = malloc(nch * sizeof *chans);
+  /* a planner's channels and binding, resolved once, else by name */
+  int typed = extra && extra->chans && extra->chan_map && extra->nchans == nch;
+  uint32_t *map = typed ? NULL : malloc((p->nchan_names + 1) * sizeof *map);
+  xs__chan *chans = typed ? NULL : malloc(nch * sizeof *chans);
   xs_result *r = opt->reuse;
   if (r) {
     xs_result keep = *r;
@@ -284,24 +300,17 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
     r = calloc(1, sizeof *r);
   }
   xs_status st = XS_OK;
-  if (!map || !chans || !r) {
+  if ((!typed && (!map || !chans)) || !r) {
     st = xs__fail(err, XS_NOMEM, "out of memory");
     goto done;
   }
-  if ((st = bind_channels(p, prof, map, err)))
+  if (!typed && (st = bind_channels(p, prof, map, err)))
     goto done;
-  for (size_t c = 0; c < nch; c++) {
-    const xs_channel *pc = xs_profile_channel(prof, c);
-    chans[c].inject_Bps = pc->inject_Bps;
-    chans[c].worker_Bps = pc->worker_inject_Bps;
-    chans[c].drain_Bps = pc->drain_Bps;
-    chans[c].capacity_B = model == XS_MODEL_BLOCKING ? 0 : pc->capacity_B;
-    chans[c].latency_s = pc->latency_s;
-    chans[c].overhead_s = pc->issue_overhead_s;
-    chans[c].packet_B = pc->packet_B;
-    chans[c].worker_inflight_B = pc->worker_inflight_B;
-  }
-  if ((st = check_overflow(p, prof, chans, nch, err)))
+  if (!typed)
+    xs__chans_of(prof, model, chans);
+  const xs__chan *ch = typed ? extra->chans : chans;
+  const uint32_t *cmap = typed ? extra->chan_map : map;
+  if ((st = check_overflow(p, prof, ch, nch, err)))
     goto done;
 
   r->model = model;
@@ -320,8 +329,14 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
              p->ncounters == 0 && !opt->event_driven && !opt->timeline &&
              !(extra && extra->sums) &&
              (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING);
+  /* the planners' mode of burstgap or blocking (xs__eval.plan): a planner
+   * reads the makespan and the workers' figures, not the baselines' terms
+   * (left 0) */
+  int plan = !fast && extra && extra->plan && opt->summary_only && !opt->timeline &&
+             (model == XS_MODEL_BURSTGAP || model == XS_MODEL_BLOCKING) &&
+             !xs__reference();
   double compute_term = 0;
-  for (size_t w = 0; w < p->nworkers && !fast; w++) {
+  for (size_t w = 0; w < p->nworkers && !fast && !plan; w++) {
     const xs__worker *wk = &p->workers[w];
     double busy = 0;
     for (size_t i = 0; i < wk->nops; i++) {
@@ -329,8 +344,8 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
       if (op->kind == XS_OP_COMPUTE) {
         busy += op->value;
       } else if (op->kind == XS_OP_SEND) {
-        uint32_t c = map[p->send_chan[op->aux]];
-        busy += chans[c].overhead_s;
+        uint32_t c = cmap[p->send_chan[op->aux]];
+        busy += ch[c].overhead_s;
         r->channels[c].bytes += op->value * wk->copies;
         r->channels[c].sends += wk->copies;
       }
@@ -342,7 +357,7 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
   for (size_t c = 0; c < nch; c++) {
     if (!r->channels[c].sends)
       continue;
-    double t = xs__chan_comm_s(&chans[c], r->channels[c].bytes);
+    double t = xs__chan_comm_s(&ch[c], r->channels[c].bytes);
     if (t > comm_term)
       comm_term = t;
   }
@@ -377,9 +392,9 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
     r->sends_cap = 0;
   }
   xs__eval ev = {p,
-                 chans,
+                 ch,
                  nch,
-                 map,
+                 cmap,
                  model == XS_MODEL_BLOCKING,
                  opt->summary_only,
                  opt->timeline,
@@ -387,7 +402,8 @@ static xs_status run_model(const xs_program *p, const xs_profile *prof,
                  sim ? (int)sim->arbitration : 0,
                  extra ? extra->sums : NULL,
                  extra ? extra->stop_s : INFINITY,
-                 extra ? &extra->stopped : NULL};
+                 extra ? &extra->stopped : NULL,
+                 plan};
   if (model == XS_MODEL_SIM) {
     st = xs__simulate(&ev, r, err);
   } else if (fast) {

@@ -18,7 +18,7 @@
  * one entry per channel sits in the event heap (its next admission), so a
  * packet costs O(log channels), not a heap entry of its own.
  */
-#include "internal.h"
+#include "model/iheap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -211,7 +211,8 @@ static xs_status admit(sim *s, size_t c, double now, xs_error *err) {
 }
 
 static xs_status join(void *ctx, size_t w, uint32_t sid, size_t c,
-                      double bytes, double now, xs_error *err) {
+                      double bytes, double now, xs__wm_end *end, xs_error *err) {
+  (void)end; /* packets end no send at once */
   sim *s = ctx;
   (void)sid;
   (void)err;

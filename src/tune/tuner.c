@@ -212,13 +212,14 @@ static xs_status check_options(const xs_tuner_options *o, xs_error *err) {
   return XS_OK;
 }
 
-/* log time of every option of point p (already in t->opt) on profile q */
-static xs_status times_on(const xs_tuner *t, const xs_moe_config *c, size_t p,
-                          const xs_profile *q, double *out, xs_error *err) {
+/* log time of every option of point p (already in t->opt), the planner
+ * on the profile of the times wanted */
+static xs_status times_on(const xs_tuner *t, size_t p, xs__moe_planner *pl, double *out,
+                          xs_error *err) {
   for (size_t i = t->first[p]; i < t->first[p + 1]; i++) {
-    xs_moe_pattern kn = t->opt[i].opt.knobs;
     double s;
-    xs_status st = xs__moe_time(c, q, t->opt[i].opt.schedule, &kn, &s, err);
+    xs_status st = xs__moe_planner_time(pl, t->opt[i].opt.schedule, &t->opt[i].opt.knobs,
+                                        &s, err);
     if (st)
       return st;
     out[i - t->first[p]] = log(s);
@@ -278,7 +279,7 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
     return xs__fail(err, XS_INVALID,
                     "tuner: %zu grid points up to %g tokens, each planned %g times: "
                     "about %.3g GEMM tiles of planning, more than the limit of %g "
-                    "(XS_MOE_WORK_MAX, about a minute here): fewer or smaller token "
+                    "(XS_MOE_WORK_MAX, about 6 s here): fewer or smaller token "
                     "counts, or fewer terms", t->npoints, t->tokens[t->npoints - 1], plans,
                     work, XS_MOE_WORK_MAX);
   }
@@ -301,23 +302,9 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
     xs_tuner_free(t);
     return xs__fail(err, XS_NOMEM, "out of memory");
   }
-  for (size_t p = 0; p < t->npoints && !st; p++) {
-    xs_moe_option os[XS_MOE_MAX_OPTIONS];
-    size_t n;
-    c.tokens = t->tokens[p];
-    t->first[p] = t->nopts;
-    if ((st = xs_moe_options(&c, prof, o->schedules, os, &n, NULL, err)))
-      break;
-    for (size_t i = 0; i < n; i++)
-      t->opt[t->nopts++] = (topt){os[i], log(os[i].time_s)};
-  }
-  t->first[t->npoints] = t->nopts;
-  /* the terms: each one's gradient at every option, by central
-   * differences of the planner on moved copies of the profile */
-  double *gall = st ? NULL : malloc((t->nopts * MAXK + 1) * sizeof *gall);
-  double *up = st ? NULL : malloc(2 * (XS_MOE_MAX_OPTIONS + 1) * sizeof *up);
-  if (!st && (!gall || !up))
-    st = xs__fail(err, XS_NOMEM, "out of memory");
+  /* the profile with each term asked for moved up and down (NULL: a
+   * term without a number to scale, left out) */
+  xs_profile *moved[XS_MOE_TERMS][2] = {{NULL}};
   for (int k = 0; k < XS_MOE_TERMS && !st; k++) {
     if (!(want & (1u << k)))
       continue;
@@ -330,31 +317,70 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
                       v > 0 ? "no bound" : "0 or no such number");
       continue;
     }
-    xs_profile *hi = NULL, *lo = NULL;
-    if ((st = xs__profile_copy(prof, &hi, err)) || (st = xs__profile_copy(prof, &lo, err)) ||
-        (st = xs_moe_term_scale(hi, (xs_moe_term)k, exp(GRAD_STEP), err)) ||
-        (st = xs_moe_term_scale(lo, (xs_moe_term)k, exp(-GRAD_STEP), err))) {
-      xs_profile_free(hi);
-      xs_profile_free(lo);
+    if ((st = xs__profile_copy(prof, &moved[k][0], err)) ||
+        (st = xs__profile_copy(prof, &moved[k][1], err)) ||
+        (st = xs_moe_term_scale(moved[k][0], (xs_moe_term)k, exp(GRAD_STEP), err)) ||
+        (st = xs_moe_term_scale(moved[k][1], (xs_moe_term)k, exp(-GRAD_STEP), err)))
       break;
+  }
+  /* every option of every point at the profile, then each term's gradient
+   * at every option by central differences of the planner on the moved
+   * profiles: one planner a point, which keeps the programs a move leaves
+   * as they were (a channel's rates) */
+  double *gall = st ? NULL : malloc((cap * MAXK + 1) * sizeof *gall);
+  double *up = st ? NULL : malloc(2 * (XS_MOE_MAX_OPTIONS + 1) * sizeof *up);
+  double most[XS_MOE_TERMS] = {0};
+  if (!st && (!gall || !up))
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+  for (size_t p = 0; p < t->npoints && !st; p++) {
+    xs_moe_option os[XS_MOE_MAX_OPTIONS];
+    size_t n;
+    c.tokens = t->tokens[p];
+    t->first[p] = t->nopts;
+    xs__moe_planner *pl;
+    if ((st = xs__moe_planner_new(&c, prof, &pl, err)))
+      break;
+    if (!(st = xs__moe_planner_options(pl, o->schedules, os, &n, NULL, err))) {
+      for (size_t i = 0; i < n; i++)
+        t->opt[t->nopts++] = (topt){os[i], log(os[i].time_s)};
+      t->first[p + 1] = t->nopts;
     }
-    double most = 0;
-    size_t K = t->K;
-    for (size_t p = 0; p < t->npoints && !st; p++) {
-      c.tokens = t->tokens[p];
+    /* the channels' terms first: their moves keep the programs built at
+     * the profile, the others' are built again */
+    for (int j = 0; j < 2 * XS_MOE_TERMS && !st; j++) {
+      int k = j % XS_MOE_TERMS;
+      char keys[256];
+      int chan = strncmp(xs_moe_term_keys(prof, (xs_moe_term)k, keys, sizeof keys),
+                         "channels.", 9) == 0;
+      if (!moved[k][0] || chan != (j < XS_MOE_TERMS))
+        continue;
       double *dn = up + XS_MOE_MAX_OPTIONS + 1;
-      if ((st = times_on(t, &c, p, hi, up, err)) || (st = times_on(t, &c, p, lo, dn, err)))
+      if ((st = xs__moe_planner_on(pl, moved[k][0], err)) ||
+          (st = times_on(t, p, pl, up, err)) ||
+          (st = xs__moe_planner_on(pl, moved[k][1], err)) ||
+          (st = times_on(t, p, pl, dn, err)))
         break;
       for (size_t i = t->first[p]; i < t->first[p + 1]; i++) {
         double gi = (up[i - t->first[p]] - dn[i - t->first[p]]) / (2 * GRAD_STEP);
-        gall[i * MAXK + K] = gi;
-        most = fmax(most, fabs(gi));
+        gall[i * MAXK + (size_t)k] = gi;
+        most[k] = fmax(most[k], fabs(gi));
       }
     }
-    xs_profile_free(hi);
-    xs_profile_free(lo);
-    if (!st && most >= MIN_GRADIENT)
-      t->term[t->K++] = k;
+    xs__moe_planner_free(pl);
+  }
+  t->first[t->npoints] = t->nopts;
+  /* the terms learned: those some option's time depends on, their
+   * gradients packed to the front */
+  for (int k = 0; k < XS_MOE_TERMS && !st; k++) {
+    if (!moved[k][0] || most[k] < MIN_GRADIENT)
+      continue;
+    for (size_t i = 0; i < t->nopts; i++)
+      gall[i * MAXK + t->K] = gall[i * MAXK + (size_t)k];
+    t->term[t->K++] = k;
+  }
+  for (int k = 0; k < XS_MOE_TERMS; k++) {
+    xs_profile_free(moved[k][0]);
+    xs_profile_free(moved[k][1]);
   }
   free(up);
   if (!st && !t->K)

@@ -879,14 +879,6 @@ xs_status xs__emit_ep(xs__emit *e, double seconds, int dispatch,
   return st;
 }
 
-int xs__tasks_add(xs__tasks *l, size_t block, int layer, size_t ntiles) {
-  if (xs__grow(&l->t, &l->cap, l->n + 1, sizeof *l->t))
-    return -1;
-  l->t[l->n++] = (xs__task){(uint32_t)block, (uint8_t)layer,
-                            (uint16_t)ntiles};
-  return 0;
-}
-
 int xs__tasks_layer(xs__tasks *l, size_t b0, size_t b1, int layer, size_t n) {
   for (size_t b = b0; b < b1; b++)
     for (size_t j = 0; j < n; j++)
@@ -1036,7 +1028,7 @@ xs_status xs__emit_finish(xs__emit *e, xs_program **out, xs_moe_breakdown *bd,
       f = fmax(f, e->fixed[c]);
     bd->fixed_s = f;
   }
-  if ((st = xs_program_finish(e->p, err)))
+  if ((st = xs__program_seal(e->p, err)))
     return st;
   *out = e->p;
   e->p = NULL;

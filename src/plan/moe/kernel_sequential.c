@@ -34,8 +34,8 @@ static double seq_align(const xs__moe_wl *wl, const xs__gemm_terms *g) {
  * kernel programs (src/plan/ep/, docs/ep.md): its burstgap time. The
  * harness asks for the counts on the host (do_cpu_sync) and a receive
  * layout of 128 rows per expert. */
-static xs_status a2a_time(const xs__moe_kctx *k, xs__ep_phase phase,
-                          double *t, xs_error *err) {
+static xs_status a2a_time(const xs__moe_kctx *k, const xs_profile *prof,
+                          xs__ep_phase phase, double *t, xs_error *err) {
   const xs_moe_config *c = k->wl->c;
   xs__ep_shape s = {0};
   s.tokens = c->tokens;
@@ -61,7 +61,13 @@ static xs_status a2a_time(const xs__moe_kctx *k, xs__ep_phase phase,
   s.expanded = graph;
   return xs__ep_kernel(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                        c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL, phase,
-                       &s, k->prof, NULL, NULL, t, err);
+                       &s, prof, NULL, NULL, t, err);
+}
+
+xs_status xs__moe_a2a_times(const xs__moe_kctx *k, const xs_profile *prof,
+                            double out[2], xs_error *err) {
+  xs_status st = a2a_time(k, prof, XS__EP_DISPATCH, &out[XS__EP_DISPATCH], err);
+  return st ? st : a2a_time(k, prof, XS__EP_COMBINE, &out[XS__EP_COMBINE], err);
 }
 
 xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
@@ -101,9 +107,11 @@ xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
   /* the combine sums each token's copies from every rank it went to */
   double reduce_B = wl->T * (wl->a2a_dest + 1) * comb_B;
   size_t S = (size_t)g->S, sizes[2] = {l1.n % S, l2.n % S};
-  if (!(st = a2a_time(k, XS__EP_DISPATCH, &dispatch_s, err)) &&
-      !(st = a2a_time(k, XS__EP_COMBINE, &combine_s, err)) &&
-      !(st = xs__emit_new(k, &tile, blocks, nb, &flow, &e, err)) &&
+  /* the library's kernels, their times resolved by the planner once
+   * (xs__moe_a2a_times) */
+  dispatch_s = k->a2a_s[XS__EP_DISPATCH];
+  combine_s = k->a2a_s[XS__EP_COMBINE];
+  if (!(st = xs__emit_new(k, &tile, blocks, nb, &flow, &e, err)) &&
       !(st = xs__emit_split(e, sizes, 2)) &&
       /* the dispatch kernel: its launch, notify and the host's wait for
        * the counts are the EP program's */

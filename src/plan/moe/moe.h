@@ -218,7 +218,13 @@ typedef struct {
   xs__task *t;
   size_t n, cap;
 } xs__tasks;
-int xs__tasks_add(xs__tasks *l, size_t block, int layer, size_t ntiles);
+/* inline: a kernel adds its tasks one by one, thousands a program */
+static inline int xs__tasks_add(xs__tasks *l, size_t block, int layer, size_t ntiles) {
+  if (l->n == l->cap && xs__grow(&l->t, &l->cap, l->n + 1, sizeof *l->t))
+    return -1;
+  l->t[l->n++] = (xs__task){(uint32_t)block, (uint8_t)layer, (uint16_t)ntiles};
+  return 0;
+}
 /* Every tile of one layer of blocks [b0, b1), blocks outer, one task a
  * tile (n tiles a block). */
 int xs__tasks_layer(xs__tasks *l, size_t b0, size_t b1, int layer, size_t n);
@@ -231,11 +237,13 @@ xs_status xs__emit_finish(xs__emit *e, xs_program **out, xs_moe_breakdown *bd,
 /* ---- the kernels (kernel_*.c) and their defaults (heuristics.c) ---- */
 
 /* What a kernel builder gets: the workload, the tile terms, the knobs
- * (0: the kernel's default; the builder writes back what it used). */
+ * (0: the kernel's default; the builder writes back what it used). It
+ * reads the profile only through these typed fields, which the planner
+ * resolves once (plan.c): a program is reused for a profile whose fields
+ * here are the same. */
 struct xs__moe_kctx {
   const xs__moe_wl *wl;
   const xs__gemm_terms *g;
-  const xs_profile *prof;
   const char *name;
   int ids;
   unsigned groups;
@@ -245,12 +253,19 @@ struct xs__moe_kctx {
   double nic_share;   /* of the bytes to other ranks, the share that
                          crosses the NIC to other nodes (0: one domain) */
   double nic_latency_s;
+  /* the sequential arm's all-to-all: its dispatch and combine kernels'
+   * burstgap times (src/plan/ep/), set before the sequential kernel runs */
+  double a2a_s[2];
 };
 
 typedef xs_status (*xs__moe_kernel_fn)(const xs__moe_kctx *k,
                                        xs_moe_pattern *knobs,
                                        xs_program **out,
                                        xs_moe_breakdown *bd, xs_error *err);
+/* The sequential arm's all-to-all: its dispatch and combine kernels'
+ * burstgap times on prof (k->a2a_s, which the kernel reads) */
+xs_status xs__moe_a2a_times(const xs__moe_kctx *k, const xs_profile *prof,
+                            double out[2], xs_error *err);
 xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,
                                     xs_program **out, xs_moe_breakdown *bd,
                                     xs_error *err);

@@ -83,11 +83,13 @@ const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
 enum { K_SEQUENTIAL, K_LAG, K_SPLIT, K_WAVE, K_INTERLEAVED };
 
 /* A program a plan has evaluated, by the kernel that builds it and the
- * knobs the kernel was given (which, with the plan's workload, make the
- * program): schedules that share a kernel and rules whose knobs come out
- * the same build the same program, so it is built and evaluated once.
- * The baseline is the searched schedule's all-L1-first rule; fused-lag's
- * rules often equal searched ones. */
+ * knobs the kernel was given (which, with the plan's workload and the
+ * profile's kernel inputs, make the program): schedules that share a
+ * kernel and rules whose knobs come out the same build the same program,
+ * so it is built and evaluated once. The baseline is the searched
+ * schedule's all-L1-first rule; fused-lag's rules often equal searched
+ * ones. The program is kept (up to KEEP_OPS ops in all) for the other
+ * models and for a profile moved in a number the kernel does not read. */
 typedef struct {
   int kernel;
   xs_moe_pattern in, used; /* given, and as the kernel wrote them back */
@@ -96,18 +98,35 @@ typedef struct {
                               past this (time_s[0] NAN)                 */
   xs_moe_breakdown bd;
   int have_bd;
+  xs_moe_breakdown built;  /* what its build counted (the fixed time)    */
+  xs_program *prog;        /* kept, or NULL                             */
+  uint32_t map[4];         /* its channel codes -> the profile's        */
 } evaluated;
-/* every rule of every schedule (xs_moe_rule_name): 1 + 1 + 8 + 1 + 5 + 4
- * + 4 */
-#define MAX_EVALUATED 32
+/* programs kept in all: every program of a plan of 16384 tokens (about
+ * 30 MB with their sends) */
+#define KEEP_OPS 1000000.0
+
+/* What the kernels read of the profile, resolved before the first build
+ * (the tile terms, the link and the NIC, the sequential arm's all-to-all
+ * kernels once it needs them): a profile moved in a number none of them
+ * holds builds the same programs. */
+typedef struct {
+  xs__gemm_terms g;
+  double link_latency_s, nic_share, nic_latency_s;
+  double a2a_s[2];         /* the all-to-all's dispatch and combine       */
+  int have_a2a;
+  char link[64];
+} kernel_inputs;
 
 /* The workload and terms a plan shares between its programs, each
  * schedule's default knobs once a program of rule 0 has been built (the
- * other rules vary them), and the programs evaluated so far. */
-typedef struct {
+ * other rules vary them), the programs evaluated so far, and the
+ * profile's channels under burstgap and blocking, resolved once. */
+struct xs__moe_planner {
   xs_moe_config c;
+  const xs_profile *prof;
   xs__moe_wl wl;
-  xs__gemm_terms g;
+  kernel_inputs in;
   xs__moe_kctx k;
   xs_moe_pattern dflt[XS_MOE_SCHEDULES];
   int have_dflt[XS_MOE_SCHEDULES];
@@ -117,30 +136,29 @@ typedef struct {
   size_t sums_cap;
   uint8_t *marks;
   size_t marks_cap;
-  evaluated memo[MAX_EVALUATED];
-  size_t nmemo;
-} planner;
+  evaluated **memo; /* each entry allocated on its own: pointers to it
+                       stay good while the list grows */
+  size_t nmemo, memo_cap;
+  double kept_ops;
+  xs__chan *chans[2]; /* burstgap, blocking: the profile's channels */
+  size_t nch;
+  int hbm;            /* the profile has an "hbm" channel */
+  xs_result *spare;   /* a result to reuse */
+};
+typedef struct xs__moe_planner planner;
 
-static xs_status planner_init(planner *pl, const xs_moe_config *c,
-                              const xs_profile *prof, const char *name,
-                              xs_error *err) {
-  memset(pl, 0, sizeof *pl);
-  pl->c = *c;
-  xs_status st = xs_moe_config_check(c, err);
+/* The typed inputs of the kernels and the channels of prof. */
+static xs_status resolve(planner *pl, const xs_profile *prof, xs_error *err) {
+  kernel_inputs *in = &pl->in;
+  memset(in, 0, sizeof *in);
+  const xs_moe_config *c = &pl->c;
+  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
+  xs_status st = xs__gemm_terms_read(prof, c, sms, &in->g, err);
   if (st)
     return st;
-  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
-  if ((st = xs__gemm_terms_read(prof, &pl->c, sms, &pl->g, err)) ||
-      (st = xs__moe_wl_build(&pl->c, sms, &pl->wl, err)))
-    return st;
   size_t link = xs_profile_default_channel(prof);
-  pl->k.wl = &pl->wl;
-  pl->k.g = &pl->g;
-  pl->k.prof = prof;
-  pl->k.name = name ? name : pl->c.name;
-  pl->k.groups = c->sm_groups > 0 ? (unsigned)c->sm_groups : DEFAULT_GROUPS;
-  pl->k.link = xs_profile_channel_name(prof, link);
-  pl->k.link_latency_s = xs_profile_channel(prof, link)->latency_s;
+  snprintf(in->link, sizeof in->link, "%s", xs_profile_channel_name(prof, link));
+  in->link_latency_s = xs_profile_channel(prof, link)->latency_s;
   /* ranks beyond one NVLink domain are on other nodes: their share of the
    * traffic goes over the fabric's NIC, which the profile must have */
   double node = xs_profile_node_gpus(prof), P = c->ep;
@@ -153,16 +171,86 @@ static xs_status planner_init(planner *pl, const xs_moe_config *c,
                       "(--fabric ib-400, roce-200 or efa-400; in C, "
                       "xs_profile_add_fabric)",
                       P, ceil(P / node), node, xs_profile_name(prof));
-    pl->k.nic_share = (P - node) / (P - 1);
-    pl->k.nic_latency_s = xs_profile_channel(prof, (size_t)nic)->latency_s;
+    in->nic_share = (P - node) / (P - 1);
+    in->nic_latency_s = xs_profile_channel(prof, (size_t)nic)->latency_s;
   }
+  pl->prof = prof;
+  pl->hbm = xs_profile_find_channel(prof, "hbm") >= 0;
+  size_t nch = xs_profile_channel_count(prof);
+  for (int m = 0; m < 2; m++) {
+    free(pl->chans[m]);
+    if (!(pl->chans[m] = malloc((nch + 1) * sizeof *pl->chans[m])))
+      return xs__fail(err, XS_NOMEM, "out of memory");
+    xs__chans_of(prof, m ? XS_MODEL_BLOCKING : XS_MODEL_BURSTGAP, pl->chans[m]);
+  }
+  pl->nch = nch;
+  pl->k.g = &pl->in.g;
+  pl->k.link = pl->in.link;
+  pl->k.link_latency_s = in->link_latency_s;
+  pl->k.nic_share = in->nic_share;
+  pl->k.nic_latency_s = in->nic_latency_s;
   return XS_OK;
+}
+
+static xs_status planner_init(planner *pl, const xs_moe_config *c,
+                              const xs_profile *prof, const char *name,
+                              xs_error *err) {
+  memset(pl, 0, sizeof *pl);
+  pl->c = *c;
+  xs_status st = xs_moe_config_check(c, err);
+  if (st)
+    return st;
+  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
+  if ((st = xs__moe_wl_build(&pl->c, sms, &pl->wl, err)) ||
+      (st = resolve(pl, prof, err)))
+    return st;
+  pl->k.wl = &pl->wl;
+  pl->k.name = name ? name : pl->c.name;
+  pl->k.groups = c->sm_groups > 0 ? (unsigned)c->sm_groups : DEFAULT_GROUPS;
+  return XS_OK;
+}
+
+static double program_ops(const xs_program *p) {
+  double n = 0;
+  for (size_t w = 0; w < p->nworkers; w++)
+    n += (double)p->workers[w].nops;
+  return n;
+}
+
+static void drop_program(planner *pl, evaluated *e) {
+  if (e->prog) {
+    pl->kept_ops -= program_ops(e->prog);
+    xs_program_free(e->prog);
+    e->prog = NULL;
+  }
 }
 
 static void planner_free(planner *pl) {
   xs__moe_wl_free(&pl->wl);
   free(pl->sums);
   free(pl->marks);
+  for (size_t i = 0; i < pl->nmemo; i++) {
+    xs_program_free(pl->memo[i]->prog);
+    free(pl->memo[i]);
+  }
+  free(pl->memo);
+  free(pl->chans[0]);
+  free(pl->chans[1]);
+  xs_result_free(pl->spare);
+}
+
+/* The sequential arm's all-to-all kernels' times, once a plan
+ * (kernel_sequential.c says how the harness calls them). */
+static xs_status a2a_times(planner *pl, xs_error *err) {
+  if (pl->in.have_a2a)
+    return XS_OK;
+  xs_status st = xs__moe_a2a_times(&pl->k, pl->prof, pl->in.a2a_s, err);
+  if (st)
+    return st;
+  pl->in.have_a2a = 1;
+  pl->k.a2a_s[0] = pl->in.a2a_s[0];
+  pl->k.a2a_s[1] = pl->in.a2a_s[1];
+  return XS_OK;
 }
 
 /* The kernel of schedule s, with the knobs it is given (the baseline's
@@ -189,9 +277,14 @@ static int kernel_of(xs_moe_schedule s, xs_moe_pattern *kn) {
   }
 }
 
-static xs_status run_kernel(const planner *pl, int kernel, xs_moe_pattern *kn,
+static xs_status run_kernel(planner *pl, int kernel, xs_moe_pattern *kn,
                             int ids, xs_program **out, xs_moe_breakdown *bd,
                             xs_error *err) {
+  if (kernel == K_SEQUENTIAL) {
+    xs_status st = a2a_times(pl, err);
+    if (st)
+      return st;
+  }
   xs__moe_kctx k = pl->k;
   k.ids = ids;
   switch (kernel) {
@@ -206,6 +299,52 @@ static xs_status run_kernel(const planner *pl, int kernel, xs_moe_pattern *kn,
   default:
     return xs__moe_kernel_interleaved(&k, kn, out, bd, err);
   }
+}
+
+/* Every memo entry gone */
+static void forget(planner *pl) {
+  for (size_t i = 0; i < pl->nmemo; i++) {
+    drop_program(pl, pl->memo[i]);
+    free(pl->memo[i]);
+  }
+  pl->nmemo = 0;
+  memset(pl->have_dflt, 0, sizeof pl->have_dflt);
+}
+
+/* Onto prof, a copy of the planner's profile with numbers moved: the
+ * programs whose kernel inputs stay as they were are kept (a channel's
+ * rates and HBM's latency, the all-to-all's terms for the fused kernels),
+ * every time is forgotten. The planner's workload depends on the config
+ * alone; prof must have the same channels. */
+static xs_status planner_rebase(planner *pl, const xs_profile *prof, xs_error *err) {
+  /* byte copies: the comparison below reads their padding too */
+  kernel_inputs was;
+  xs__moe_kctx was_k;
+  memcpy(&was, &pl->in, sizeof was);
+  memcpy(&was_k, &pl->k, sizeof was_k);
+  xs_status st = resolve(pl, prof, err);
+  if (st)
+    return st;
+  /* every field a kernel reads: the tile terms, the link's name, and the
+   * context itself (its pointers are the planner's own, the same) */
+  int same = memcmp(&was.g, &pl->in.g, sizeof was.g) == 0 &&
+             strcmp(was.link, pl->in.link) == 0 && memcmp(&was_k, &pl->k, sizeof was_k) == 0;
+  if (!same)
+    memset(pl->have_dflt, 0, sizeof pl->have_dflt);
+  for (size_t i = 0; i < pl->nmemo; i++) {
+    evaluated *e = pl->memo[i];
+    /* the sequential kernel holds the all-to-all's times, which any
+     * channel of the profile moves */
+    if (!same || e->kernel == K_SEQUENTIAL)
+      drop_program(pl, e);
+    for (int m = 0; m < XS_MODEL_COUNT; m++)
+      e->time_s[m] = NAN;
+    e->above = 0;
+    e->have_bd = 0;
+  }
+  if (!same) /* nothing of the old programs is known to hold */
+    forget(pl);
+  return XS_OK;
 }
 
 /* Whether knobs kn of schedule s are its kernel's defaults (zeros; the
@@ -284,15 +423,39 @@ static int rule_knobs(planner *pl, xs_moe_schedule s, unsigned r,
   }
 }
 
-static xs_status eval_model(const xs_program *p, const xs_profile *prof,
-                            xs_model m, xs_result **spare, double *t,
-                            xs_error *err) {
-  xs_eval_options o = {0, 1, NULL, NULL};
-  o.reuse = *spare;
-  *spare = NULL;
-  xs_status st = xs_evaluate(p, prof, m, &o, spare, err);
+/* The profile channel of each of p's channel codes (its channels bound
+ * once per program, by name: e->map). */
+static xs_status bind(planner *pl, evaluated *e, const xs_program *p, xs_error *err) {
+  if (p->nchan_names + 1 > sizeof e->map / sizeof e->map[0])
+    return xs__fail(err, XS_INTERNAL, "a MegaMoE program of %zu channels",
+                    p->nchan_names);
+  e->map[0] = (uint32_t)xs_profile_default_channel(pl->prof);
+  for (size_t i = 0; i < p->nchan_names; i++) {
+    long c = xs_profile_find_channel(pl->prof, p->chan_names[i]);
+    if (c < 0)
+      return xs__fail(err, XS_INVALID, "profile \"%s\" has no channel \"%s\"",
+                      xs_profile_name(pl->prof), p->chan_names[i]);
+    e->map[i + 1] = (uint32_t)c;
+  }
+  return XS_OK;
+}
+
+/* A program's makespan under model m; burstgap and blocking with the
+ * planner's channels and the program's map (e), the rest as xs_evaluate. */
+static xs_status eval_model(planner *pl, const xs_program *p, const evaluated *e,
+                            xs_model m, xs__seg_sums *sums, double stop_s,
+                            double *t, int *stopped, xs_error *err) {
+  xs_eval_options o = {0, 1, pl->spare, NULL};
+  int typed = m == XS_MODEL_BURSTGAP || m == XS_MODEL_BLOCKING;
+  xs__eval_extra x = {sums, stop_s, 0, 1,
+                      typed ? pl->chans[m == XS_MODEL_BLOCKING] : NULL, pl->nch,
+                      typed ? e->map : NULL};
+  pl->spare = NULL;
+  xs_status st = xs__evaluate_ex(p, pl->prof, m, &o, &x, &pl->spare, err);
   if (!st)
-    *t = (*spare)->makespan_s;
+    *t = x.stopped ? INFINITY : pl->spare->makespan_s;
+  if (stopped)
+    *stopped = x.stopped;
   return st;
 }
 
@@ -309,22 +472,19 @@ enum { BD_COMPUTE, BD_HBM, BD_DISPATCH, BD_SYNC, BD_LINK, BD_STALL, BD_N };
  * (and stall, for its backpressure stall), a wait in an await on the
  * dispatch's "rows" dispatch, on an all-to-all combine's "link" link, in
  * another await sync. */
-static xs_status eval_burstgap(planner *pl, const xs_program *p,
-                               const xs_profile *prof, double stop_s,
-                               xs_result **spare, double *t,
-                               xs_moe_breakdown *bd, xs_error *err) {
+static xs_status eval_burstgap(planner *pl, const xs_program *p, const evaluated *e,
+                               double stop_s, double *t, xs_moe_breakdown *bd,
+                               xs_error *err) {
   xs__seg_sums S = {NULL, NULL, {{0}}, {{0}}, BD_N, NULL};
-  xs__eval_extra x = {bd ? &S : NULL, stop_s, 0};
   if (bd) {
     size_t nw = p->nworkers, ncode = p->nchan_names + 1, nk = p->ncounters;
     if (xs__grow(&pl->sums, &pl->sums_cap, nw * BD_N, sizeof *pl->sums) ||
         xs__grow(&pl->marks, &pl->marks_cap, ncode + nk, 1))
       return xs__fail(err, XS_NOMEM, "out of memory");
     memset(pl->sums, 0, nw * BD_N * sizeof *pl->sums);
-    int hbm = xs_profile_find_channel(prof, "hbm") >= 0;
     pl->marks[0] = 0; /* the default channel */
     for (size_t k = 0; k + 1 < ncode; k++)
-      pl->marks[k + 1] = hbm && strcmp(p->chan_names[k], "hbm") == 0;
+      pl->marks[k + 1] = pl->hbm && strcmp(p->chan_names[k], "hbm") == 0;
     /* the dispatch's rows (and an all-to-all dispatch's "rows.a2a"), an
      * all-to-all combine's "link.a2a", the rest sync */
     for (size_t c = 0; c < nk; c++)
@@ -345,16 +505,12 @@ static xs_status eval_burstgap(planner *pl, const xs_program *p,
     memset(S.also, -1, sizeof S.also);
     S.also[XS_SEG_STALL][0] = BD_STALL;
   }
-  xs_eval_options o = {0, 1, *spare, NULL};
-  *spare = NULL;
-  xs_status st = xs__evaluate_ex(p, prof, XS_MODEL_BURSTGAP, &o, &x, spare,
-                                 err);
-  if (st)
+  int stopped = 0;
+  xs_status st = eval_model(pl, p, e, XS_MODEL_BURSTGAP, bd ? &S : NULL, stop_s, t,
+                            &stopped, err);
+  if (st || !bd || stopped)
     return st;
-  const xs_result *r = *spare;
-  *t = x.stopped ? INFINITY : r->makespan_s;
-  if (!bd || x.stopped)
-    return XS_OK;
+  const xs_result *r = pl->spare;
   /* the math class that finishes last (dispatch and sync are helpers) */
   size_t last = 0;
   double fin = -1;
@@ -388,57 +544,90 @@ static xs_status eval_burstgap(planner *pl, const xs_program *p,
   return XS_OK;
 }
 
+/* The memo entry of kernel with knobs in, a new one (times unknown) when
+ * there is none; NULL when out of memory. */
+static evaluated *memo_entry(planner *pl, int kernel, const xs_moe_pattern *in) {
+  for (size_t i = 0; i < pl->nmemo; i++)
+    if (pl->memo[i]->kernel == kernel && memcmp(&pl->memo[i]->in, in, sizeof *in) == 0)
+      return pl->memo[i];
+  evaluated *m = calloc(1, sizeof *m);
+  if (!m || xs__grow(&pl->memo, &pl->memo_cap, pl->nmemo + 1, sizeof *pl->memo)) {
+    free(m);
+    return NULL;
+  }
+  pl->memo[pl->nmemo++] = m;
+  m->kernel = kernel;
+  m->in = m->used = *in;
+  for (int k = 0; k < XS_MODEL_COUNT; k++)
+    m->time_s[k] = NAN;
+  return m;
+}
+
+/* The program of memo entry m: its kept one, or built (and kept while
+ * the kept programs stay under KEEP_OPS; else *tmp holds it, to free). A
+ * build writes the knobs it used back and what it counted (m->built). */
+static xs_status program(planner *pl, evaluated *m, xs_program **p, xs_program **tmp,
+                         xs_error *err) {
+  *tmp = NULL;
+  if (m->prog) {
+    *p = m->prog;
+    return XS_OK;
+  }
+  xs_moe_pattern used = m->in;
+  xs_program *q = NULL;
+  xs_status st = run_kernel(pl, m->kernel, &used, 0, &q, &m->built, err);
+  if (!st)
+    st = bind(pl, m, q, err);
+  if (st) {
+    xs_program_free(q);
+    return st;
+  }
+  m->used = used;
+  double ops = program_ops(q);
+  drop_program(pl, m);
+  if (pl->kept_ops + ops <= KEEP_OPS) {
+    m->prog = q;
+    pl->kept_ops += ops;
+  } else {
+    *tmp = q;
+  }
+  *p = q;
+  return XS_OK;
+}
+
 /* Schedule s with knobs kn (the knobs used written back) under burstgap,
- * from the plan's memo when its program was evaluated before (*out then
- * NULL), else built (kept in *out when out is not NULL) and evaluated,
- * stopping once its time is sure to pass stop_s; with want_bd, with its
- * breakdown. *e: its memo entry. */
-static xs_status evaluate_rule(planner *pl, const xs_profile *prof,
-                               xs_moe_schedule s, xs_moe_pattern *kn,
-                               double stop_s, int want_bd, xs_result **spare,
-                               evaluated **e, xs_program **out,
-                               xs_error *err) {
-  if (out)
-    *out = NULL;
+ * from the plan's memo when its program was evaluated before, else built
+ * and evaluated, stopping once its time is sure to pass stop_s; with
+ * want_bd, with its breakdown. *e: its memo entry. */
+static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *kn,
+                               double stop_s, int want_bd, evaluated **e,
+                               xs_program **keep, xs_error *err) {
+  if (keep)
+    *keep = NULL;
   int dflt = default_knobs(s, kn);
   xs_moe_pattern in = *kn;
   int kernel = kernel_of(s, &in);
   if (kernel < 0)
     return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
-  evaluated *m = NULL;
-  int fresh = 0;
-  for (size_t i = 0; i < pl->nmemo && !m; i++)
-    if (pl->memo[i].kernel == kernel &&
-        memcmp(&pl->memo[i].in, &in, sizeof in) == 0)
-      m = &pl->memo[i];
-  int known = m && ((!isnan(m->time_s[0]) && (m->have_bd || !want_bd)) ||
-                    (isnan(m->time_s[0]) && m->above >= stop_s));
+  evaluated *m = memo_entry(pl, kernel, &in);
+  if (!m)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  int known = (!isnan(m->time_s[0]) && (m->have_bd || !want_bd)) ||
+              (isnan(m->time_s[0]) && m->above >= stop_s);
   if (!known) {
-    if (!m) {
-      if (pl->nmemo == MAX_EVALUATED)
-        return xs__fail(err, XS_INTERNAL, "more than %d programs in a plan",
-                        MAX_EVALUATED);
-      m = &pl->memo[pl->nmemo++];
-      fresh = 1;
-      m->kernel = kernel;
-      m->in = in;
-      for (int k = 0; k < XS_MODEL_COUNT; k++)
-        m->time_s[k] = NAN;
-      m->have_bd = 0;
-    }
-    xs_program *p = NULL;
+    xs_program *p, *tmp;
     xs_moe_breakdown b;
     double t = NAN;
-    m->used = in;
-    xs_status st = run_kernel(pl, kernel, &m->used, out != NULL, &p, &b, err);
+    xs_status st = program(pl, m, &p, &tmp, err);
+    b = m->built;
     if (!st)
-      st = eval_burstgap(pl, p, prof, stop_s, spare, &t, want_bd ? &b : NULL,
-                         err);
-    if (st) {
-      pl->nmemo -= fresh; /* nothing of it to keep */
-      xs_program_free(p);
+      st = eval_burstgap(pl, p, m, stop_s, &t, want_bd ? &b : NULL, err);
+    if (!st && keep && t < INFINITY)
+      *keep = tmp; /* a program past the memo's room, for the caller */
+    else
+      xs_program_free(tmp);
+    if (st)
       return st;
-    }
     if (t < INFINITY) {
       m->time_s[0] = t;
       m->bd = b;
@@ -446,10 +635,6 @@ static xs_status evaluate_rule(planner *pl, const xs_profile *prof,
     } else {
       m->above = stop_s;
     }
-    if (out)
-      *out = p;
-    else
-      xs_program_free(p);
   }
   *kn = m->used;
   if (dflt) {
@@ -460,19 +645,17 @@ static xs_status evaluate_rule(planner *pl, const xs_profile *prof,
   return XS_OK;
 }
 
-/* Search one schedule's rules under burstgap: the best program (kept when
- * keep is not NULL and it was built for this search: NULL when it came
- * from the memo), its memo entry, time, knobs and breakdown. A rule's
- * evaluation stops once its makespan is sure to pass the best so far: it
- * could not be chosen, and nothing else of it is reported. */
-static xs_status search(planner *pl, const xs_profile *prof,
-                        xs_moe_schedule s, double *time_s,
+/* Search one schedule's rules under burstgap: its best memo entry, time,
+ * knobs and breakdown. A rule's evaluation stops once its makespan is
+ * sure to pass the best so far: it could not be chosen, and nothing else
+ * of it is reported. */
+static xs_status search(planner *pl, xs_moe_schedule s, double *time_s,
                         xs_moe_pattern *knobs, xs_moe_breakdown *bd,
-                        xs_program **keep, evaluated **entry,
-                        xs_result **spare, unsigned *count, xs_error *err) {
+                        evaluated **entry, xs_program **best_prog, unsigned *count,
+                        xs_error *err) {
   double best_t = INFINITY;
-  xs_program *best = NULL;
   evaluated *best_e = NULL;
+  xs_program *best_p = NULL; /* the best's, when the memo has no room */
   xs_status st = XS_OK;
   for (unsigned r = 0;; r++) {
     xs_moe_pattern kn;
@@ -485,10 +668,10 @@ static xs_status search(planner *pl, const xs_profile *prof,
       break;
     if (!have)
       continue;
-    xs_program *p = NULL;
     evaluated *e;
-    if ((st = evaluate_rule(pl, prof, s, &kn, best_t, bd != NULL, spare, &e,
-                            keep ? &p : NULL, err)))
+    xs_program *p = NULL;
+    if ((st = evaluate_rule(pl, s, &kn, best_t, bd != NULL, &e, best_prog ? &p : NULL,
+                            err)))
       break;
     if (count)
       (*count)++;
@@ -498,8 +681,8 @@ static xs_status search(planner *pl, const xs_profile *prof,
       best_e = e;
       if (knobs)
         *knobs = kn;
-      xs_program_free(best);
-      best = p;
+      xs_program_free(best_p);
+      best_p = p;
     } else {
       xs_program_free(p);
     }
@@ -510,12 +693,28 @@ static xs_status search(planner *pl, const xs_profile *prof,
       *bd = best_e->bd;
     if (entry)
       *entry = best_e;
-    if (keep) {
-      *keep = best;
-      best = NULL;
+    if (best_prog) {
+      *best_prog = best_p;
+      best_p = NULL;
     }
   }
-  xs_program_free(best);
+  xs_program_free(best_p);
+  return st;
+}
+
+/* The time of model m for memo entry e (evaluated once); have: its
+ * program when the memo keeps none, or NULL */
+static xs_status model_time(planner *pl, evaluated *e, xs_program *have, xs_model m,
+                            xs_error *err) {
+  if (!isnan(e->time_s[m]))
+    return XS_OK;
+  xs_program *p = have, *tmp = NULL;
+  xs_status st = have || e->prog ? XS_OK : program(pl, e, &p, &tmp, err);
+  if (!have && e->prog)
+    p = e->prog;
+  if (!st)
+    st = eval_model(pl, p, e, m, NULL, INFINITY, &e->time_s[m], NULL, err);
+  xs_program_free(tmp);
   return st;
 }
 
@@ -546,8 +745,8 @@ static void fill_work(const planner *pl, xs_moe_workload *w) {
              2 * (double)wl->nshared * wl->T * 3 * wl->H * wl->I;
   w->weights_B = 3 * wl->H * wl->I * pl->c.weight_bytes *
                  (wl->touched + (double)wl->nshared);
-  w->mma_flops_per_s = pl->g.F_sm * pl->g.S;
-  w->l2_Bps = pl->g.l2_sm_Bps * pl->g.S;
+  w->mma_flops_per_s = pl->in.g.F_sm * pl->in.g.S;
+  w->l2_Bps = pl->in.g.l2_sm_Bps * pl->in.g.S;
   w->offrank = wl->offrank;
   w->dispatch_B = wl->pairs * wl->H * pl->c.act_bytes * wl->offrank;
   w->combine_B = wl->pairs * wl->H * pl->c.combine_bytes * wl->offrank;
@@ -556,19 +755,67 @@ static void fill_work(const planner *pl, xs_moe_workload *w) {
   w->mean_pairs = wl->mean_pairs;
 }
 
-xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
-                         unsigned schedules, xs_moe_option *out, size_t *n,
-                         xs_moe_workload *work, xs_error *err) {
-  *n = 0;
-  planner pl;
-  xs_status st = planner_init(&pl, c, prof, NULL, err);
+/* ---- the planner as a session (internal.h): one config, one profile at
+ * a time, its programs and times kept between calls ---- */
+
+xs_status xs__moe_planner_new(const xs_moe_config *c, const xs_profile *prof,
+                              xs__moe_planner **out, xs_error *err) {
+  *out = NULL;
+  planner *pl = malloc(sizeof *pl);
+  if (!pl)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  xs_status st = planner_init(pl, c, prof, NULL, err);
   if (st) {
-    planner_free(&pl);
+    planner_free(pl);
+    free(pl);
     return st;
   }
+  *out = pl;
+  return XS_OK;
+}
+
+void xs__moe_planner_free(xs__moe_planner *pl) {
+  if (!pl)
+    return;
+  planner_free(pl);
+  free(pl);
+}
+
+xs_status xs__moe_planner_on(xs__moe_planner *pl, const xs_profile *prof,
+                             xs_error *err) {
+  /* under the reference, nothing of one profile's plan into another's */
+  if (xs__reference())
+    forget(pl);
+  return planner_rebase(pl, prof, err);
+}
+
+xs_status xs__moe_planner_options(xs__moe_planner *pl, unsigned schedules,
+                                  xs_moe_option *out, size_t *n, xs_moe_workload *work,
+                                  xs_error *err) {
+  return xs__moe_planner_near(pl, schedules, INFINITY, -1, 0, out, n, work, err);
+}
+
+xs_status xs__moe_planner_near(xs__moe_planner *pl, unsigned schedules, double tol,
+                               int must_s, unsigned must_rule, xs_moe_option *out,
+                               size_t *n, xs_moe_workload *work, xs_error *err) {
+  *n = 0;
   if (work)
-    fill_work(&pl, work);
-  xs_result *r = NULL;
+    fill_work(pl, work);
+  xs_status st = XS_OK;
+  /* the option that must be exact first: its time bounds the others' */
+  double best = INFINITY;
+  evaluated *e;
+  if (must_s >= 0 && (!schedules || (schedules & (1u << must_s)))) {
+    xs_moe_pattern mk;
+    int have = rule_knobs(pl, (xs_moe_schedule)must_s, must_rule, &mk, err);
+    if (have == -2)
+      return err->status;
+    if (have > 0 &&
+        (st = evaluate_rule(pl, (xs_moe_schedule)must_s, &mk, INFINITY, 0, &e, NULL, err)))
+      return st;
+    if (have > 0)
+      best = e->time_s[0];
+  }
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
     if (schedules && !(schedules & (1u << s)))
       continue;
@@ -577,7 +824,7 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
     int have0 = 0;
     for (unsigned k = 0; !st && *n < XS_MOE_MAX_OPTIONS; k++) {
       xs_moe_pattern kn;
-      int have = rule_knobs(&pl, (xs_moe_schedule)s, k, &kn, err);
+      int have = rule_knobs(pl, (xs_moe_schedule)s, k, &kn, err);
       if (have == -2) {
         st = err->status;
         break;
@@ -589,11 +836,14 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
       xs_moe_option *o = &out[*n];
       o->schedule = (xs_moe_schedule)s;
       o->rule = k;
-      evaluated *e;
-      if ((st = evaluate_rule(&pl, prof, (xs_moe_schedule)s, &kn, INFINITY,
-                              0, &r, &e, NULL, err)))
+      /* past the tolerance of the fastest so far it cannot be near the
+       * fastest: its evaluation stops there, its time INFINITY */
+      double stop = s == must_s && k == must_rule ? INFINITY : best * (1 + tol);
+      if ((st = evaluate_rule(pl, (xs_moe_schedule)s, &kn, stop, 0, &e, NULL, err)))
         break;
-      o->time_s = e->time_s[0];
+      o->time_s = isnan(e->time_s[0]) ? INFINITY : e->time_s[0];
+      if (o->time_s < best)
+        best = o->time_s;
       o->knobs = kn;
       if (!have0) {
         dflt = kn;
@@ -612,26 +862,42 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
         (*n)++;
     }
   }
-  xs_result_free(r);
-  planner_free(&pl);
   if (st)
     *n = 0;
+  return st;
+}
+
+xs_status xs__moe_planner_time(xs__moe_planner *pl, xs_moe_schedule s,
+                               const xs_moe_pattern *knobs, double *time_s,
+                               xs_error *err) {
+  xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
+  evaluated *e;
+  xs_status st = evaluate_rule(pl, s, &kn, INFINITY, 0, &e, NULL, err);
+  if (!st)
+    *time_s = e->time_s[0];
+  return st;
+}
+
+xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
+                         unsigned schedules, xs_moe_option *out, size_t *n,
+                         xs_moe_workload *work, xs_error *err) {
+  *n = 0;
+  planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
+  if (!st)
+    st = xs__moe_planner_options(pl, schedules, out, n, work, err);
+  xs__moe_planner_free(pl);
   return st;
 }
 
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err) {
-  planner pl;
-  xs_status st = planner_init(&pl, c, prof, NULL, err);
-  xs_program *p = NULL;
-  xs_result *r = NULL;
-  xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
-  if (!st && !(st = build(&pl, s, &kn, 0, &p, NULL, err)))
-    st = eval_model(p, prof, XS_MODEL_BURSTGAP, &r, time_s, err);
-  xs_result_free(r);
-  xs_program_free(p);
-  planner_free(&pl);
+  planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
+  if (!st)
+    st = xs__moe_planner_time(pl, s, knobs, time_s, err);
+  xs__moe_planner_free(pl);
   return st;
 }
 
@@ -641,29 +907,23 @@ xs_status xs_moe_evaluate(const xs_moe_config *c, const xs_profile *prof,
                           xs_moe_breakdown *bd, xs_error *err) {
   if ((unsigned)s >= XS_MOE_SCHEDULES)
     return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
-  planner pl;
-  xs_status st = planner_init(&pl, c, prof, NULL, err);
-  xs_program *p = NULL;
-  xs_result *r = NULL;
+  planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
   xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
-  xs_moe_breakdown b = {0};
+  evaluated *e = NULL;
+  xs_program *p = NULL;
   if (!st)
-    st = build(&pl, s, &kn, 0, &p, &b, err);
-  for (int m = 0; m < XS_MODEL_COUNT && !st; m++) {
-    double t = NAN;
-    st = m == XS_MODEL_BURSTGAP
-             ? eval_burstgap(&pl, p, prof, INFINITY, &r, &t, &b, err)
-             : eval_model(p, prof, (xs_model)m, &r, &t, err);
-    if (time_s)
-      time_s[m] = t;
-  }
+    st = evaluate_rule(pl, s, &kn, INFINITY, 1, &e, &p, err);
+  for (int m = 1; m < XS_MODEL_COUNT && !st; m++)
+    st = model_time(pl, e, p, (xs_model)m, err);
+  xs_program_free(p);
+  if (!st && time_s)
+    memcpy(time_s, e->time_s, sizeof e->time_s);
   if (!st && bd)
-    *bd = b;
+    *bd = e->bd;
   if (!st && knobs)
     *knobs = kn;
-  xs_result_free(r);
-  xs_program_free(p);
-  planner_free(&pl);
+  xs__moe_planner_free(pl);
   return st;
 }
 
@@ -673,16 +933,14 @@ xs_status xs_moe_predict(const xs_moe_config *c, const xs_profile *prof,
                          xs_error *err) {
   if ((unsigned)s >= XS_MOE_SCHEDULES)
     return xs__fail(err, XS_INVALID, "unknown schedule %d", (int)s);
-  planner pl;
-  xs_status st = planner_init(&pl, c, prof, NULL, err);
-  xs_result *r = NULL;
+  planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
   double t = NAN;
   if (!st)
-    st = search(&pl, prof, s, &t, knobs, bd, NULL, NULL, &r, NULL, err);
+    st = search(pl, s, &t, knobs, bd, NULL, NULL, NULL, err);
   if (!st && time_s)
     *time_s = t;
-  xs_result_free(r);
-  planner_free(&pl);
+  xs__moe_planner_free(pl);
   return st;
 }
 
@@ -702,6 +960,11 @@ static xs_status program_of(const xs_moe_config *c, const xs_profile *prof,
   xs_moe_pattern kn = pat ? *pat : (xs_moe_pattern){0};
   if (!st)
     st = build(&pl, sched, &kn, 1, out, NULL, err);
+  /* a program a user gets is checked, as every program is */
+  if (!st && (st = xs_program_finish(*out, err))) {
+    xs_program_free(*out);
+    *out = NULL;
+  }
   planner_free(&pl);
   return st;
 }
@@ -720,34 +983,20 @@ xs_status xs__moe_audit_program(const xs_moe_config *c, const xs_profile *prof,
   return program_of(c, prof, sched, pat, audit, out, err);
 }
 
-xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
-                      xs_moe_result *out, xs_error *err) {
+xs_status xs__moe_planner_plan(xs__moe_planner *pl, xs_moe_result *out, xs_error *err) {
   memset(out, 0, sizeof *out);
-  planner pl;
-  xs_status st = planner_init(&pl, c, prof, NULL, err);
-  if (st) {
-    planner_free(&pl);
-    return st;
-  }
-  fill_work(&pl, &out->work);
-  xs_result *r = NULL;
+  fill_work(pl, &out->work);
+  xs_status st = XS_OK;
   double best = INFINITY, best_il = INFINITY, best_pl = INFINITY;
   for (int s = 0; s < XS_MOE_SCHEDULES && !st; s++) {
-    xs_program *p = NULL;
     evaluated *e = NULL;
-    st = search(&pl, prof, (xs_moe_schedule)s, &out->time_s[s][0],
-                &out->knobs[s], &out->breakdown[s], &p, &e, &r,
-                &out->searched, err);
+    xs_program *p = NULL;
+    st = search(pl, (xs_moe_schedule)s, &out->time_s[s][0], &out->knobs[s],
+                &out->breakdown[s], &e, &p, &out->searched, err);
     /* the other models, unless another schedule's search chose the same
-     * program (built again when it came from the memo) */
+     * program */
     for (int m = 1; m < XS_MODEL_COUNT && !st && e; m++) {
-      if (isnan(e->time_s[m])) {
-        xs_moe_pattern in = e->in;
-        if (!p)
-          st = run_kernel(&pl, e->kernel, &in, 1, &p, NULL, err);
-        if (!st)
-          st = eval_model(p, prof, (xs_model)m, &r, &e->time_s[m], err);
-      }
+      st = model_time(pl, e, p, (xs_model)m, err);
       out->time_s[s][m] = e->time_s[m];
     }
     xs_program_free(p);
@@ -769,7 +1018,16 @@ xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
     out->stall_s = b->stall_s;
     out->xstage_tail_s = b->xstage_tail_s;
   }
-  xs_result_free(r);
-  planner_free(&pl);
+  return st;
+}
+
+xs_status xs_moe_plan(const xs_moe_config *c, const xs_profile *prof,
+                      xs_moe_result *out, xs_error *err) {
+  memset(out, 0, sizeof *out);
+  planner *pl;
+  xs_status st = xs__moe_planner_new(c, prof, &pl, err);
+  if (!st)
+    st = xs__moe_planner_plan(pl, out, err);
+  xs__moe_planner_free(pl);
   return st;
 }

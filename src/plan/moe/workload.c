@@ -205,9 +205,10 @@ done:
 static double expected_max_normal(double n) {
   if (n <= 1)
     return 0;
-  /* 16,000 erfc and pow calls, for one of a few rank counts: the last
-   * ones this thread asked for are kept (a fit or a tuner builds the
-   * same workloads thousands of times) */
+  /* 16,000 erfc and pow calls (about 10^7 instructions), for one of a
+   * few rank counts: the last ones this thread asked for are kept (a
+   * table, a sensitivity run, a fit or a tuner builds the same workloads
+   * thousands of times) */
   enum { MEMO = 8 };
   static _Thread_local double memo_n[MEMO], memo_v[MEMO];
   static _Thread_local unsigned memo_next;
@@ -278,16 +279,27 @@ static double binomial_quantile(double n, double p, double q) {
   if (p >= 1)
     return n;
   if (mean > 200) {
-    /* inverse normal by bisection on erfc */
-    double lo = -10, hi = 10;
-    for (int i = 0; i < 80; i++) {
-      double mid = 0.5 * (lo + hi);
-      if (0.5 * erfc(-mid / sqrt(2)) < q)
-        lo = mid;
-      else
-        hi = mid;
+    /* inverse normal by bisection on erfc; plan after plan asks for the
+     * same quantiles: each thread keeps those it found (by q) */
+    static _Thread_local struct {
+      double q, z;
+    } seen[256];
+    uint64_t bits;
+    memcpy(&bits, &q, sizeof bits);
+    size_t h = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 56);
+    if (!(seen[h].q == q && q > 0)) {
+      double lo = -10, hi = 10;
+      for (int i = 0; i < 80; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(-mid / sqrt(2)) < q)
+          lo = mid;
+        else
+          hi = mid;
+      }
+      seen[h].z = 0.5 * (lo + hi);
+      seen[h].q = q;
     }
-    double x = floor(mean + 0.5 * (lo + hi) * sqrt(mean * (1 - p)) + 0.5);
+    double x = floor(mean + seen[h].z * sqrt(mean * (1 - p)) + 0.5);
     return fmin(n, fmax(0, x));
   }
   double cdf = 0, lp = log(p), lq = log1p(-p);
