@@ -450,9 +450,10 @@ const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
   case XS_MOE_FUSED_DYNAMIC:
     snprintf(buf + at, n - at, ", warm-up %u", k->warmup);
     break;
+  case XS_MOE_L1_THEN_L2:
   case XS_MOE_INTERLEAVED:
   case XS_MOE_FUSED_LAG:
-    if (k->lag >= 0xffffff)
+    if (k->lag >= XS_MOE_LAG_ALL)
       snprintf(buf + at, n - at, ", all L1 first");
     else
       snprintf(buf + at, n - at, ", lag %u, group %u", k->lag, k->group);
@@ -461,6 +462,76 @@ const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
     break;
   }
   return buf;
+}
+
+void cli_wrap(const char *text, size_t indent, size_t col) {
+  const size_t width = 96;
+  const char *p = text;
+  while (*p) {
+    size_t room = width > col ? width - col : 20, n = strlen(p);
+    if (n > room) {
+      /* break at the last space that fits, else the first after it */
+      size_t b = room;
+      while (b > 0 && p[b] != ' ')
+        b--;
+      if (!b)
+        while (p[b] && p[b] != ' ')
+          b++;
+      n = b;
+    }
+    printf("%.*s\n", (int)n, p);
+    p += n;
+    while (*p == ' ')
+      p++;
+    if (*p)
+      printf("%*s", (int)indent, "");
+    col = indent;
+  }
+}
+
+int cli_moe_call(const xs_moe_config *c, const xs_profile *prof, xs_moe_schedule s,
+                 const xs_moe_pattern *k, xs_moe_call *out) {
+  xs_error err;
+  return xs_moe_call_of(c, prof, s, k, out, &err) ? -1 : 0;
+}
+
+const char *cli_moe_call_label(const xs_moe_call *k, char *buf, size_t n) {
+  snprintf(buf, n, "%s%s", k->proposal ? "proposal on " : "", k->label ? k->label : "");
+  return buf;
+}
+
+void cli_moe_call_print(const xs_moe_call *k, size_t indent) {
+  char line[640];
+  printf("%*s", (int)indent, "");
+  snprintf(line, sizeof line, "%s%s: %s", k->proposal ? "a proposal on " : "",
+           k->version, k->kernel);
+  cli_wrap(line, indent + 2, indent);
+  for (size_t i = 0; i < k->nsteps; i++) {
+    printf("%*s", (int)indent + 2, "");
+    cli_wrap(xs_moe_call_step_text(&k->steps[i], line, sizeof line), indent + 6,
+             indent + 2);
+  }
+  char kb[64] = "";
+  if (k->picks_mask & XS_MOE_KNOB_BLOCK_M)
+    snprintf(kb, sizeof kb, "BLOCK_M %u, BLOCK_N %u; ", k->picks.block_m,
+             k->picks.block_n);
+  printf("%*s", (int)indent, "");
+  snprintf(line, sizeof line, "the kernel picks: %s%s", kb, k->order);
+  cli_wrap(line, indent + 2, indent);
+  if (k->proposal) {
+    printf("%*s", (int)indent, "");
+    snprintf(line, sizeof line, "the change it needs: %s", k->change);
+    cli_wrap(line, indent + 2, indent);
+  }
+  printf("%*s", (int)indent, "");
+  if (k->arm[0])
+    snprintf(line, sizeof line, "read from %s; to check it against a measurement, "
+                                "a validate row with arm %s%s%s%s (docs/validate.md)",
+             k->source, k->arm, k->knobs[0] ? " and knobs \"" : "", k->knobs,
+             k->knobs[0] ? "\"" : "");
+  else
+    snprintf(line, sizeof line, "read from %s", k->source);
+  cli_wrap(line, indent + 2, indent);
 }
 
 /* a sweep's grid file (NULL: the default grid), its configs into *configs

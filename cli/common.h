@@ -91,7 +91,21 @@ int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
  * what was wrong */
 int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
                       const char *dflt, const char **out);
-void cli_moe_pick_print(const xs_moe_pick *p, double tol);
+/* text wrapped at 96 columns, every line after indent (the first line's
+ * starting at column col, the lines after at indent) */
+void cli_wrap(const char *text, size_t indent, size_t col);
+/* The call of a MegaMoE option (xs_moe_call_of; 0, or -1 with nothing
+ * filled), its label with "proposal on" before it when it is one, and the
+ * whole call: its Python lines, what the kernel picks, the change a
+ * proposal needs, the sources and the validate row, each line at indent */
+int cli_moe_call(const xs_moe_config *c, const xs_profile *prof, xs_moe_schedule s,
+                 const xs_moe_pattern *k, xs_moe_call *out);
+const char *cli_moe_call_label(const xs_moe_call *k, char *buf, size_t n);
+/* "fused-lag default (128x256, lag 14, group 4)" */
+const char *cli_moe_option_words(const xs_moe_option *o, char *buf, size_t n);
+void cli_moe_call_print(const xs_moe_call *k, size_t indent);
+void cli_moe_pick_print(const xs_moe_config *cfg, const xs_profile *prof,
+                        const xs_moe_pick *p, double tol);
 /* How sure the recommendation is: the runner-up's margin, the finer grid. */
 void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
                              double tol);

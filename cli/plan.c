@@ -355,20 +355,102 @@ int cmd_plan(int argc, char **argv) {
              cli_moe_knobs((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb),
              bd->bound, t[0], t[1], t[2], t[3], t[4], t[5]);
     }
+    /* what each row runs: the call, or the proposal and its kernel */
+    printf("\n  the kernels (docs/plan-megamoe.md \"The calls\"; the recommended "
+           "option's call in full below):\n");
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
+      xs_moe_call call;
+      char line[512];
+      printf("    %-18s ", xs_moe_schedule_name((xs_moe_schedule)k));
+      if (cli_moe_call(&cfg, prof, (xs_moe_schedule)k, &r.knobs[k], &call)) {
+        printf("-\n");
+        continue;
+      }
+      if (call.proposal)
+        snprintf(line, sizeof line, "a proposal on %s: %s", call.label, call.change);
+      else
+        snprintf(line, sizeof line, "%s; %s", call.label, call.order);
+      cli_wrap(line, 23, 23);
+    }
     printf("\n  fastest fused schedule: %s, %.3fx over sequential\n",
            xs_moe_schedule_name(r.best_fused),
            r.time_s[0][0] / r.time_s[r.best_fused][0]);
-    printf("  searched orders over all L1 first, on the same kernel: %.3fx under "
-           "burstgap, %.3fx as blocking predicts it (%u programs evaluated)\n",
+    printf("  searched orders over all L1 first (l1-then-l2), on the same kernel: "
+           "%.3fx under\n  burstgap, %.3fx as blocking predicts it (%u programs "
+           "evaluated)\n",
            r.time_s[1][0] / r.time_s[2][0], r.time_s[1][1] / r.time_s[2][1], r.searched);
+    /* the X-stage tail of each row, part of its link column */
+    char tails[256] = "";
+    size_t at = 0;
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
+      if (!(r.breakdown[k].xstage_tail_s > 0))
+        continue;
+      int wr = snprintf(tails + at, sizeof tails - at, "%s%s %s", at ? ", " : "",
+                        xs_moe_schedule_name((xs_moe_schedule)k),
+                        xs_format_time(r.breakdown[k].xstage_tail_s, b, sizeof b));
+      if (wr > 0 && (size_t)wr < sizeof tails - at)
+        at += (size_t)wr;
+    }
     printf("  (where the time goes, on the SMs that finish last: compute: GEMM tiles;\n"
            "  hbm: waiting for HBM; fixed: launches, grid syncs, routing, host round\n"
            "  trips; dispatch: waiting for tokens; sync: waiting for other SMs (tile\n"
            "  dependencies, ring slots, barriers); link: issuing and stalling on the\n"
-           "  link and the X-stage tail, %s for searched)\n",
-           xs_format_time(r.breakdown[2].xstage_tail_s, b, sizeof b));
+           "  link, flags to other ranks, and the X-stage tail, the link's delivery\n"
+           "  after the last SM is done: ");
+    if (at)
+      cli_wrap(tails, 2, 31);
+    else
+      printf("0 ns in every row)\n");
+    if (at)
+      printf("  )\n");
+    /* serial below burstgap: a pipeline of kernels, which serial does not add
+     * up (docs/plan-megamoe.md "Output") */
+    char below[256] = "";
+    at = 0;
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+      if (r.time_s[k][XS_MODEL_SERIAL] < r.time_s[k][XS_MODEL_BURSTGAP]) {
+        int wr = snprintf(below + at, sizeof below - at, "%s%s", at ? ", " : "",
+                          xs_moe_schedule_name((xs_moe_schedule)k));
+        if (wr > 0 && (size_t)wr < sizeof below - at)
+          at += (size_t)wr;
+      }
+    if (at) {
+      char note[768];
+      snprintf(note, sizeof note,
+               "serial is below burstgap for %s: serial adds the link's transfer "
+               "time to the busiest worker's own compute, but here the dispatch "
+               "and combine kernels (and the host's wait for the counts) are "
+               "workers of their own that every SM waits for, one kernel after "
+               "another; serial does not add them up, burstgap and blocking do. "
+               "Serial is a bound for a kernel whose own SMs send, not for a "
+               "pipeline of kernels.",
+               below);
+      printf("  ");
+      cli_wrap(note, 2, 2);
+    }
     printf("\n");
-    cli_moe_pick_print(&pick, tol);
+    cli_moe_pick_print(&cfg, prof, &pick, tol);
+    xs_moe_call chosen;
+    if (!cli_moe_call(&cfg, prof, pick.chosen.schedule, &pick.chosen.knobs, &chosen) &&
+        chosen.proposal) {
+      xs_moe_option ship;
+      if (xs_moe_fastest_shipping(&cfg, prof, schedules, &ship, &err)) {
+        rc = cli_error("plan", &err);
+        goto done;
+      }
+      xs_moe_call sc;
+      char words[128], lb[64];
+      if (isnan(ship.time_s) || cli_moe_call(&cfg, prof, ship.schedule, &ship.knobs, &sc))
+        printf("    the recommended option is a proposal, and no option here runs on "
+               "an existing kernel as given\n");
+      else
+        printf("    the recommended option is a proposal; the fastest an existing "
+               "kernel runs as given:\n      %s, %s (%+.1f%%), %s\n",
+               cli_moe_option_words(&ship, words, sizeof words),
+               xs_format_time(ship.time_s, b, sizeof b),
+               100 * (ship.time_s / pick.chosen.time_s - 1),
+               cli_moe_call_label(&sc, lb, sizeof lb));
+    }
     xs_moe_certainty cert;
     if (xs_moe_certainty_of(&cfg, prof, &pick, tol, &cert, &err)) {
       rc = cli_error("plan", &err);
@@ -472,45 +554,62 @@ int cmd_sweep(int argc, char **argv) {
       printf("preset,tokens,ep");
       for (int k = 0; k < XS_MOE_SCHEDULES; k++)
         printf(",%s_s", xs_moe_schedule_name((xs_moe_schedule)k));
-      printf(",best_interleaved,best_plain,speedup,blocking_speedup,order_gain,ideal_ratio\n");
+      printf(",best_interleaved,best_plain,speedup,blocking_speedup,order_gain,ideal_ratio,"
+             "best_interleaved_kernel,best_interleaved_proposal,best_plain_kernel,"
+             "best_plain_proposal\n");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
         const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
+        xs_moe_call ci, cp;
+        int hi = !cli_moe_call(&rows[i], prof, r->best_interleaved,
+                               &r->knobs[r->best_interleaved], &ci);
+        int hp = !cli_moe_call(&rows[i], prof, r->best_plain, &r->knobs[r->best_plain], &cp);
         printf("%s,%g,%g", rows[i].name, rows[i].tokens, rows[i].ep);
         for (int k = 0; k < XS_MOE_SCHEDULES; k++)
           printf(",%.9g", r->time_s[k][XS_MODEL_BURSTGAP]);
-        printf(",%s,%s,%.6g,%.6g,%.6g,%.6g\n", xs_moe_schedule_name(r->best_interleaved),
+        printf(",%s,%s,%.6g,%.6g,%.6g,%.6g,%s,%d,%s,%d\n",
+               xs_moe_schedule_name(r->best_interleaved),
                xs_moe_schedule_name(r->best_plain), pl[0] / il[0],
                pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
-               r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
-               il[0] / il[XS_MODEL_IDEAL]);
+               r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0],
+               il[0] / il[XS_MODEL_IDEAL], hi ? ci.label : "", hi && ci.proposal,
+               hp ? cp.label : "", hp && cp.proposal);
       }
     } else {
-      char a[32], b[32], pn[256];
+      char a[32], b[32], pn[256], ka[48], kb[48];
       const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
       printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", pname, n);
-      printf("  %-18s %6s %3s  %-17s %10s  %-17s %10s %7s %8s %7s\n", "preset", "tokens",
-             "ep", "best interleaved", "time", "best other", "time", "gain", "blocking",
-             "order");
+      printf("  %-18s %6s %3s  %-17s %10s %-17s  %-17s %10s %-17s %7s %8s %7s\n",
+             "preset", "tokens", "ep", "best interleaved", "time", "its kernel",
+             "best other", "time", "its kernel", "gain", "blocking", "order");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
         const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
-        printf("  %-18s %6g %3g  %-17s %10s  %-17s %10s %6.3fx %7.3fx %6.3fx\n",
+        xs_moe_call ci, cp;
+        int hi = !cli_moe_call(&rows[i], prof, r->best_interleaved,
+                               &r->knobs[r->best_interleaved], &ci);
+        int hp = !cli_moe_call(&rows[i], prof, r->best_plain, &r->knobs[r->best_plain], &cp);
+        snprintf(ka, sizeof ka, "%s%s", hi ? ci.label : "-", hi && ci.proposal ? "*" : "");
+        snprintf(kb, sizeof kb, "%s%s", hp ? cp.label : "-", hp && cp.proposal ? "*" : "");
+        printf("  %-18s %6g %3g  %-17s %10s %-17s  %-17s %10s %-17s %6.3fx %7.3fx %6.3fx\n",
                rows[i].name, rows[i].tokens, rows[i].ep,
                xs_moe_schedule_name(r->best_interleaved), xs_format_time(il[0], a, sizeof a),
-               xs_moe_schedule_name(r->best_plain), xs_format_time(pl[0], b, sizeof b),
-               pl[0] / il[0], pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
-               r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0]);
+               ka, xs_moe_schedule_name(r->best_plain), xs_format_time(pl[0], b, sizeof b),
+               kb, pl[0] / il[0], pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
+               r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0]);
       }
       printf("\n  best interleaved over best other: geometric mean %.3fx, largest %.3fx\n",
              sum.geomean_speedup, sum.max_speedup);
       printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n",
              sum.geomean_blocking_speedup);
-      printf("  the order alone (baseline over searched, one kernel): geometric mean "
+      printf("  the order alone (l1-then-l2 over searched, one kernel): geometric mean "
              "%.3fx, largest %.3fx\n", sum.geomean_order_gain, sum.max_order_gain);
       printf("  best interleaved / its ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
       printf("  (interleaved: searched, fused-interleaved, fused-lag; other: sequential,\n"
-             "  baseline, fused-split, fused-wave; %s's numbers are leads unless measured)\n",
+             "  l1-then-l2, fused-split, fused-wave; its kernel: what to call, * a proposal:\n"
+             "  an order or a knob no kernel runs as given, or a kernel the GPU cannot run,\n"
+             "  which plan megamoe names with the change it needs; %s's numbers are\n"
+             "  leads unless measured)\n",
              pname);
     }
   }

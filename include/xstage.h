@@ -274,6 +274,13 @@ XS_API double xs_profile_efficiency(const xs_profile *profile);
 XS_API double xs_profile_hbm_Bps(const xs_profile *profile);
 /* 0 when the dtype is not listed. */
 XS_API double xs_profile_flops_per_s(const xs_profile *profile, const char *dtype);
+/* The GPU's architecture as its compute capability times 10 (80: sm80,
+ * Ampere; 90: Hopper; 100, 103: Blackwell), from "compute": {"arch":
+ * "sm90"}; 0 when the profile does not say. The planners name and refuse
+ * kernels by it (docs/formats.md "Profiles"). */
+XS_API unsigned xs_profile_arch(const xs_profile *profile);
+XS_API xs_status xs_profile_set_arch(xs_profile *profile, unsigned arch,
+                                     xs_error *err);
 
 /* Nodes and fabrics (docs/formats.md "Fabrics"). A GPU profile names how
  * many GPUs share one NVLink domain ("node_gpus"; 8 when it does not say),
@@ -618,9 +625,11 @@ typedef enum {
   XS_MOE_SEQUENTIAL = 0,  /* dispatch kernel, GEMM L1, SwiGLU, GEMM L2,
                              combine kernel: an all-to-all library and
                              grouped GEMMs, each its own launch           */
-  XS_MOE_BASELINE = 1,    /* fused, one launch: all L1 tiles, then all L2 */
-  XS_MOE_INTERLEAVED = 2, /* fused, xstage's own: searched L1:L2 wave
-                             patterns and SM splits ("searched")          */
+  XS_MOE_L1_THEN_L2 = 1,  /* "l1-then-l2": the lag kernel (DeepGEMM PR
+                             440) run as one wave: all L1 tiles, then all
+                             L2                                            */
+  XS_MOE_INTERLEAVED = 2, /* "searched": the lag kernel with xstage's own
+                             lags and groups, searched                    */
   XS_MOE_FUSED_SPLIT = 3, /* two launches: L1 with dispatch, L2 with
                              combine, each wave-scheduled                 */
   XS_MOE_FUSED_WAVE = 4,  /* one launch, experts in waves: a wave's L1
@@ -631,15 +640,17 @@ typedef enum {
                              units, issued `group` units at a time         */
   XS_MOE_SCHEDULES = 7
 } xs_moe_schedule;
+/* the name of l1-then-l2 before it had its own ("baseline") */
+#define XS_MOE_BASELINE XS_MOE_L1_THEN_L2
 
-/* "sequential", "baseline", "searched", "fused-split", "fused-wave",
+/* "sequential", "l1-then-l2", "searched", "fused-split", "fused-wave",
  * "fused-interleaved", "fused-lag"; NULL past the last. */
 XS_API const char *xs_moe_schedule_name(xs_moe_schedule schedule);
 /* The schedule of a name (also "interleaved" for searched), or -1. */
 XS_API int xs_moe_schedule_from_name(const char *name);
 /* 1 for the schedules that start L2 tiles while L1 tiles remain (searched,
  * fused-interleaved, fused-lag), 0 for those that finish a phase or a wave's
- * L1 first (sequential, baseline, fused-split, fused-wave). */
+ * L1 first (sequential, l1-then-l2, fused-split, fused-wave). */
 XS_API int xs_moe_schedule_interleaves(xs_moe_schedule schedule);
 
 /* A schedule's knobs; 0 means the kernel's own default for the shape
@@ -652,6 +663,10 @@ typedef struct xs_moe_pattern {
                                 to 8 token blocks of one expert)          */
   unsigned block_m, block_n; /* the tile                                   */
 } xs_moe_pattern;
+/* lag: every L1 unit before any L2 (l1-then-l2's order, the searched
+ * schedule's all-l1-first rule); outputs say "all L1 first", never the
+ * number */
+#define XS_MOE_LAG_ALL 0xffffffu
 
 /* The workload of the rank a plan models: the busiest under uniform
  * routing, whose time the published timings see (max over ranks, or a
@@ -709,7 +724,7 @@ typedef struct xs_moe_result {
 } xs_moe_result;
 
 /* Plan: build every schedule, search each one's knobs for the smallest
- * burstgap makespan (the baseline is among the searched schedule's
+ * burstgap makespan (l1-then-l2 is among the searched schedule's
  * candidates, so searched is never slower than it), evaluate each chosen
  * program under burstgap, blocking and ideal. The profile needs a compute
  * section. */
@@ -740,6 +755,81 @@ XS_API xs_status xs_moe_program(const xs_moe_config *config,
                          const xs_moe_pattern *pattern, xs_program **out,
                          xs_error *err);
 
+/* ---- The call an option is (docs/plan-megamoe.md "The calls") ----
+ * What a user calls to run a schedule with given knobs: the kernel and
+ * the version of it that the model follows, the calls with their
+ * arguments under the kernel's own names and values (tensors left out),
+ * what the kernel then picks for the shape by itself, and the row of
+ * `xstage validate megamoe` that predicts it. An order that no shipping
+ * kernel runs as given (xstage's own lags, a knob the kernel picks by
+ * itself, a kernel the GPU cannot run) is a proposal, with the change it
+ * needs. The strings are static or in the struct. */
+#define XS_MOE_CALL_STEPS 6
+#define XS_MOE_CALL_ARGS 8
+typedef enum {
+  XS_MOE_ARG_INT = 0,  /* a whole number: value[0]                       */
+  XS_MOE_ARG_BOOL = 1, /* value[0]: 0 False, 1 True                      */
+  XS_MOE_ARG_TUPLE = 2 /* count whole numbers: value[0 .. count-1]       */
+} xs_moe_arg_kind;
+typedef struct xs_moe_call_arg {
+  const char *name;    /* as the call spells it: "num_max_tokens_per_rank" */
+  xs_moe_arg_kind kind;
+  long long value[3];
+  unsigned count;
+} xs_moe_call_arg;
+typedef struct xs_moe_call_step {
+  const char *assign;   /* what its result is called ("sym_buffer"), or "" */
+  const char *function; /* "deep_gemm.fp8_mega_moe", "buffer.dispatch"   */
+  const char *tensors;  /* its leading tensor arguments, as names
+                           ("y, l1_weights, l2_weights, sym_buffer")     */
+  const char *does;     /* "L1, SwiGLU, L2 and combine, one launch"      */
+  size_t nargs;
+  xs_moe_call_arg args[XS_MOE_CALL_ARGS];
+} xs_moe_call_step;
+typedef struct xs_moe_call {
+  const char *label;    /* short, for tables: "DeepGEMM PR 440"          */
+  const char *kernel;   /* "DeepGEMM's fused SM90 MegaMoE"               */
+  const char *version;  /* "deepseek-ai/DeepGEMM PR 440"                 */
+  const char *source;   /* the files and commits its model was read from */
+  size_t nsteps;
+  xs_moe_call_step steps[XS_MOE_CALL_STEPS];
+  /* what the kernel picks for the shape by itself (no argument sets it):
+   * the knobs of xs_moe_pattern flagged in picks_mask (XS_MOE_KNOB_...)
+   * and the order, in words ("lag 14 units, group 4", "one wave: every
+   * L1 tile, then every L2") */
+  xs_moe_pattern picks;
+  unsigned picks_mask;
+  char order[96];
+  int proposal;         /* 1: no shipping kernel runs it as given          */
+  char change[320];     /* a proposal's: the change it needs               */
+  /* the row that predicts it: `arm` and `knobs` columns of
+   * xstage validate megamoe (docs/validate.md); arm "" when no row can
+   * (the sequential arm with another all-to-all than DeepEP V2's normal
+   * kernels, which validate's rows run) */
+  char arm[24];
+  char knobs[96];
+} xs_moe_call;
+#define XS_MOE_KNOB_BLOCK_M 1u
+#define XS_MOE_KNOB_BLOCK_N 2u
+#define XS_MOE_KNOB_EXPERTS_PER_WAVE 4u
+#define XS_MOE_KNOB_WARMUP 8u
+#define XS_MOE_KNOB_LAG 16u
+#define XS_MOE_KNOB_GROUP 32u
+/* The call of schedule s with knobs (as a plan or an option reports them:
+ * the values used) for the config on the profile; the GPU's architecture
+ * is the profile's (xs_profile_arch; without one, Hopper when it has the
+ * promotion term). */
+XS_API xs_status xs_moe_call_of(const xs_moe_config *config,
+                                const xs_profile *profile,
+                                xs_moe_schedule schedule,
+                                const xs_moe_pattern *knobs, xs_moe_call *out,
+                                xs_error *err);
+/* One step of a call as Python: "deep_gemm.fp8_mega_moe(y, l1_weights,
+ * l2_weights, sym_buffer, recipe=(128, 128, 128))" into buf (cut to
+ * size); returns buf. */
+XS_API const char *xs_moe_call_step_text(const xs_moe_call_step *step,
+                                         char *buf, size_t size);
+
 /* ---- Knob tables: plans a kernel can follow batch by batch
  * (docs/plan-megamoe.md "Knob tables") ----
  * An option is a schedule with one rule for its knobs: rule 0 is the
@@ -765,6 +855,14 @@ XS_API xs_status xs_moe_options(const xs_moe_config *config,
                          const xs_profile *profile, unsigned schedules,
                          xs_moe_option *out, size_t *n, xs_moe_workload *work,
                          xs_error *err);
+
+/* The fastest option (xs_moe_options, the schedules in the mask; 0: all)
+ * that an existing kernel runs as given: not a proposal; time_s NAN when
+ * none is. */
+XS_API xs_status xs_moe_fastest_shipping(const xs_moe_config *config,
+                                         const xs_profile *profile,
+                                         unsigned schedules, xs_moe_option *out,
+                                         xs_error *err);
 
 /* The stable choice at one token count. Of the options within tolerance
  * of the fastest (time <= best x (1 + tolerance)), keep the previous
@@ -857,10 +955,14 @@ XS_API const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
                                       double tokens);
 /* A C header with the table as constant arrays and a lookup function,
  * for host code with no dependency on xstage; names start with prefix
- * (xs_c_header_prefix). free() the result; NULL for another prefix, a
- * time that is not finite, or when out of memory. */
-XS_API char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
-                          const char *comment);
+ * (xs_c_header_prefix). Each row names the kernel to call and the call
+ * (xs_moe_call_of) for the config the table was planned for on the
+ * profile (both NULL: "" for them). free() the result; NULL for another
+ * prefix, a time that is not finite, or when out of memory. */
+XS_API char *xs_moe_table_header(const xs_moe_table *table,
+                                 const xs_moe_config *config,
+                                 const xs_profile *profile, const char *prefix,
+                                 const char *comment);
 /* A copy of text safe inside a C block comment: a comment's ends ("*" "/"
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
@@ -1728,7 +1830,7 @@ XS_API xs_status xs_fa_sweep_grid(const char *text, size_t length,
  * MegaMoE: the best interleaved schedule over the best of the others
  * (best_plain / best_interleaved, burstgap; mean and largest), the same
  * ratio under blocking, the best interleaved over its ideal, and the
- * order alone (baseline over searched: the same kernel and tiles, mean and
+ * order alone (l1-then-l2 over searched: the same kernel and tiles, mean and
  * largest); geomean_speedup_vs_dedicated is NAN. Attention (the
  * config's layout): piggyback over sequential (mean and largest), the
  * same under blocking, piggyback over its ideal, and piggyback over the

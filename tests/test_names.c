@@ -90,8 +90,8 @@ static void test_header_prefix(void **s) {
   xs_moe_table *t;
   assert_int_equal(xs_moe_plan_table(&c, prof, &o, &t, &e), XS_OK);
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-    assert_null(xs_moe_table_header(t, bad[i].prefix, NULL));
-  char *h = xs_moe_table_header(t, "e_x", NULL);
+    assert_null(xs_moe_table_header(t, NULL, NULL, bad[i].prefix, NULL));
+  char *h = xs_moe_table_header(t, NULL, NULL, "e_x", NULL);
   assert_non_null(h);
   assert_non_null(strstr(h, "#ifndef E_X_H"));
   free(h);

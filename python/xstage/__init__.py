@@ -27,7 +27,7 @@ from ._errors import (ArgumentTypeError, DeadlineError, Error, InputOutputError,
                       InternalError, InvalidInputError, NotAvailableError, NotFoundError,
                       OutOfMemoryError, ParseError, from_os_error)
 from ._errors import raise_status as _raise
-from ._results import (ChannelUse, FAPlan, FATable, Knobs, MoEConfig, MoEPlan, MoESchedule,
+from ._results import (Call, ChannelUse, FAPlan, FATable, Knobs, MoEConfig, MoEPlan, MoESchedule,
                        MoETable, Option, Prediction, Recommendation, Result, SendTime, Sweep,
                        Tabular, Validation, ValidationRow, WorkerTime, format_time)
 from ._version import __version__
@@ -42,7 +42,7 @@ __all__ = [
     "validate_flashattn", "moe_presets", "fa_presets", "data_dir", "data_file",
     "MOE_SCHEDULES", "MODELS", "Tuner",
     "Result", "Tabular", "Prediction", "WorkerTime", "SendTime", "ChannelUse", "MoEConfig",
-    "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
+    "Knobs", "Call", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
     "FATable", "Sweep", "ValidationRow", "Validation", "format_time", "__version__",
 ]
 
@@ -53,7 +53,7 @@ ProgramLike = Union["Program", Mapping, Sequence, str, bytes, "os.PathLike[str]"
 ConfigLike = Union[str, Mapping, "os.PathLike[str]"]
 Numbers = Sequence[int]  # or a one-dimensional numpy array
 
-MOE_SCHEDULES = ("sequential", "baseline", "searched", "fused-split", "fused-wave",
+MOE_SCHEDULES = ("sequential", "l1-then-l2", "searched", "fused-split", "fused-wave",
                  "fused-interleaved", "fused-lag")
 MODELS = ("burstgap", "blocking", "serial", "ideal")
 

@@ -271,23 +271,66 @@ class MoEConfig(Result):
 
 @dataclass(frozen=True, repr=False)
 class Knobs(Result):
-    """A MegaMoE schedule's knobs (0: not used by that schedule); knobs a
-    newer planner adds are in extra."""
+    """A MegaMoE schedule's knobs: the tile and the schedule's own (None:
+    the schedule has no such knob; order "all-l1-first" where every L1
+    tile comes first, with no lag); knobs a newer planner adds are in
+    extra."""
+    block_m: Optional[int] = None
+    block_n: Optional[int] = None
     experts_per_wave: Optional[int] = None
     warmup: Optional[int] = None
     lag: Optional[int] = None
     group: Optional[int] = None
-    block_m: Optional[int] = None
-    block_n: Optional[int] = None
+    order: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, repr=False)
+class Call(Result):
+    """What a user calls to run an option (docs/plan-megamoe.md "The
+    calls"): the kernel, its version and the sources its model was read
+    from, the calls (each with its arguments under the kernel's own names,
+    and as Python), what the kernel picks by itself, and, for a proposal,
+    the change it needs (None: the kernel runs it as given); validate: the
+    row of `xstage validate megamoe` that predicts it."""
+    label: Optional[str] = None
+    name: Optional[str] = None
+    version: Optional[str] = None
+    source: Optional[str] = None
+    calls: List[Dict[str, Any]] = field(default_factory=list)
+    picks: Optional[Dict[str, int]] = None
+    order: Optional[str] = None
+    proposal: Optional[str] = None
+    validate: Optional[Dict[str, str]] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def python(self):
+        """The calls as Python lines."""
+        return [c.get("python", "") for c in self.calls]
+
+    def __str__(self):
+        lines = ["%s%s" % ("a proposal on " if self.proposal else "", self.version)]
+        lines += ["  " + line for line in self.python]
+        lines.append("  the kernel picks: %s" % self.order)
+        if self.proposal:
+            lines.append("  the change it needs: %s" % self.proposal)
+        return "\n".join(lines)
+
+    def _short(self):
+        return "Call(%s%s)" % (self.label, ", proposal" if self.proposal else "")
+
+
+@dataclass(frozen=True, repr=False)
 class MoESchedule(Result):
+    """One schedule of a plan: its time under each model, its knobs, the
+    call that runs it, and where the burstgap time goes."""
     burstgap_s: Optional[float] = None
     blocking_s: Optional[float] = None
+    serial_s: Optional[float] = None
     ideal_s: Optional[float] = None
     knobs: Optional[Knobs] = None
+    kernel: Optional[Call] = None
     breakdown: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
@@ -300,10 +343,15 @@ class Option(Result):
     away: Optional[int] = None
     time_s: Optional[float] = None
     knobs: Optional[Knobs] = None
+    kernel: Optional[Call] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def __str__(self):
-        return "%s (%s) %s" % (self.schedule, self.rule, format_time(self.time_s))
+        s = "%s (%s) %s" % (self.schedule, self.rule, format_time(self.time_s))
+        if self.kernel is not None:
+            s += " [%s%s]" % ("proposal on " if self.kernel.proposal else "",
+                              self.kernel.label)
+        return s
 
     def _short(self):
         return "Option(%s)" % self
@@ -325,6 +373,7 @@ class Recommendation(Result):
     runner_up: Optional[Option] = None
     near: List[Option] = field(default_factory=list)
     certainty: Optional[Dict[str, Any]] = None
+    fastest_shipping: Optional[Option] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def __str__(self):
@@ -476,6 +525,6 @@ class Validation(Tabular):
 
 
 __all__ = ["Result", "Tabular", "Prediction", "WorkerTime", "SendTime", "ChannelUse",
-           "MoEConfig", "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan",
+           "MoEConfig", "Knobs", "Call", "MoESchedule", "Option", "Recommendation", "MoEPlan",
            "MoETable", "FAPlan", "FATable", "Sweep", "ValidationRow", "Validation",
            "format_time"]

@@ -26,7 +26,7 @@ from ._lib import XsError
 
 __all__ = ["Tuner"]
 
-_SCHEDULES = ["sequential", "baseline", "searched", "fused-split", "fused-wave",
+_SCHEDULES = ["sequential", "l1-then-l2", "searched", "fused-split", "fused-wave",
               "fused-interleaved", "fused-lag"]
 _TERMS = ["gemm", "tile", "l2", "hbm", "link", "link-issue", "capacity", "latency",
           "launch", "barrier", "setup", "host-sync", "a2a"]

@@ -12,9 +12,15 @@
 /* Dump doc (consumed; NULL counts as out of memory) with 2-space indent
  * and the given real precision into *out. */
 xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err);
-/* Each schedule's times, knobs and breakdown of a MegaMoE plan. */
-json_t *xs__api_moe_schedules(const xs_moe_result *r);
-json_t *xs__api_moe_knobs(const xs_moe_pattern *k);
+/* Each schedule's times, knobs, call and breakdown of a MegaMoE plan. */
+json_t *xs__api_moe_schedules(const xs_moe_config *c, const xs_profile *prof,
+                              const xs_moe_result *r);
+json_t *xs__api_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k);
+/* A call (docs/plan-megamoe.md "The calls"), and the call of schedule s
+ * with knobs k for config c on prof (null when there is none). */
+json_t *xs__api_moe_call(const xs_moe_call *k);
+json_t *xs__api_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
+                            xs_moe_schedule s, const xs_moe_pattern *k);
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b);
 /* An attention plan's rows as an array. */
 json_t *xs__api_rings(const xs_fa_ring *r, size_t n);

@@ -78,12 +78,92 @@ xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err)
 
 /* ---- MegaMoE ---- */
 
-json_t *xs__api_moe_knobs(const xs_moe_pattern *k) {
-  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "experts_per_wave",
-                   (json_int_t)k->experts_per_wave, "warmup",
-                   (json_int_t)k->warmup, "lag", (json_int_t)k->lag, "group",
-                   (json_int_t)k->group, "block_m", (json_int_t)k->block_m,
-                   "block_n", (json_int_t)k->block_n);
+/* A schedule's knobs: the tile, and the knob of its kernel (experts per
+ * wave, warm-up waves, lag and group); a knob the schedule lacks is
+ * absent, and an order of all L1 first (lag of every unit) is that
+ * order, not a lag. */
+json_t *xs__api_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k) {
+  json_t *o = json_pack("{s:I,s:I}", "block_m", (json_int_t)k->block_m, "block_n",
+                        (json_int_t)k->block_n);
+  switch (s) {
+  case XS_MOE_FUSED_WAVE:
+    json_object_set_new(o, "experts_per_wave", json_integer(k->experts_per_wave));
+    break;
+  case XS_MOE_FUSED_DYNAMIC:
+    json_object_set_new(o, "warmup", json_integer(k->warmup));
+    break;
+  case XS_MOE_L1_THEN_L2:
+  case XS_MOE_INTERLEAVED:
+  case XS_MOE_FUSED_LAG:
+    if (k->lag >= XS_MOE_LAG_ALL) {
+      json_object_set_new(o, "order", json_string("all-l1-first"));
+    } else {
+      json_object_set_new(o, "lag", json_integer(k->lag));
+      json_object_set_new(o, "group", json_integer(k->group));
+    }
+    break;
+  default:
+    break;
+  }
+  return o;
+}
+
+static json_t *call_arg_json(const xs_moe_call_arg *a) {
+  if (a->kind == XS_MOE_ARG_BOOL)
+    return json_boolean(a->value[0]);
+  if (a->kind == XS_MOE_ARG_TUPLE) {
+    json_t *t = json_array();
+    for (unsigned j = 0; j < a->count && j < 3; j++)
+      json_array_append_new(t, json_integer(a->value[j]));
+    return t;
+  }
+  return json_integer(a->value[0]);
+}
+
+json_t *xs__api_moe_call(const xs_moe_call *k) {
+  json_t *calls = json_array();
+  for (size_t i = 0; i < k->nsteps; i++) {
+    const xs_moe_call_step *st = &k->steps[i];
+    json_t *args = json_object();
+    for (size_t j = 0; j < st->nargs; j++)
+      json_object_set_new(args, st->args[j].name, call_arg_json(&st->args[j]));
+    char py[512];
+    json_array_append_new(calls, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "call",
+        st->function, "returns", st->assign, "given", st->tensors, "arguments", args,
+        "does", st->does, "python", xs_moe_call_step_text(st, py, sizeof py)));
+  }
+  json_t *picks = json_object();
+  static const struct {
+    unsigned bit;
+    const char *name;
+    size_t at;
+  } knob[] = {{XS_MOE_KNOB_BLOCK_M, "block_m", offsetof(xs_moe_pattern, block_m)},
+              {XS_MOE_KNOB_BLOCK_N, "block_n", offsetof(xs_moe_pattern, block_n)},
+              {XS_MOE_KNOB_EXPERTS_PER_WAVE, "experts_per_wave",
+               offsetof(xs_moe_pattern, experts_per_wave)},
+              {XS_MOE_KNOB_WARMUP, "warmup", offsetof(xs_moe_pattern, warmup)},
+              {XS_MOE_KNOB_LAG, "lag", offsetof(xs_moe_pattern, lag)},
+              {XS_MOE_KNOB_GROUP, "group", offsetof(xs_moe_pattern, group)}};
+  for (size_t i = 0; i < sizeof knob / sizeof knob[0]; i++)
+    if (k->picks_mask & knob[i].bit)
+      json_object_set_new(picks, knob[i].name,
+          json_integer(*(const unsigned *)((const char *)&k->picks + knob[i].at)));
+  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:o,s:o}", "label", k->label,
+                   "name", k->kernel, "version", k->version, "source", k->source,
+                   "calls", calls, "picks", picks, "order", k->order, "proposal",
+                   k->proposal ? json_string(k->change) : json_null(), "validate",
+                   k->arm[0] ? json_pack("{s:s,s:s}", "arm", k->arm, "knobs", k->knobs)
+                             : json_null());
+}
+
+/* the call of schedule s with knobs k for config c, or null */
+json_t *xs__api_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
+                            xs_moe_schedule s, const xs_moe_pattern *k) {
+  xs_moe_call call;
+  xs_error e;
+  if (!c || !prof || xs_moe_call_of(c, prof, s, k, &call, &e))
+    return json_null();
+  return xs__api_moe_call(&call);
 }
 
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
@@ -94,36 +174,45 @@ json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
                    b->xstage_tail_s, "bound", b->bound ? b->bound : "");
 }
 
-json_t *xs__api_moe_schedules(const xs_moe_result *r) {
+json_t *xs__api_moe_schedules(const xs_moe_config *c, const xs_profile *prof,
+                              const xs_moe_result *r) {
   json_t *s = json_object();
   for (int k = 0; k < XS_MOE_SCHEDULES; k++)
     json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
-        json_pack("{s:f,s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+        json_pack("{s:f,s:f,s:f,s:f,s:o,s:o,s:o}", "burstgap_s", r->time_s[k][0],
                   "blocking_s", r->time_s[k][1], "serial_s", r->time_s[k][2],
                   "ideal_s", r->time_s[k][3], "knobs",
-                  xs__api_moe_knobs(&r->knobs[k]), "breakdown",
-                  xs__api_moe_breakdown(&r->breakdown[k])));
+                  xs__api_moe_knobs((xs_moe_schedule)k, &r->knobs[k]), "kernel",
+                  xs__api_moe_call_of(c, prof, (xs_moe_schedule)k, &r->knobs[k]),
+                  "breakdown", xs__api_moe_breakdown(&r->breakdown[k])));
   return s;
 }
 
-static json_t *option_json(const xs_moe_option *o) {
+/* An option, with its call for config c (at the option's token count) on
+ * prof */
+static json_t *option_json(const xs_moe_option *o, const xs_moe_config *c,
+                           const xs_profile *prof) {
   if (isnan(o->time_s))
     return json_null();
   const char *rule = xs_moe_rule_name(o->schedule, o->rule);
-  return json_pack("{s:s,s:s,s:i,s:f,s:o}", "schedule",
+  return json_pack("{s:s,s:s,s:i,s:f,s:o,s:o}", "schedule",
                    xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
                    "away", (int)o->away, "time_s", o->time_s, "knobs",
-                   xs__api_moe_knobs(&o->knobs));
+                   xs__api_moe_knobs(o->schedule, &o->knobs), "kernel",
+                   xs__api_moe_call_of(c, prof, o->schedule, &o->knobs));
 }
 
-static json_t *pick_json(const xs_moe_pick *p, double tol) {
+static json_t *pick_json(const xs_moe_pick *p, double tol, const xs_moe_config *config,
+                         const xs_profile *prof) {
+  xs_moe_config c = *config;
+  c.tokens = p->tokens;
   json_t *near = json_array();
   for (size_t i = 0; i < p->near; i++)
-    json_array_append_new(near, option_json(&p->near_set[i]));
+    json_array_append_new(near, option_json(&p->near_set[i], &c, prof));
   return json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
-                   "lo", p->lo, "tolerance", tol, "chosen", option_json(&p->chosen),
-                   "best", option_json(&p->best), "runner_up",
-                   option_json(&p->runner_up), "near", near);
+                   "lo", p->lo, "tolerance", tol, "chosen", option_json(&p->chosen, &c, prof),
+                   "best", option_json(&p->best, &c, prof), "runner_up",
+                   option_json(&p->runner_up, &c, prof), "near", near);
 }
 
 /* A sensitivity row (xs_moe_sensitivity and xs_fa_sensitivity share its
@@ -150,13 +239,13 @@ static json_t *sens_row(const xs_profile *prof, const char *param, double value,
   return row;
 }
 
-static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_sensitivity *s,
-                                size_t n) {
+static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_config *c,
+                                const xs_moe_sensitivity *s, size_t n) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++) {
     json_t *ch = json_array();
     for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
-      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k])
+      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k], c, prof)
                                                 : json_null());
     json_array_append_new(a, sens_row(prof, s[i].param, s[i].value, s[i].kind, s[i].lo,
                                       s[i].hi, s[i].settle, s[i].factor, s[i].time_change,
@@ -181,7 +270,7 @@ static json_t *moe_plan_doc(const xs_moe_config *c, const xs_profile *prof,
       "flops", w->flops, "weights_B", w->weights_B, "mma_flops_per_s",
       w->mma_flops_per_s, "l2_Bps", w->l2_Bps, "dispatch_B", w->dispatch_B,
       "combine_B", w->combine_B));
-  json_object_set_new(o, "schedules", xs__api_moe_schedules(r));
+  json_object_set_new(o, "schedules", xs__api_moe_schedules(c, prof, r));
   json_object_set_new(o, "best_fused",
                       json_string(xs_moe_schedule_name(r->best_fused)));
   json_object_set_new(o, "programs_evaluated", json_integer(r->searched));
@@ -219,16 +308,23 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
     st = xs_moe_certainty_of(config, profile, &pick, tolerance, &cert, err);
   if (!st) {
     json_t *o = moe_plan_doc(config, profile, &r);
-    json_t *rec = pick_json(&pick, tolerance);
+    json_t *rec = pick_json(&pick, tolerance, config, profile);
     json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
         "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
                                                          : json_real(cert.runner_up_margin),
-        "finer", option_json(&cert.finer), "settings", (json_int_t)cert.settings,
+        "finer", option_json(&cert.finer, config, profile), "settings",
+        (json_int_t)cert.settings,
         "holds", cert.holds));
+    xs_moe_option ship;
+    if (!(st = xs_moe_fastest_shipping(config, profile, schedules, &ship, err)))
+      json_object_set_new(rec, "fastest_shipping", option_json(&ship, config, profile));
     json_object_set_new(o, "recommended", rec);
     if (sens)
-      json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens));
-    st = xs__api_dump(o, 12, out, err);
+      json_object_set_new(o, "sensitivity", sensitivity_json(profile, config, sens, nsens));
+    if (st)
+      json_decref(o);
+    else
+      st = xs__api_dump(o, 12, out, err);
   }
   free(sens);
   if (!st && result)
@@ -245,7 +341,8 @@ xs_status xs_moe_table_json(const xs_moe_table *table, const xs_moe_config *conf
                                    &xs_moe_table_pick(table, i)->chosen);
   json_t *rows = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(rows, pick_json(xs_moe_table_pick(table, i), tolerance));
+    json_array_append_new(rows, pick_json(xs_moe_table_pick(table, i), tolerance, config,
+                                          profile));
   json_t *doc = json_pack("{s:s,s:s,s:f,s:f,s:i,s:o}", "preset", config->name,
                           "profile", xs_profile_name(profile), "ep", config->ep,
                           "tolerance", tolerance, "changes", (int)changes, "grid", rows);
@@ -609,7 +706,7 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
     if (r->metric[0] && strcmp(r->metric, "time"))
       bad |= xs__jappend(pulls, json_pack("{s:I,s:s,s:s,s:f,s:o,s:f,s:f,s:f}",
           "line", (json_int_t)r->line, "metric", r->metric, "arm", r->arm, "tokens",
-          r->tokens, "knobs", xs__api_moe_knobs(&r->knobs), "measured_us", r->measured_us,
+          r->tokens, "knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->knobs), "measured_us", r->measured_us,
           "predicted_us", r->predicted_us, "error", r->error));
   }
   /* leave one out: no constant is fitted to kernel timings, so the
@@ -667,7 +764,7 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       bad |= xs__jput(o, "experts", json_real(c->experts));
       bad |= xs__jput(o, "topk", json_real(c->topk));
       bad |= xs__jput(o, "metric", json_string(r->metric[0] ? r->metric : "time"));
-      bad |= xs__jput(o, "knobs", xs__api_moe_knobs(&r->knobs));
+      bad |= xs__jput(o, "knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->knobs));
       json_t *m = json_object();
       static const char *const mn[XS_MODEL_COUNT] = {"burstgap_us", "blocking_us",
                                                      "serial_us", "ideal_us"};
@@ -676,7 +773,7 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       bad |= xs__jput(o, "models", m);
       if (!isnan(r->alt_us)) {
         bad |= xs__jput(o, "other_bound_us", json_real(r->alt_us));
-        bad |= xs__jput(o, "other_bound_knobs", xs__api_moe_knobs(&r->alt_knobs));
+        bad |= xs__jput(o, "other_bound_knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->alt_knobs));
       }
       if (r->breakdown.bound)
         bad |= xs__jput(o, "breakdown", xs__api_moe_breakdown(&r->breakdown));

@@ -360,7 +360,7 @@ void xs_moe_sweep_summary(const xs_moe_result *results, size_t n, xs_sweep_summa
     const xs_moe_result *r = &results[i];
     const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
     double s = pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP];
-    double o = r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0];
+    double o = r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0];
     lg += log(s);
     lb += log(pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING]);
     li += log(il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL]);
@@ -422,9 +422,9 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
         "best_plain", xs_moe_schedule_name(r->best_plain),
         "speedup", pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP],
         "blocking_speedup", pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
-        "order_gain", r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
+        "order_gain", r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0],
         "ideal_ratio", il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL],
-        "schedules", xs__api_moe_schedules(r), "best_fused",
+        "schedules", xs__api_moe_schedules(c, prof, r), "best_fused",
         xs_moe_schedule_name(r->best_fused)));
   }
   json_object_set_new(root, "configs", cs);

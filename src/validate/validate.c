@@ -472,7 +472,7 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   if (sched < 0)
     return xs__csv_fail(err, file, lineno, F[C_ARM]->col,
                     "arm: unknown \"%s\" (sequential, fused-split, fused-wave, "
-                    "fused-interleaved, fused-lag, baseline, searched)",
+                    "fused-interleaved, fused-lag, l1-then-l2, searched)",
                     row->arm);
   snprintf(row->metric, sizeof row->metric, "time");
   if (F[C_METRIC] && F[C_METRIC]->s[0]) {
