@@ -359,8 +359,51 @@ static void test_validate_round_trip(void **st) {
   }
 }
 
+/* No output carries the lag that stands for all L1 first (16777215):
+ * plan, table, header and sweep of DeepSeek-V3 at 64 and 4096 tokens,
+ * where l1-then-l2 and the searched all-l1-first rule are among the
+ * options. */
+static void test_no_sentinel(void **st) {
+  (void)st;
+  xs_profile *prof;
+  xs_error e;
+  assert_int_equal(xs_profile_load("h200-nvlink", &prof, &e), XS_OK);
+  xs_moe_config c[2];
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(xs_moe_preset("deepseek-v3", &c[i]), 0);
+    c[i].tokens = i ? 4096 : 64;
+  }
+  char *texts[5] = {0};
+  xs_moe_result r[2];
+  assert_int_equal(xs_moe_plan_json(&c[1], prof, 0.01, 0, 0, &r[1], &texts[0], &e), XS_OK);
+  assert_int_equal(xs_moe_plan(&c[0], prof, &r[0], &e), XS_OK);
+  assert_true(r[0].knobs[XS_MOE_L1_THEN_L2].lag >= XS_MOE_LAG_ALL); /* what is hidden */
+  assert_int_equal(xs_moe_sweep_json(prof, c, 2, r, &texts[1], &e), XS_OK);
+  double grid[] = {64, 4096};
+  xs_moe_table_options to = {grid, 2, 0, 0, 0.01, 0};
+  xs_moe_table *t;
+  assert_int_equal(xs_moe_plan_table(&c[0], prof, &to, &t, &e), XS_OK);
+  assert_int_equal(xs_moe_table_json(t, &c[0], prof, 0.01, &texts[2], &e), XS_OK);
+  texts[3] = xs_moe_table_header(t, &c[0], prof, "moe", NULL);
+  assert_non_null(texts[3]);
+  for (int i = 0; i < 4; i++) {
+    if (strstr(texts[i], "16777215") || strstr(texts[i], "0xffffff")) {
+      fprintf(stderr, "output %d shows the sentinel\n", i);
+      fail();
+    }
+    /* and the one-wave order is named where it is */
+    assert_non_null(strstr(texts[i], i == 3 ? "l1-then-l2" : "all-l1-first"));
+  }
+  for (int i = 0; i < 3; i++)
+    xs_free(texts[i]);
+  free(texts[3]);
+  xs_moe_table_free(t);
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_arguments_exist),
-                                     cmocka_unit_test(test_validate_round_trip)};
+                                     cmocka_unit_test(test_validate_round_trip),
+                                     cmocka_unit_test(test_no_sentinel)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
