@@ -378,8 +378,24 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   }
   if (optind < argc)
     return cli_usage_error("sweep", "unexpected argument \"%s\"", argv[optind]);
+  char named[256] = "";
+  if (!profile && o->grid) {
+    /* the grid may name its profile */
+    char *text;
+    size_t len;
+    int rrc = cli_read_file("sweep", o->grid, CLI_INPUT_LIMIT, &text, &len);
+    if (rrc)
+      return rrc;
+    xs_error gerr;
+    xs_status gst = xs_sweep_grid_profile(text, len, o->grid, named, sizeof named, &gerr);
+    free(text);
+    if (gst)
+      return cli_error("sweep", &gerr);
+    if (named[0])
+      profile = named;
+  }
   if (!profile)
-    return cli_usage_error("sweep", "--profile is required");
+    return cli_usage_error("sweep", "--profile is required (or a grid's \"profile\")");
   if (o->json && o->csv)
     return cli_usage_error("sweep", "--json and --csv exclude each other");
   if ((o->ep_library || o->ep_kernel) && strcmp(argv[1], "megamoe"))

@@ -1047,7 +1047,9 @@ typedef struct xs_fa_config {
   double batch;    /* sequences per rank (1)                              */
   int layout;      /* xs_fa_layout: how the causal sequence is sharded     */
   int backward;    /* 1: forward and backward (dK, dV ride the ring too)   */
-  char kernel[8];  /* "fa2", "fa3", "fa4": the profile's attn_* entries   */
+  char kernel[8];  /* "fa2", "fa3", "fa4": the profile's attn_* entries;
+                      "" (the presets'): the best the GPU runs
+                      (xs_fa_kernel_resolve)                              */
   int timing;      /* xs_fa_timing: what a time of the ring stands for     */
 } xs_fa_config;
 
@@ -1078,7 +1080,7 @@ XS_API int xs_fa_layout_from_name(const char *name); /* -1: none */
 
 /* Presets llama3-8b (32 query heads, 8 KV heads, d 128), llama3-70b (64,
  * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal
- * (zigzag), BF16, FlashAttention-2. */
+ * (zigzag), BF16, the best kernel the GPU runs (kernel ""). */
 XS_API int xs_fa_preset(const char *name, xs_fa_config *out);
 XS_API size_t xs_fa_preset_count(void);
 XS_API const char *xs_fa_preset_name(size_t i);
@@ -1191,6 +1193,43 @@ XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
 /* 1 when a and b are the same choice: the same way under the same layout
  * (dedicated-sms's SMs aside) */
 XS_API int xs_fa_same_ring(const xs_fa_ring *a, const xs_fa_ring *b);
+
+/* The kernel a GPU runs (docs/plan-flashattn.md "Kernels and calls"):
+ * FlashAttention-2 on sm80 and later, FlashAttention-3 on sm90 only,
+ * FlashAttention-4's forward on sm80 and later and its backward on sm90
+ * and later (flash_attn/cute/interface.py at f82d0dc6). The config with
+ * its kernel set: an empty kernel (the presets') becomes the best the
+ * profile's GPU runs (xs_profile_arch: fa2 on Ampere, fa3 on Hopper, fa4
+ * on Blackwell; without an arch, the best the profile has attn_* figures
+ * for); a kernel or a pass the GPU cannot run is XS_INVALID, saying why and
+ * the kernel to use instead. Every attention entry point resolves its
+ * config so. out may be config. */
+XS_API xs_status xs_fa_kernel_resolve(const xs_fa_config *config,
+                                      const xs_profile *profile,
+                                      xs_fa_config *out, xs_error *err);
+/* What a user calls to run one way of the ring under a layout (-1: the
+ * config's): the attention kernel (its function and package, the passes
+ * the GPU runs it with), the ring's function where a library runs the way
+ * (ring-flash-attention), or a proposal with the change it needs. The
+ * strings are static or in the struct. */
+typedef struct xs_fa_call {
+  const char *label;    /* short: "ring-flash-attention", "FlashAttention-3" */
+  const char *kernel;   /* "FlashAttention-3"                              */
+  const char *function; /* "flash_attn_interface.flash_attn_func"         */
+  const char *package;  /* "flash-attn", "flash-attn-4", ...              */
+  const char *source;   /* the files and commit read                      */
+  char passes[192];     /* "forward and backward: FlashAttentionForwardSm90,
+                           FlashAttentionBackwardSm90"                    */
+  const char *ring;     /* the ring's function ("ring_flash_attn.
+                           zigzag_ring_flash_attn_func"), or ""          */
+  const char *ring_source;
+  const char *way;      /* the way in words                               */
+  int proposal;
+  char change[320];
+} xs_fa_call;
+XS_API xs_status xs_fa_call_of(const xs_fa_config *config, const xs_profile *profile,
+                               xs_fa_path path, int layout, xs_fa_call *out,
+                               xs_error *err);
 
 /* Sensitivity of an attention plan to each number of the profile it
  * reads, with xs_moe_sensitivity's design (docs/tune.md "Sensitivity"):
@@ -1817,7 +1856,14 @@ XS_API xs_status xs_fa_table_json(const xs_fa_config *config,
  * grid): every config, checked for size but not planned; messages name
  * filename (and line and column for malformed JSON). *configs is freed
  * with xs_free. MegaMoE: {"presets", "tokens", "ep"}; attention:
- * {"presets", "seq", "cp", "causal", "kernel"}. */
+ * {"presets", "seq", "cp", "causal", "kernel"}; either may name the
+ * profile it is for, "profile" (xs_sweep_grid_profile reads it). */
+/* The profile a grid names ("profile": "h100-nvlink") into buf, "" when
+ * it names none; a grid that is not an object, or a name that is not a
+ * string or longer than size, is XS_PARSE or XS_INVALID. */
+XS_API xs_status xs_sweep_grid_profile(const char *text, size_t length,
+                                       const char *filename, char *buf, size_t size,
+                                       xs_error *err);
 XS_API xs_status xs_moe_sweep_grid(const char *text, size_t length,
                                    const char *filename,
                                    xs_moe_config **configs, size_t *n,

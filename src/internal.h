@@ -25,6 +25,10 @@ xs_status xs__fail(xs_error *err, xs_status status, const char *fmt, ...)
 xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
                     va_list ap);
 char *xs__strdup(const char *s);
+/* The first reason only: when *set is 0, set it and format the reason into
+ * buf (size n); later calls keep the first (a proposal's change). */
+void xs__first_reason(int *set, char *buf, size_t n, const char *fmt, ...)
+    XS__PRINTF(4, 5);
 /* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
  * points past U+10FFFF): what JSON, and so every serialiser, can hold. */
 int xs__utf8_ok(const char *s);

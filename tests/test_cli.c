@@ -676,6 +676,30 @@ static void test_flashattn(void **s) {
   assert_non_null(strstr(out_buf, "full mask"));
   assert_non_null(strstr(out_buf, "piggyback over sequential"));
   expect_rc("plan flashattn --preset llama3-9b --profile h200-nvlink", 2, "unknown \"llama3-9b\"");
+  /* kernels the GPU cannot run: refused, naming why and what to use */
+  expect_rc("plan flashattn --preset llama3-8b --profile a100-nvlink --kernel fa3", 2,
+            "FlashAttention-3 runs on Hopper (sm90) only");
+  assert_non_null(strstr(err_buf, "use fa2 (--kernel fa2)"));
+  expect_rc("plan flashattn --preset llama3-8b --profile b200-nvlink --kernel fa3", 2,
+            "use fa4 (--kernel fa4)");
+  expect_rc("plan flashattn --preset llama3-8b --profile a100-nvlink --kernel fa4 --backward",
+            2, "FlashAttention-4's backward runs on sm90 and later");
+  expect_rc("sweep flashattn --profile a100-nvlink --grid examples/attention-headline-fa3.json",
+            2, "FlashAttention-3 runs on Hopper");
+  /* FA4 on Hopper: both passes, named */
+  expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --kernel fa4 --backward "
+            "--seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "FlashAttentionForwardSm90, FlashAttentionBackwardSm90"));
+  /* the default: the best kernel the GPU runs */
+  expect_rc("plan flashattn --preset llama3-8b --profile a100-nvlink --seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "fa2 forward"));
+  expect_rc("plan flashattn --preset llama3-8b --profile h200-nvlink --seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "fa3 forward"));
+  expect_rc("plan flashattn --preset llama3-8b --profile b200-nvlink --seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "fa4 forward"));
+  /* the headline grid names its profile: the README's command as written */
+  expect_rc("sweep flashattn --grid examples/attention-headline-fa3.json --csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "llama3-8b,1024,8,1,fa3,"));
   expect_rc("plan flashattn --preset mha --profile h200-nvlink --seq x", 2, "--seq");
   expect_rc("sweep flashattn --profile h200-nvlink --grid tests/data/bad-fa-grid.json", 2, "presets[0]");
   expect_rc("sweep flashattn --profile h100-nvlink --json", 0, NULL);
@@ -686,11 +710,14 @@ static void test_flashattn(void **s) {
   assert_int_equal(json_array_size(cs), 90);
   const char *keys[] = {"preset", "seq", "cp", "causal", "kernel", "local_s", "sequential_s",
                         "stream_s", "sms_s", "piggyback_s", "ideal_s", "speedup",
-                        "speedup_vs_dedicated", "blocking_speedup", "best", "free_s"};
+                        "speedup_vs_dedicated", "blocking_speedup", "best", "free_s",
+                        "best_kernel"};
   json_t *c0 = json_array_get(cs, 0);
-  assert_int_equal(json_object_size(c0), 16);
-  for (int i = 0; i < 16; i++)
+  assert_int_equal(json_object_size(c0), 17);
+  for (int i = 0; i < 17; i++)
     assert_non_null(json_object_get(c0, keys[i]));
+  /* the best kernel H100 runs, which the preset leaves to the GPU */
+  assert_string_equal(json_string_value(json_object_get(c0, "kernel")), "fa3");
   json_t *sum = json_object_get(root, "summary");
   assert_int_equal(json_object_size(sum), 6);
   assert_true(num(sum, "geomean_speedup") > 0);

@@ -22,8 +22,12 @@ json_t *xs__api_moe_call(const xs_moe_call *k);
 json_t *xs__api_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
                             xs_moe_schedule s, const xs_moe_pattern *k);
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b);
-/* An attention plan's rows as an array. */
-json_t *xs__api_rings(const xs_fa_ring *r, size_t n);
+/* An attention plan's rows as an array, each with its call for config c
+ * on prof (NULL: null). */
+json_t *xs__api_rings(const xs_fa_ring *r, size_t n, const xs_fa_config *c,
+                      const xs_profile *prof);
+/* What to call for one way of a ring (xs_fa_call). */
+json_t *xs__api_fa_call(const xs_fa_call *k);
 /* An attention plan's piggyback over sequential, over the faster
  * dedicated way, and the first under blocking. */
 void xs__api_fa_speedups(const xs_fa_result *r, double *speedup, double *vs_dedicated,

@@ -359,16 +359,33 @@ static json_t *breakdown_json(const xs_fa_breakdown *b) {
                    "forward_sms", (int)b->forward_sms, "bound", b->bound ? b->bound : "");
 }
 
-static json_t *ring_one(const xs_fa_ring *r) {
-  return json_pack("{s:s,s:s,s:f,s:o}", "path", xs_fa_path_name(r->path), "layout",
-                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
-                   "time_s", r->time_s, "breakdown", breakdown_json(&r->breakdown));
+json_t *xs__api_fa_call(const xs_fa_call *k) {
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "label", k->label,
+                   "kernel", k->kernel, "function", k->function, "package", k->package,
+                   "passes", k->passes, "ring", k->ring, "way", k->way, "source",
+                   k->source, "ring_source", k->ring_source ? k->ring_source : "",
+                   "proposal", k->proposal ? json_string(k->change) : json_null());
 }
 
-json_t *xs__api_rings(const xs_fa_ring *r, size_t n) {
+/* a ring with what to call for it (config c on prof; null when unknown) */
+static json_t *ring_one(const xs_fa_ring *r, const xs_fa_config *c,
+                        const xs_profile *prof) {
+  xs_fa_call call;
+  xs_error e;
+  json_t *k = c && prof && !xs_fa_call_of(c, prof, r->path, r->layout, &call, &e)
+                  ? xs__api_fa_call(&call)
+                  : json_null();
+  return json_pack("{s:s,s:s,s:f,s:o,s:o}", "path", xs_fa_path_name(r->path), "layout",
+                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
+                   "time_s", r->time_s, "breakdown", breakdown_json(&r->breakdown),
+                   "kernel", k);
+}
+
+json_t *xs__api_rings(const xs_fa_ring *r, size_t n, const xs_fa_config *c,
+                      const xs_profile *prof) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, ring_one(&r[i]));
+    json_array_append_new(a, ring_one(&r[i], c, prof));
   return a;
 }
 
@@ -410,6 +427,12 @@ static json_t *fa_plan_doc(const xs_fa_config *config, const xs_profile *profile
       json_object_set_new(po, k, json_real(r->time_s[p][m]));
     }
     json_object_set_new(po, "breakdown", breakdown_json(&r->breakdown[p]));
+    xs_fa_call call;
+    xs_error e;
+    json_object_set_new(po, "kernel",
+                        xs_fa_call_of(config, profile, (xs_fa_path)p, -1, &call, &e)
+                            ? json_null()
+                            : xs__api_fa_call(&call));
     json_object_set_new(paths, xs_fa_path_name((xs_fa_path)p), po);
   }
   json_object_set_new(o, "paths", paths);
@@ -419,7 +442,7 @@ static json_t *fa_plan_doc(const xs_fa_config *config, const xs_profile *profile
   json_object_set_new(o, "speedup", json_real(sp));
   json_object_set_new(o, "speedup_vs_dedicated", json_real(sd));
   json_object_set_new(o, "blocking_speedup", json_real(sb));
-  json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings));
+  json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings, config, profile));
   json_object_set_new(o, "searched", json_integer((json_int_t)r->searched));
   return o;
 }
@@ -435,6 +458,14 @@ static xs_status fa_plan_json(const xs_fa_config *config, const xs_profile *prof
   xs_fa_ring base;
   size_t n = 0;
   xs_status st = XS_OK;
+  /* the kernel the GPU runs, which the document names */
+  xs_fa_config rc;
+  if ((st = xs_fa_kernel_resolve(config, profile, &rc, err))) {
+    free(r);
+    free(rows);
+    return st;
+  }
+  config = &rc;
   if (!r || (sens && !rows))
     st = xs__fail(err, XS_NOMEM, "out of memory");
   if (!st && sens)
@@ -445,13 +476,15 @@ static xs_status fa_plan_json(const xs_fa_config *config, const xs_profile *prof
     json_t *o = fa_plan_doc(config, profile, r);
     if (o && sens) {
       json_object_set_new(o, "recommended", json_pack("{s:f,s:o}", "tolerance", tolerance,
-                                                      "chosen", ring_one(&base)));
+                                                      "chosen", ring_one(&base, config,
+                                                                         profile)));
       json_t *a = json_array();
       for (size_t i = 0; i < n; i++) {
         const xs_fa_sensitivity *s = &rows[i];
         json_t *ch = json_array();
         for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
-          json_array_append_new(ch, s->changed[k] ? ring_one(&s->choice[k]) : json_null());
+          json_array_append_new(ch, s->changed[k] ? ring_one(&s->choice[k], config, profile)
+                                                  : json_null());
         json_array_append_new(a, sens_row(profile, s->param, s->value, s->kind, s->lo, s->hi,
                                           s->settle, s->factor, s->time_change,
                                           s->replan_change, ch));
@@ -506,10 +539,12 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
   return XS_OK;
 }
 
-char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
+char *xs_fa_table_header(const xs_fa_config *config, const xs_profile *prof,
                          const xs_fa_table_row *rows, size_t n, double tol,
                          const char *P) {
-  if (xs_c_header_prefix(P, NULL))
+  xs_fa_config c[1];
+  xs_error e;
+  if (xs_c_header_prefix(P, NULL) || xs_fa_kernel_resolve(config, prof, c, &e))
     return NULL;
   char up[65];
   xs__c_upper(P, up);
@@ -560,17 +595,22 @@ char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
   return b.s;
 }
 
-xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
+xs_status xs_fa_table_json(const xs_fa_config *config, const xs_profile *profile,
                            const xs_fa_table_row *rows, size_t n, double tolerance,
                            char **out, xs_error *err) {
+  xs_fa_config c[1];
+  xs_status st = xs_fa_kernel_resolve(config, profile, c, err);
+  if (st)
+    return st;
   size_t changes = 0;
   for (size_t i = 1; i < n; i++)
     changes += !xs_fa_same_ring(&rows[i].chosen, &rows[i - 1].chosen);
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(a, json_pack("{s:f,s:o,s:o,s:i}", "seq", rows[i].seq,
-                                       "chosen", ring_one(&rows[i].chosen), "fastest",
-                                       ring_one(&rows[i].fastest), "near",
+                                       "chosen", ring_one(&rows[i].chosen, c, profile),
+                                       "fastest", ring_one(&rows[i].fastest, c, profile),
+                                       "near",
                                        (int)rows[i].near));
   json_t *doc = json_pack("{s:s,s:s,s:f,s:b,s:s,s:b,s:f,s:i,s:o}", "preset", c->name,
                           "profile", xs_profile_name(profile), "cp", c->cp, "causal",

@@ -74,17 +74,9 @@ static void arg_bool(xs_moe_call_step *s, const char *name, int v) {
   add_arg(s, name, XS_MOE_ARG_BOOL, v != 0, 0, 0, 1);
 }
 
-static void propose(xs_moe_call *o, const char *fmt, ...) XS__PRINTF(2, 3);
-static void propose(xs_moe_call *o, const char *fmt, ...) {
-  /* the first reason is the one a user acts on */
-  if (o->proposal)
-    return;
-  o->proposal = 1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(o->change, sizeof o->change, fmt, ap);
-  va_end(ap);
-}
+/* the first reason is the one a user acts on */
+#define propose(o, ...)                                                      \
+  xs__first_reason(&(o)->proposal, (o)->change, sizeof (o)->change, __VA_ARGS__)
 
 static void picks_tile(xs_moe_call *o, const xs_moe_pattern *k) {
   o->picks.block_m = k->block_m;
