@@ -480,6 +480,61 @@ const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
   return buf;
 }
 
+int cli_sources_init(cli_sources *s, const xs_validate_set *set, int kind, size_t width) {
+  memset(s, 0, sizeof *s);
+  s->width = width;
+  s->names = malloc((set->nrows + 1) * sizeof *s->names);
+  if (!s->names)
+    return -1;
+  for (size_t i = 0; i < set->nrows; i++) {
+    const char *src = set->rows[i].source ? set->rows[i].source : "";
+    if (kind >= 0 && set->rows[i].kind != kind)
+      continue;
+    size_t k = 0;
+    while (k < s->n && strcmp(s->names[k], src))
+      k++;
+    if (k == s->n)
+      s->names[s->n++] = src;
+    char buf[64];
+    if (strcmp(cli_text_cut(src, width, buf, sizeof buf), src))
+      s->numbered = 1;
+  }
+  return 0;
+}
+
+void cli_sources_print(const cli_sources *s) {
+  if (!s->numbered)
+    return;
+  printf("  sources (the rows name a source by its number):\n");
+  for (size_t k = 0; k < s->n; k++) {
+    char *buf = malloc(4 * strlen(s->names[k]) + 1);
+    printf("    [%zu] %s\n", k + 1,
+           buf ? cli_text(s->names[k], buf, 4 * strlen(s->names[k]) + 1) : "?");
+    free(buf);
+  }
+  printf("\n");
+}
+
+const char *cli_source_label(const cli_sources *s, const char *source, char *buf,
+                             size_t size) {
+  if (!source)
+    source = "";
+  if (!s->numbered)
+    return cli_text_cut(source, s->width, buf, size);
+  size_t k = 0;
+  while (k < s->n && strcmp(s->names[k], source))
+    k++;
+  char cut[64];
+  snprintf(buf, size, "[%zu] %s", k + 1,
+           cli_text_cut(source, s->width > 6 ? s->width - 5 : 1, cut, sizeof cut));
+  return buf;
+}
+
+void cli_sources_free(cli_sources *s) {
+  free(s->names);
+  s->names = NULL;
+}
+
 void cli_wrap(const char *text, size_t indent, size_t col) {
   const size_t width = 96;
   const char *p = text;

@@ -91,6 +91,21 @@ int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
  * what was wrong */
 int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
                       const char *dflt, const char **out);
+/* The sources of a validation set as its text names them: each whole
+ * when every one fits width, else by number ("[2] DeepGEMM PR 4...")
+ * after a numbered list of the whole sources (cli_sources_print). kind:
+ * the rows of that kind only (-1: every row). */
+typedef struct cli_sources {
+  const char **names; /* distinct, in order of first appearance */
+  size_t n;
+  size_t width;
+  int numbered;
+} cli_sources;
+int cli_sources_init(cli_sources *s, const xs_validate_set *set, int kind, size_t width);
+void cli_sources_print(const cli_sources *s);
+const char *cli_source_label(const cli_sources *s, const char *source, char *buf,
+                             size_t size);
+void cli_sources_free(cli_sources *s);
 /* text wrapped at 96 columns, every line after indent (the first line's
  * starting at column col, the lines after at indent) */
 void cli_wrap(const char *text, size_t indent, size_t col);
@@ -171,7 +186,8 @@ int cmd_validate(int argc, char **argv);
 /* cli/validate_fa.c: validate flashattn's rows (model: an xs_model, or -1
  * for every model) and its sections after the medians (0 or the exit
  * code) */
-void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model);
+void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model,
+                          const cli_sources *sources);
 int cli_validate_fa_sections(const xs_validate_set *set, const xs_validate_group *arms,
                              size_t narms);
 /* The signed median per arm (rows) and band (columns) that bias gives,

@@ -66,9 +66,12 @@ static void help(FILE *f) {
 
 /* a source for a column of width bytes: cut between characters, control
  * characters escaped (one per printf: a static buffer) */
-static const char *source_text(const char *source, size_t width) {
-  static char buf[64];
-  return cli_text_cut(source, width, buf, sizeof buf);
+/* the rows' sources: whole, or by number after a list of them whole */
+static cli_sources row_sources;
+
+static const char *source_text(const char *source) {
+  static char buf[96];
+  return cli_source_label(&row_sources, source, buf, sizeof buf);
 }
 
 static int is_time(const xs_validate_row *r) {
@@ -80,6 +83,7 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
   printf("MegaMoE validation: %zu rows of %s, each predicted with the knobs its\n"
          "kernel ran with, under %s, on its gpu's built-in profile\n\n",
          set->nrows, data, model < 0 ? "every model" : xs_model_name((xs_model)model));
+  cli_sources_print(&row_sources);
   printf("  %-16s %-11s %2s %5s %4s %2s %6s %-12s %9s", "source", "gpu", "ep", "H", "E",
          "K", "tokens", "arm", "measured");
   if (model < 0)
@@ -94,7 +98,7 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
     char knobs[80];
     xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
     cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
-    printf("  %-16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", source_text(r->source, 16),
+    printf("  %-16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", source_text(r->source),
            r->gpu, c->ep, c->hidden, c->experts, c->topk, r->tokens,
            r->arm + (strncmp(r->arm, "fused-", 6) ? 0 : 6), r->measured_us);
     if (model < 0)
@@ -171,7 +175,7 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
   for (size_t i = 0; i < np; i++) {
     const xs_validate_row *a = &set->rows[p[i].a], *b = &set->rows[p[i].b];
     printf("    %-16s %-11.11s %6g %-12.12s %-12.12s %8.3fx %8.3fx %+6.1f%%%s\n",
-           source_text(a->source, 16), a->gpu, a->tokens,
+           source_text(a->source), a->gpu, a->tokens,
            a->arm + (strncmp(a->arm, "fused-", 6) ? 0 : 6),
            b->arm + (strncmp(b->arm, "fused-", 6) ? 0 : 6), p[i].measured_ratio,
            p[i].predicted_ratio, 100 * (p[i].predicted_ratio / p[i].measured_ratio - 1),
@@ -360,8 +364,10 @@ int cmd_validate(int argc, char **argv) {
     } else {
       rc = cli_write_document("validate", "-", s);
     }
+  } else if (cli_sources_init(&row_sources, &set, fa ? 1 : 0, 16)) {
+    rc = cli_out_of_memory("validate");
   } else if (fa) {
-    cli_validate_fa_rows(&set, data, model);
+    cli_validate_fa_rows(&set, data, model, &row_sources);
   } else {
     moe_rows(&set, data, model);
   }
@@ -381,6 +387,7 @@ int cmd_validate(int argc, char **argv) {
     /* pairs of arms on one config: which is faster, and the ratio */
     xs_validate_pairs pr;
     if (xs_validate_compare_arms(&set, &pr, &err)) {
+      cli_sources_free(&row_sources);
       xs_validate_free(&set);
       free(arms);
       free(sources);
@@ -396,6 +403,7 @@ int cmd_validate(int argc, char **argv) {
     if ((rc = fa ? cli_validate_fa_sections(&set, arms, narms)
                  : moe_sections(&set, arms, narms, sources, nsources, by_source,
                                 given_name[0] ? given_name : NULL))) {
+      cli_sources_free(&row_sources);
       xs_validate_free(&set);
       free(arms);
       free(sources);
@@ -431,6 +439,7 @@ int cmd_validate(int argc, char **argv) {
                 100 * arms[k].median_abs_error, 100 * fail_above);
         rc = EXIT_MACHINE;
       }
+  cli_sources_free(&row_sources);
   xs_validate_free(&set);
   free(arms);
   free(sources);

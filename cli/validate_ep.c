@@ -321,6 +321,12 @@ int cli_validate_ep(int argc, char **argv) {
     printf("EP dispatch and combine: %zu rows of %s, each predicted under "
            "burstgap on its gpu's built-in profile and fabric, in its own "
            "metric\n\n", set.nrows, data);
+    cli_sources srcs;
+    if (cli_sources_init(&srcs, &set, 2, 24)) {
+      rc = cli_out_of_memory("validate");
+      goto done;
+    }
+    cli_sources_print(&srcs);
     printf("  %-24s %-12s %-8s %-18s %-9s %4s %5s %-10s %10s %10s %8s%s\n",
            "source", "gpu", "fabric", "library/kernel", "phase", "ep", "tokens",
            "metric", "published", "predicted", "error",
@@ -328,15 +334,17 @@ int cli_validate_ep(int argc, char **argv) {
     for (size_t i = 0; i < set.nrows; i++) {
       const xs_validate_row *r = &set.rows[i];
       const xs_validate_ep_row *e = &r->ep;
-      char src[32];
-      printf("  %-24.24s %-12s %-8s %-18.18s %-9.9s %4g %5g %-10s %10.1f %10.1f "
-             "%+7.1f%%", cli_text(r->source, src, sizeof src), r->gpu, e->fabric,
+      char src[96];
+      printf("  %-24s %-12s %-8s %-18.18s %-9.9s %4g %5g %-10s %10.1f %10.1f "
+             "%+7.1f%%", cli_source_label(&srcs, r->source, src, sizeof src), r->gpu,
+             e->fabric,
              r->arm, e->phase, e->ep, r->tokens, e->metric, e->measured,
              e->predicted, 100 * r->error);
       if (loso)
         printf("  %+7.1f%%", 100 * e->loso_error);
       printf("\n");
     }
+    cli_sources_free(&srcs);
     size_t n;
     double mx, med = median_of(&set, NULL, 0, &n, &mx);
     printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows", 100 * med,

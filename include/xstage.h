@@ -1295,7 +1295,9 @@ typedef struct xs_validate_ep_row {
 } xs_validate_ep_row;
 
 typedef struct xs_validate_row {
-  char source[96], gpu[48], arm[32];
+  char *source;        /* the whole field, of any length the CSV's line
+                          limit allows; the set's (xs_validate_free)    */
+  char gpu[48], arm[32];
   double tokens;
   double measured_us, predicted_us, error; /* error = predicted/measured-1 */
   size_t line;                             /* in the CSV                   */

@@ -288,9 +288,9 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
       (st = field_copy(j, F[C_METRIC], lineno, "metric", e->metric,
                        sizeof e->metric, err)))
     return st;
-  /* a long source cut short, never inside a character (--json's text) */
-  snprintf(row->source, sizeof row->source, "%.*s",
-           (int)xs__utf8_cut(F[C_SOURCE]->s, sizeof row->source - 1), F[C_SOURCE]->s);
+  /* the whole source: two of one repository differ past any length */
+  if (!(row->source = xs__strdup(F[C_SOURCE]->s)))
+    return xs__fail(err, XS_NOMEM, "out of memory");
   /* known names (checked below) fit: "deepep-hybrid/low-latency" at most */
   snprintf(row->arm, sizeof row->arm, "%.15s/%.15s", e->library, e->mode);
   const struct {
