@@ -1320,11 +1320,26 @@ typedef struct xs_validate_row {
   double alt_us;
   xs_moe_pattern alt_knobs;
   xs_validate_ep_row ep; /* kind 2 */
+  /* a MegaMoE sequential row predicted again with the EP programs'
+   * constants refitted without some sources (xs_validate_megamoe_refit);
+   * 0 until then, NAN for other rows */
+  double refit_us;
 } xs_validate_row;
+
+/* The EP programs' constants fitted to published EP timings (docs/ep.md
+ * "Fitted constants"): pair_s, api_s, nvl_eff, sm_copy_Bps.sm90,
+ * sm_copy_Bps.sm100 (xs_ep_constant_name). */
+#define XS_EP_CONSTANTS 5
 
 typedef struct xs_validate_set {
   xs_validate_row *rows;
   size_t nrows;
+  /* after xs_validate_megamoe_refit: the EP constants refitted without the
+   * sources it left out, how many EP rows those were, and the pattern */
+  int refitted;
+  double refit[XS_EP_CONSTANTS];
+  size_t refit_left_out, refit_rows;
+  char refit_without[64];
 } xs_validate_set;
 
 /* Parse and predict every row (progress: called after each row, may be
@@ -1399,12 +1414,12 @@ XS_API xs_status xs_validate_ep(const char *text, size_t length,
 /* The EP model's fitted constants (docs/ep.md "Fitted constants"): name,
  * what it is, and the value the library uses (fitted to every row of the
  * project's data/published/ep.csv). */
-#define XS_EP_CONSTANTS 5
 XS_API const char *xs_ep_constant_name(size_t i);
 XS_API const char *xs_ep_constant_about(size_t i);
 XS_API double xs_ep_constant_value(size_t i);
 /* Fit the constants to the set's rows, leaving out those of one source
- * (NULL: none): XS_EP_CONSTANTS values into values. */
+ * (NULL: none; a pattern ending in '*': every source it begins, as
+ * "deepseek-ai/DeepEP*"): XS_EP_CONSTANTS values into values. */
 XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
                                     const char *leave_out, double *values,
                                     xs_error *err);
@@ -1414,6 +1429,17 @@ XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
  * predicted with them (each row's ep.loso and ep.loso_error). */
 XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
                                           xs_error *err);
+
+/* The sequential arm of a MegaMoE validation set (megamoe) runs its
+ * all-to-all on the EP programs, whose constants are fitted to EP timings
+ * (ep, from xs_validate_ep): refit them leaving out the sources that
+ * leave_out names (as xs_validate_ep_fit's) and predict every sequential
+ * kernel-time row again with them (its refit_us; the set's refit, refitted,
+ * refit_left_out and refit_without). What `xstage validate megamoe
+ * --by-source` shows without DeepEP's own figures ("deepseek-ai/DeepEP*"). */
+XS_API xs_status xs_validate_megamoe_refit(xs_validate_set *megamoe,
+                                           const xs_validate_set *ep,
+                                           const char *leave_out, xs_error *err);
 
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */
@@ -1790,7 +1816,8 @@ XS_API void xs_remove_temp_files(void);
 XS_API void xs_free(void *pointer);
 /* sizeof the named public struct ("xs_moe_config", "xs_fa_config",
  * "xs_error", "xs_moe_table_options", "xs_sim_options", "xs_fa_ring",
- * "xs_fa_table_row", "xs_tuner_options", "xs_tuner_choice"), 0 for
+ * "xs_fa_table_row", "xs_validate_group", "xs_validate_set",
+ * "xs_tuner_options", "xs_tuner_choice"), 0 for
  * another name: bindings that mirror a struct check their copy against
  * it when they load. */
 XS_API size_t xs_struct_size(const char *name);

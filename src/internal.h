@@ -498,10 +498,17 @@ double xs__median_of(double *v, size_t k);
 void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
                      double *a, double *g, double *mu, double *var);
 
-/* The burstgap time of one schedule with the given knob values. */
+/* The burstgap time of one schedule with the given knob values; with the
+ * EP programs' constants par for the sequential arm's all-to-all (NULL:
+ * the shipped ones). */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err);
+struct xs__ep_params;
+xs_status xs__moe_time_ep(const xs_moe_config *c, const xs_profile *prof,
+                          xs_moe_schedule s, const xs_moe_pattern *knobs,
+                          const struct xs__ep_params *par, double *time_s,
+                          xs_error *err);
 
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);

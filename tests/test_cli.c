@@ -640,11 +640,33 @@ static void test_validate(void **s) {
   json_decref(root);
   expect_rc("validate megamoe --data data/published/megamoe.csv", 0, NULL);
   assert_non_null(strstr(out_buf, "pairs: two arms of one config"));
-  assert_non_null(strstr(out_buf, "fitted to these kernels' timings: none"));
+  /* the constants the sequential arm takes are named as fitted, and none
+   * to these rows */
+  assert_non_null(strstr(out_buf, "the sequential arm's all-to-all takes\n  the EP programs' five"));
+  assert_non_null(strstr(out_buf, "None is fitted to these rows"));
   assert_non_null(strstr(out_buf, "pull_end of fused-lag"));
   expect_rc("validate megamoe --data data/published/megamoe.csv --model all --by-source", 0, NULL);
   assert_non_null(strstr(out_buf, " blocking  error"));
   assert_non_null(strstr(out_buf, "\n  DeepGEMM PR 383:\n"));
+  /* and the sequential figures with the EP constants refitted without
+   * DeepEP's own sources, beside the shipped ones */
+  assert_non_null(strstr(out_buf, "refitted without DeepEP's sources (deepseek-ai/DeepEP*"));
+  assert_non_null(strstr(out_buf, "without DeepEP's:"));
+  /* a profile file is named as the file */
+  expect_rc("profiles show h200-nvlink", 0, NULL);
+  char vprof[64], vcmd[160], vlabel[128];
+  snprintf(vprof, sizeof vprof, "/tmp/xstage-vprof-%ld.json", (long)getpid());
+  FILE *pf = fopen(vprof, "w");
+  assert_non_null(pf);
+  fputs(out_buf, pf);
+  fclose(pf);
+  snprintf(vcmd, sizeof vcmd, "validate megamoe --data data/published/megamoe.csv --profile %s",
+           vprof);
+  expect_rc(vcmd, 0, NULL);
+  snprintf(vlabel, sizeof vlabel, "on the profile file %s (named h200-nvlink)", vprof);
+  assert_non_null(strstr(out_buf, vlabel));
+  assert_null(strstr(out_buf, "on its gpu's built-in profile"));
+  remove(vprof);
   expect_rc("validate megamoe --data data/published/megamoe.csv --model serial", 0, NULL);
   assert_non_null(strstr(out_buf, "under serial"));
   expect_rc("validate megamoe --data data/published/megamoe.csv --model sim", 2, "--model");

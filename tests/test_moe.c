@@ -544,9 +544,10 @@ static void test_grouped_gemm_h200(void **st) {
  * comes from, and what kind of figure it is */
 static void check_leaf(const xs_profile *prof, const char *key) {
   const char *src = xs_profile_number_source(prof, key);
-  static const char *const kinds[] = {"measurement", "derived", "datasheet", "lead"};
+  static const char *const kinds[] = {"measurement", "derived", "datasheet", "lead",
+                                      "fitted"};
   int ok = 0;
-  for (int k = 0; src && k < 4; k++)
+  for (int k = 0; src && k < 5; k++)
     ok |= strncmp(src, kinds[k], strlen(kinds[k])) == 0;
   if (!ok) {
     fprintf(stderr, "%s: %s: %s\n", xs_profile_name(prof), key,
@@ -682,7 +683,7 @@ static void test_validate(void **st) {
   two[0].measured_us = 100, two[0].predicted_us = 110;
   two[1].measured_us = 200, two[1].predicted_us = 180;
   two[2].config.tokens += 1; /* another config: no pair */
-  xs_validate_set hand = {two, 3};
+  xs_validate_set hand = {.rows = two, .nrows = 3};
   assert_int_equal(xs_validate_compare_arms(&hand, &pr, &e), XS_OK);
   assert_true(pr.pairs == 1 && pr.agree == 1);
   assert_true(close(pr.median_ratio_error, (110.0 / 180) / 0.5 - 1, 1e-12) &&

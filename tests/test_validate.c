@@ -275,7 +275,7 @@ static void test_groups_and_pairs(void **s) {
     uint64_t seed = seq.s;
     size_t n = 1 + next(400);
     xs_validate_row *rows = random_rows(n);
-    xs_validate_set set = {rows, n};
+    xs_validate_set set = {.rows = rows, .nrows = n};
     xs_error e;
     for (int by = 0; by < 2; by++) {
       xs_validate_group *g;

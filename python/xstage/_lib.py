@@ -192,7 +192,11 @@ class SimOptions(ctypes.Structure):
 
 
 class ValidateSet(ctypes.Structure):
-    _fields_ = [("rows", ctypes.c_void_p), ("nrows", ctypes.c_size_t)]
+    # xs_validate_set whole: the library writes every field
+    _fields_ = [("rows", ctypes.c_void_p), ("nrows", ctypes.c_size_t),
+                ("refitted", ctypes.c_int), ("refit", ctypes.c_double * 5),
+                ("refit_left_out", ctypes.c_size_t), ("refit_rows", ctypes.c_size_t),
+                ("refit_without", ctypes.c_char * 64)]
 
 
 _D = ctypes.c_double
@@ -280,7 +284,8 @@ def check_layouts():
                           ("xs_fa_config", FaConfig),
                           ("xs_moe_table_options", MoeTableOptions),
                           ("xs_sim_options", SimOptions), ("xs_fa_ring", FaRing),
-                          ("xs_fa_table_row", FaTableRow)):
+                          ("xs_fa_table_row", FaTableRow),
+                          ("xs_validate_set", ValidateSet)):
         want = xs_struct_size(cname.encode())
         if want != ctypes.sizeof(mirror):
             raise ImportError(

@@ -26,6 +26,7 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_fa_ring)
   XS__SIZE(xs_fa_table_row)
   XS__SIZE(xs_validate_group)
+  XS__SIZE(xs_validate_set)
   XS__SIZE(xs_tuner_options)
   XS__SIZE(xs_tuner_choice)
 #undef XS__SIZE
@@ -749,8 +750,10 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
           r->tokens, "knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->knobs), "measured_us", r->measured_us,
           "predicted_us", r->predicted_us, "error", r->error));
   }
-  /* leave one out: no constant is fitted to kernel timings, so the
-   * medians without a source's or a kernel's rows are their own */
+  /* leave one out: no constant is fitted to these rows, so the medians
+   * without a source's or a kernel's rows are their own; the sequential
+   * arm's EP constants are fitted to EP timings (fitted_constants, and
+   * refit below) */
   for (size_t k = 0; k < nsources + narms && !bad; k++) {
     const xs_validate_group *g = k < nsources ? &sources[k] : &arms[k - nsources];
     bad |= xs__jput(k < nsources ? bysrc : byk, g->name,
@@ -767,7 +770,56 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
       real_or_null(ps.max_ratio_error), "wide", (json_int_t)ps.wide, "wide_kept",
       (json_int_t)ps.wide_kept, "list", pl));
   bad |= xs__jput(sum, "pull_end", pulls);
-  bad |= xs__jput(sum, "fitted_constants", json_array());
+  /* the constants the sequential arm takes, fitted to EP timings */
+  json_t *fc = json_array();
+  for (size_t i = 0; i < XS_EP_CONSTANTS && !bad; i++)
+    bad |= xs__jappend(fc, json_pack("{s:s,s:f,s:s,s:s,s:s}", "name", xs_ep_constant_name(i),
+        "value", xs_ep_constant_value(i), "about", xs_ep_constant_about(i), "fitted_to",
+        "published EP dispatch and combine timings (data/published/ep.csv; docs/ep.md "
+        "\"Fitted constants\")", "used_by", "sequential"));
+  bad |= xs__jput(sum, "fitted_constants", fc);
+  if (set->refitted && !bad) {
+    /* the sequential rows with the constants refitted without some EP
+     * sources (xs_validate_megamoe_refit) */
+    json_t *rc = json_object(), *rbs = json_object();
+    for (size_t i = 0; i < XS_EP_CONSTANTS; i++)
+      bad |= xs__jput(rc, xs_ep_constant_name(i), json_real(set->refit[i]));
+    double *a = malloc((set->nrows + 1) * sizeof *a), *b = malloc((set->nrows + 1) * sizeof *b);
+    size_t n = 0;
+    for (size_t i = 0; a && b && i < set->nrows; i++)
+      if (set->rows[i].kind == 0 && !isnan(set->rows[i].refit_us) && set->rows[i].refit_us > 0) {
+        a[n] = fabs(set->rows[i].refit_us / set->rows[i].measured_us - 1);
+        b[n++] = fabs(set->rows[i].error);
+      }
+    for (size_t k = 0; a && b && k < nsources && !bad; k++) {
+      size_t m = 0;
+      double *ra = malloc((set->nrows + 1) * sizeof *ra), *rb = malloc((set->nrows + 1) * sizeof *rb);
+      for (size_t i = 0; ra && rb && i < set->nrows; i++) {
+        const xs_validate_row *r = &set->rows[i];
+        if (r->kind == 0 && !isnan(r->refit_us) && r->refit_us > 0 &&
+            !strcmp(r->source, sources[k].name)) {
+          ra[m] = fabs(r->refit_us / r->measured_us - 1);
+          rb[m++] = fabs(r->error);
+        }
+      }
+      if (m && ra && rb)
+        bad |= xs__jput(rbs, sources[k].name, json_pack("{s:I,s:o,s:o}", "rows",
+            (json_int_t)m, "median_abs_error", real_or_null(xs__median_of(ra, m)),
+            "shipped_median_abs_error", real_or_null(xs__median_of(rb, m))));
+      free(ra);
+      free(rb);
+    }
+    if (!a || !b)
+      bad = 1;
+    else
+      bad |= xs__jput(sum, "refit", json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:o,s:o},s:o}",
+          "without", set->refit_without, "left_out_rows", (json_int_t)set->refit_left_out,
+          "of_rows", (json_int_t)set->refit_rows, "constants", rc, "sequential", "rows",
+          (json_int_t)n, "median_abs_error", real_or_null(xs__median_of(a, n)),
+          "shipped_median_abs_error", real_or_null(xs__median_of(b, n)), "by_source", rbs));
+    free(a);
+    free(b);
+  }
   bad |= xs__jput(sum, "leave_one_out", json_pack("{s:o,s:o}", "by_source", bysrc,
                                                   "by_kernel", byk));
   return bad;
@@ -817,6 +869,8 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       }
       if (r->breakdown.bound)
         bad |= xs__jput(o, "breakdown", xs__api_moe_breakdown(&r->breakdown));
+      if (set->refitted && !isnan(r->refit_us) && r->refit_us > 0)
+        bad |= xs__jput(o, "refit_us", json_real(r->refit_us));
     }
     if (o && r->kind == 1)
       bad |= fa_row_json(o, r);

@@ -237,13 +237,17 @@ void xs__sens_range(const xs_profile *prof, const xs__sens_param *p,
       hi = 3;
     }
   } else if (!strcmp(kind, "fitted")) {
-    /* the fit's 68% interval of its factor, about the number now */
+    /* the fit's 68% interval of its factor (xstage fit megamoe), or the
+     * spread of its refits without each source (the EP programs'
+     * constants), about the number now */
     const char *q = strstr(src, "fitted: x");
-    double scale = q ? strtod(q + 9, NULL) : 0, l = 0, h = 0;
-    const char *iv = strstr(src, "interval x");
-    if (iv) {
+    double scale = q ? strtod(q + 9, NULL) : 1, l = 0, h = 0;
+    const char *iv = strstr(src, "interval x"), *at = iv ? iv + 10 : NULL;
+    if (!iv && (iv = strstr(src, "without each source x")))
+      at = iv + 21;
+    if (at) {
       char *end;
-      l = strtod(iv + 10, &end);
+      l = strtod(at, &end);
       const char *to = strstr(end, " to x");
       h = to ? strtod(to + 5, NULL) : 0;
     }

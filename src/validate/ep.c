@@ -407,6 +407,17 @@ xs_status xs_validate_ep(const char *text, size_t length, const char *filename,
 
 /* ---- refitting ---- */
 
+/* whether a row of source src is left out: leave_out names it, or ends in
+ * '*' and begins it */
+static int left_out(const char *src, const char *leave_out) {
+  if (!leave_out)
+    return 0;
+  size_t n = strlen(leave_out);
+  if (n && leave_out[n - 1] == '*')
+    return !strncmp(src, leave_out, n - 1);
+  return !strcmp(src, leave_out);
+}
+
 /* The fit's objective: the mean over (library, mode) of each one's mean
  * |log(predicted / measured)|, each row's capped at log 1.5 so that a row
  * the model cannot follow (a published figure that contradicts its
@@ -429,7 +440,7 @@ static xs_status objective(ep_job *j, const xs_validate_set *set,
   for (size_t i = 0; i < n && !st; i++) {
     const xs_validate_row *r = &set->rows[i];
     err_of[i] = NAN;
-    if (r->kind != 2 || (leave_out && !strcmp(r->source, leave_out)))
+    if (r->kind != 2 || left_out(r->source, leave_out))
       continue;
     xs_profile *prof;
     double t[XS_MODEL_COUNT];
@@ -469,7 +480,7 @@ static int constant_used(const xs_validate_set *set, const char *leave_out,
                          size_t i) {
   for (size_t r = 0; r < set->nrows; r++) {
     const xs_validate_row *row = &set->rows[r];
-    if (row->kind != 2 || (leave_out && !strcmp(row->source, leave_out)))
+    if (row->kind != 2 || left_out(row->source, leave_out))
       continue;
     if (!constants[i].profiles ? i != 1 || row->ep.api_time
                                : in_list(constants[i].profiles, row->gpu))
@@ -574,5 +585,44 @@ xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
   }
   job_free(&j);
   free(src);
+  return st;
+}
+
+xs_status xs_validate_megamoe_refit(xs_validate_set *moe, const xs_validate_set *ep,
+                                    const char *leave_out, xs_error *err) {
+  if (leave_out && strlen(leave_out) >= sizeof moe->refit_without)
+    return xs__fail(err, XS_INVALID, "the sources to leave out, \"%.40s...\", are %zu bytes; at most %zu",
+                    leave_out, strlen(leave_out), sizeof moe->refit_without - 1);
+  double v[XS_EP_CONSTANTS];
+  ep_job j = {"<set>", {{{0}, {0}, NULL, 0}}, 0};
+  xs_status st = fit(&j, ep, leave_out, v, err);
+  size_t out = 0;
+  for (size_t i = 0; i < ep->nrows; i++)
+    out += ep->rows[i].kind == 2 && left_out(ep->rows[i].source, leave_out);
+  xs__ep_params par;
+  for (size_t i = 0; i < moe->nrows && !st; i++) {
+    xs_validate_row *r = &moe->rows[i];
+    r->refit_us = NAN;
+    if (r->kind || strcmp(r->arm, "sequential") || (r->metric[0] && strcmp(r->metric, "time")))
+      continue;
+    /* the row's GPU with the refitted per-SM copy rate, and the refitted
+     * model constants, for its all-to-all */
+    xs_profile *prof;
+    double t;
+    if ((st = job_profile(&j, r->gpu, "none", &prof, err)) ||
+        (st = job_apply(&j, v, &par, err)) ||
+        (st = xs__moe_time_ep(&r->config, prof, XS_MOE_SEQUENTIAL, &r->knobs, &par, &t, err)))
+      break;
+    r->refit_us = t * 1e6;
+  }
+  job_free(&j);
+  if (!st) {
+    moe->refitted = 1;
+    memcpy(moe->refit, v, sizeof v);
+    moe->refit_left_out = out;
+    moe->refit_rows = ep->nrows;
+    snprintf(moe->refit_without, sizeof moe->refit_without, "%s",
+             leave_out ? leave_out : "");
+  }
   return st;
 }

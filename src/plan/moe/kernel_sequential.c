@@ -33,7 +33,7 @@ static xs_status a2a_time(const xs__moe_kctx *k, xs__ep_phase phase,
   s.api_time = 1; /* the harness calls the library's Python API */
   return xs__ep_kernel(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                        c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL, phase,
-                       &s, k->prof, NULL, NULL, t, err);
+                       &s, k->prof, k->ep_par, NULL, t, err);
 }
 
 xs_status xs__moe_kernel_sequential(const xs__moe_kctx *k, xs_moe_pattern *kn,

@@ -194,6 +194,7 @@ xs_status xs__emit_finish(xs__emit *e, xs_program **out, xs_moe_breakdown *bd,
 
 /* What a kernel builder gets: the workload, the tile terms, the knobs
  * (0: the kernel's default; the builder writes back what it used). */
+struct xs__ep_params;
 struct xs__moe_kctx {
   const xs__moe_wl *wl;
   const xs__gemm_terms *g;
@@ -207,6 +208,8 @@ struct xs__moe_kctx {
   double nic_share;   /* of the bytes to other ranks, the share that
                          crosses the NIC to other nodes (0: one domain) */
   double nic_latency_s;
+  const struct xs__ep_params *ep_par; /* the EP programs' constants the
+                         sequential arm's all-to-all takes (NULL: shipped) */
 };
 
 typedef xs_status (*xs__moe_kernel_fn)(const xs__moe_kctx *k,

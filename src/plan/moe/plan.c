@@ -622,8 +622,16 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err) {
+  return xs__moe_time_ep(c, prof, s, knobs, NULL, time_s, err);
+}
+
+xs_status xs__moe_time_ep(const xs_moe_config *c, const xs_profile *prof,
+                          xs_moe_schedule s, const xs_moe_pattern *knobs,
+                          const struct xs__ep_params *par, double *time_s,
+                          xs_error *err) {
   planner pl;
   xs_status st = planner_init(&pl, c, prof, NULL, err);
+  pl.k.ep_par = par;
   xs_program *p = NULL;
   xs_result *r = NULL;
   xs_moe_pattern kn = knobs ? *knobs : (xs_moe_pattern){0};
