@@ -48,6 +48,50 @@ const char *cli_profile_text(const xs_profile *profile) {
   return cli_text(xs_profile_name(profile), buf, sizeof buf);
 }
 
+int cli_profile_builtin(const char *arg) {
+  /* as xs_profile_load reads it: a built-in name, then a file, then
+   * NAME+FABRIC (a built-in GPU on a built-in fabric) */
+  struct stat sb;
+  const char *plus = strchr(arg, '+');
+  size_t n = plus && stat(arg, &sb) ? (size_t)(plus - arg) : strlen(arg);
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++)
+    if (strlen(xs_builtin_profile_name(i)) == n && !strncmp(xs_builtin_profile_name(i), arg, n))
+      return 1;
+  return 0;
+}
+
+/* the profile the command loaded from a file, and that file (one command
+ * a process: the CLI loads its --profile once) */
+static const xs_profile *file_profile;
+static const char *file_path;
+
+void cli_profile_from(const char *arg, const xs_profile *profile) {
+  int file = arg && profile && !cli_profile_builtin(arg);
+  file_profile = file ? profile : NULL;
+  file_path = file ? arg : NULL;
+}
+
+const char *cli_profile_given(const xs_profile *profile) {
+  static char buf[512];
+  if (!profile || profile != file_profile)
+    return cli_profile_text(profile);
+  char f[192];
+  snprintf(buf, sizeof buf, "the profile file %s (named %s)",
+           cli_text(file_path, f, sizeof f), cli_profile_text(profile));
+  return buf;
+}
+
+void cli_profile_leads(const xs_profile *profile) {
+  if (!profile || profile != file_profile) {
+    printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
+           cli_profile_text(profile), cli_profile_text(profile));
+    return;
+  }
+  printf("\n  %s: its numbers are leads unless measured:\n"
+         "  `xstage profiles show %s`\n", cli_profile_given(profile),
+         cli_name_text(file_path));
+}
+
 const char *cli_name_text(const char *name) {
   static char buf[192];
   return cli_text(name, buf, sizeof buf);
@@ -403,6 +447,7 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   xs_error err;
   if (xs_profile_load_fabric(profile, fabric, &o->profile, &err))
     return cli_error("sweep", &err);
+  cli_profile_from(profile, o->profile);
   return -1;
 }
 

@@ -49,6 +49,19 @@ const char *cli_text_cut(const char *s, size_t max, char *buf, size_t size);
 /* cli_text of a profile's name and of a config's, each into its own
  * static buffer (one of each per printf) */
 const char *cli_profile_text(const xs_profile *profile);
+/* Whether a --profile argument names a built-in profile (or NAME+FABRIC)
+ * rather than a file. */
+int cli_profile_builtin(const char *arg);
+/* The profile a command loaded from --profile arg (a file when arg names
+ * no built-in), for cli_profile_given and cli_profile_leads. */
+void cli_profile_from(const char *arg, const xs_profile *profile);
+/* A profile as --profile gave it: its name when built in, else "the profile
+ * file FILE (named NAME)", so that a file is never called by the name it
+ * only carries (a static buffer, as cli_profile_text's). */
+const char *cli_profile_given(const xs_profile *profile);
+/* A plan's closing line: whose numbers are leads, and the command that
+ * lists their sources, with the file for a file. */
+void cli_profile_leads(const xs_profile *profile);
 const char *cli_name_text(const char *name);
 /* A count flag ("--tokens 4k", "--sms 132", "1Mi": xs_parse_count) from
  * lo to hi into *out: 0, or the exit code after naming the flag, what it

@@ -263,6 +263,7 @@ int cmd_plan(int argc, char **argv) {
     free(grid);
     return cli_error("plan", &err);
   }
+  cli_profile_from(profile, prof);
   if (compute) {
     xs_profile *cp;
     if (xs_profile_load(compute, &cp, &err)) {
@@ -319,10 +320,9 @@ int cmd_plan(int argc, char **argv) {
   }
   if (!json) {
     const xs_moe_workload *w = &r.work;
-    char a[32], b[32], d[32], e[32], pn[256];
-    const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
+    char a[32], b[32], d[32], e[32];
     printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cli_name_text(cfg.name),
-           cfg.tokens, cfg.ep, pname);
+           cfg.tokens, cfg.ep, cli_profile_given(prof));
     printf("  H %g, I %g, %g experts (%g per rank), top-%g, %s GEMMs, "
            "dispatch %g B/element, combine %g B/element\n",
            cfg.hidden, cfg.intermediate, cfg.experts, cfg.experts / cfg.ep, cfg.topk,
@@ -467,8 +467,7 @@ int cmd_plan(int argc, char **argv) {
     cli_moe_certainty_print(&pick, &cert, tol);
     if (sens && (rc = cli_moe_sensitivity_print(prof, &pick, sens, nsens)))
       goto done;
-    printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
-           pname, pname);
+    cli_profile_leads(prof);
   }
   if (emit || trace || svg) {
     xs_program *p;
@@ -586,7 +585,8 @@ int cmd_sweep(int argc, char **argv) {
     } else {
       char a[32], b[32], pn[256], ka[48], kb[48];
       const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
-      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", pname, n);
+      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n",
+             cli_profile_given(prof), n);
       printf("  %-18s %6s %3s  %-17s %10s %-17s  %-17s %10s %-17s %7s %8s %7s\n",
              "preset", "tokens", "ep", "best interleaved", "time", "its kernel",
              "best other", "time", "its kernel", "gain", "blocking", "order");

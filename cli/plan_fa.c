@@ -119,7 +119,7 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
   } else if (!rc) {
     printf("Ring attention table: %s, CP %g, %s mask, %s %s, on %s; tolerance %.3g%%\n",
            cli_name_text(c->name), c->cp, c->causal ? "causal" : "full", c->kernel,
-           c->backward ? "forward and backward" : "forward", cli_profile_text(prof), tol * 100);
+           c->backward ? "forward and backward" : "forward", cli_profile_given(prof), tol * 100);
     printf("  %8s  %-17s %-10s %10s %-8s %10s %4s\n", "seq", "path", "layout", "time", "bound",
            "fastest", "near");
     for (size_t i = 0; i < n; i++) {
@@ -190,7 +190,7 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
          cli_name_text(c->name), c->seq, c->batch > 1 ? " (per sequence)" : "", c->cp,
          c->causal ? "causal" : "full", c->causal ? ", layout " : "",
          c->causal ? layout_text(c->layout) : "", c->kernel,
-         c->backward ? "forward and backward" : "forward", cli_profile_text(prof));
+         c->backward ? "forward and backward" : "forward", cli_profile_given(prof));
   printf("  per step: %.3g TFLOP, kernel %s (mean over steps, busiest rank), %g CTAs\n"
          "  in %g waves on %g SMs, %g KV tiles a CTA; KV block %s, K/V stages of %s\n"
          "  (%g in the kernel's pipeline); kernel throughput %s\n\n",
@@ -268,10 +268,9 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
   printf("  (compute + merge + fixed + interf. + host + exposed = burstgap; host is the\n"
          "  GPU waiting for the host to issue the ring's ops (timing %s), exposed the\n"
          "  communication the others do not hide, stall the part of it piggyback's\n"
-         "  SMs spend waiting for a stage's store; %s's numbers are leads unless\n"
-         "  measured: xstage profiles show %s)\n",
-         xs_fa_timing_name((xs_fa_timing)c->timing), cli_profile_text(prof),
-         cli_profile_text(prof));
+         "  SMs spend waiting for a stage's store)\n",
+         xs_fa_timing_name((xs_fa_timing)c->timing));
+  cli_profile_leads(prof);
 }
 
 /* a ring in words: "piggyback, zigzag" ("dedicated-sms (8 SMs), stripe") */
@@ -388,6 +387,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
   xs_profile *prof;
   if (xs_profile_load(profile, &prof, &err))
     return cli_error("plan", &err);
+  cli_profile_from(profile, prof);
   /* the kernel the GPU runs, or why it cannot (exit 2) */
   if (xs_fa_kernel_resolve(&cfg, prof, &cfg, &err)) {
     xs_profile_free(prof);
@@ -560,7 +560,7 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     }
   } else if (!rc) {
     printf("Ring attention sweep on %s: %zu configs (burstgap unless noted)\n\n",
-           cli_profile_text(prof), n);
+           cli_profile_given(prof), n);
     printf("  %-11s %6s %3s %-6s %-6s %10s %10s %10s %10s %10s %8s %8s %8s  %s\n", "preset",
            "seq", "cp", "mask", "kernel", "sequential", "stream", "sms", "piggyback", "ideal",
            "vs seq", "vs ded", "blocking", "fastest");

@@ -191,7 +191,7 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
     }
   } else if (!rc && !header_out) {
     printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n",
-           cli_name_text(cfg->name), cfg->ep, cli_profile_text(prof), tol * 100);
+           cli_name_text(cfg->name), cfg->ep, cli_profile_given(prof), tol * 100);
     printf("  %8s %8s  %-18s %-14s %-30s %10s %10s  %-18s %10s %4s  %s\n",
            "tokens", "from", "schedule", "rule", "knobs", "predicted",
            "fastest", "runner-up", "its time", "near", "kernel");

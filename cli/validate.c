@@ -52,9 +52,12 @@ static void help(FILE *f) {
           "                       ring-attention.csv; data/published/ in the source tree)\n"
           "  --model M            the model the rows and summaries use:\n"
           "                       burstgap (default), blocking, serial, ideal, or all\n"
-          "                       (every model's prediction per row)\n"
-          "  --by-source          megamoe: the rows' table per source, and each\n"
-          "                       source predicted without it (leave one out)\n"
+          "                       (every model's prediction per row); --models M is\n"
+          "                       the same flag, as validate ep spells it\n"
+          "  --by-source          megamoe: the rows' table per source, each source\n"
+          "                       predicted without it (leave one out), and the\n"
+          "                       sequential rows with the EP constants refitted\n"
+          "                       without DeepEP's sources\n"
           "  --profile P          megamoe: a profile of the caller's (a file from xstage\n"
           "                       fit megamoe): rows whose gpu is its name use it,\n"
           "                       the others their built-in profile (docs/tune.md)\n"
@@ -338,6 +341,7 @@ int cmd_validate(int argc, char **argv) {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
       {"model", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
+      {"models", required_argument, 0, 'm'}, /* validate ep's spelling */
       {"profile", required_argument, 0, 'p'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL, *profile = NULL;

@@ -34,7 +34,9 @@ static void help(FILE *f) {
           "                       xstage (share/xstage/published/ep.csv;\n"
           "                       data/published/ in the source tree)\n"
           "  --models LIST|all    also the blocking, serial and ideal models'\n"
-          "                       errors (comma-separated; all: every model)\n"
+          "                       errors (comma-separated; all: every model);\n"
+          "                       --model LIST is the same flag, as validate\n"
+          "                       megamoe spells it\n"
           "  --by-source          leave one source out: the model's fitted constants\n"
           "                       refitted without each source and its rows predicted\n"
           "                       with them (about 20 s); lists every constant\n"
@@ -131,12 +133,13 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
     const xs_validate_row *r = &set->rows[i];
     const xs_validate_ep_row *e = &r->ep;
     json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:f,s:f,"
+        "{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:s,s:f,s:f,s:f,"
         "s:f,s:f}",
         "source", r->source, "gpu", r->gpu, "fabric", e->fabric, "library",
         e->library, "kernel", e->mode, "phase", e->phase, "ep", e->ep, "tokens",
         r->tokens, "hidden", e->hidden, "topk", e->topk, "experts", e->experts,
-        "sms", e->sms, "metric", e->metric, "measured", e->measured, "predicted",
+        /* the dtype column, as its element size stands for it */
+        "dtype", e->elem_bytes == 1 ? "fp8" : "bf16", "sms", e->sms, "metric", e->metric, "measured", e->measured, "predicted",
         e->predicted, "error", r->error, "measured_us", r->measured_us,
         "predicted_us", r->predicted_us);
     if (o && models[1] + models[2] + models[3]) {
@@ -218,8 +221,10 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
   return rc;
 }
 
+/* srcs: for the sources, their labels (by number after the legend, as
+ * the rows name them) */
 static void print_group(const xs_validate_set *set, int field, const char *title,
-                        const int *models, int loso) {
+                        const int *models, int loso, const cli_sources *srcs) {
   const char **vals = malloc((set->nrows + 1) * sizeof *vals);
   if (!vals)
     return;
@@ -229,8 +234,10 @@ static void print_group(const xs_validate_set *set, int field, const char *title
     group g = {field, vals[k]};
     size_t n;
     double mx, med = median_of(set, &g, 0, &n, &mx);
-    printf("    %-40.40s %3zu rows  median %5.1f%%  largest %6.1f%%", vals[k], n,
-           100 * med, 100 * mx);
+    char lb[96];
+    printf("    %-40s %3zu rows  median %5.1f%%  largest %6.1f%%",
+           srcs ? cli_source_label(srcs, vals[k], lb, sizeof lb) : vals[k], n, 100 * med,
+           100 * mx);
     if (loso)
       printf("  left out %5.1f%%", 100 * median_of(set, &g, -1, NULL, NULL));
     for (int m = 1; m < XS_MODEL_COUNT; m++)
@@ -247,6 +254,7 @@ int cli_validate_ep(int argc, char **argv) {
       {"data", required_argument, 0, 'd'},  {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},   {"fail-above", required_argument, 0, 'f'},
       {"models", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
+      {"model", required_argument, 0, 'm'}, /* validate megamoe's spelling */
       {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL;
   double fail_above = INFINITY;
@@ -344,7 +352,10 @@ int cli_validate_ep(int argc, char **argv) {
         printf("  %+7.1f%%", 100 * e->loso_error);
       printf("\n");
     }
-    cli_sources_free(&srcs);
+    /* the tables below label a source in 40 columns, by the legend's
+     * number where the rows do */
+    cli_sources wide = srcs;
+    wide.width = 40;
     size_t n;
     double mx, med = median_of(&set, NULL, 0, &n, &mx);
     printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows", 100 * med,
@@ -353,22 +364,22 @@ int cli_validate_ep(int argc, char **argv) {
       printf("; with each source left out of the fit: median %.1f%%",
              100 * median_of(&set, NULL, -1, NULL, NULL));
     printf("\n");
-    print_group(&set, 0, "library and kernel mode", models, loso);
-    print_group(&set, 1, "library", models, loso);
-    print_group(&set, 2, "phase", models, loso);
-    print_group(&set, 3, "source", models, loso);
+    print_group(&set, 0, "library and kernel mode", models, loso, NULL);
+    print_group(&set, 1, "library", models, loso, NULL);
+    print_group(&set, 2, "phase", models, loso, NULL);
+    print_group(&set, 3, "source", models, loso, &wide);
     printf("\n  fitted constants (the only numbers fitted to these timings; "
            "docs/ep.md):\n");
     for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {
       printf("    %-18s %11.4g  %s\n", xs_ep_constant_name(i),
              xs_ep_constant_value(i), xs_ep_constant_about(i));
       for (size_t k = 0; loso && k < nsrc; k++) {
-        char src[48];
-        printf("      without %-44.44s %11.4g\n",
-               cli_text(sources[k], src, sizeof src),
+        char src[96];
+        printf("      without %-40s %11.4g\n", cli_source_label(&wide, sources[k], src, sizeof src),
                values[k * XS_EP_CONSTANTS + i]);
       }
     }
+    cli_sources_free(&srcs);
     cli_flush_stdout();
   }
   if (!rc && svg) {

@@ -41,6 +41,20 @@ static void expect_rc(const char *args, int rc, const char *in_stderr) {
   }
 }
 
+/* a command with one path in it, which must succeed */
+static void expect_ok_with(const char *fmt, const char *path) {
+  char args[512];
+  snprintf(args, sizeof args, fmt, path);
+  expect_rc(args, 0, NULL);
+}
+
+/* whether the output holds a text with one path in it */
+static int output_has(const char *fmt, const char *path) {
+  char want[512];
+  snprintf(want, sizeof want, fmt, path);
+  return strstr(out_buf, want) != NULL;
+}
+
 /* Counts with suffixes, geometric grids, whole numbers as JSON integers,
  * a negative imbalance refused, residues printed as the 0 they are: each
  * against a second way to write the same thing. */
@@ -197,7 +211,8 @@ static void test_bad_flags(void **s) {
   assert_null(strchr(out_buf, '\x1b'));
   expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/escape-profile.json "
             "--compute h200-nvlink", 0, NULL);
-  assert_non_null(strstr(out_buf, "on link\\x1b]0;title\\x07"));
+  assert_non_null(strstr(out_buf, "on the profile file tests/data/escape-profile.json "
+                                  "(named link\\x1b]0;title\\x07)"));
   assert_null(strchr(out_buf, '\x1b'));
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
@@ -652,20 +667,30 @@ static void test_validate(void **s) {
    * DeepEP's own sources, beside the shipped ones */
   assert_non_null(strstr(out_buf, "refitted without DeepEP's sources (deepseek-ai/DeepEP*"));
   assert_non_null(strstr(out_buf, "without DeepEP's:"));
+  /* validate ep's tables name a long source by the legend's number, as its
+   * rows do, never by a cut of its name alone */
+  expect_rc("validate ep --data data/published/ep.csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "\n    [6] deepseek-ai/DeepEP branch hybrid-ep  "));
+  assert_null(strstr(out_buf, "\n    deepseek-ai/DeepEP branch hybrid-ep docs"));
   /* a profile file is named as the file */
   expect_rc("profiles show h200-nvlink", 0, NULL);
-  char vprof[64], vcmd[160], vlabel[128];
+  char vprof[64];
   snprintf(vprof, sizeof vprof, "/tmp/xstage-vprof-%ld.json", (long)getpid());
   FILE *pf = fopen(vprof, "w");
   assert_non_null(pf);
   fputs(out_buf, pf);
   fclose(pf);
-  snprintf(vcmd, sizeof vcmd, "validate megamoe --data data/published/megamoe.csv --profile %s",
-           vprof);
-  expect_rc(vcmd, 0, NULL);
-  snprintf(vlabel, sizeof vlabel, "on the profile file %s (named h200-nvlink)", vprof);
-  assert_non_null(strstr(out_buf, vlabel));
+  expect_ok_with("validate megamoe --data data/published/megamoe.csv --profile %s", vprof);
+  assert_true(output_has("on the profile file %s (named h200-nvlink)", vprof));
   assert_null(strstr(out_buf, "on its gpu's built-in profile"));
+  /* and plan's: the header and the closing line name the file */
+  expect_ok_with("plan megamoe --preset deepseek-v3 --tokens 64 --profile %s", vprof);
+  assert_true(output_has("on the profile file %s (named h200-nvlink)\n", vprof));
+  assert_true(output_has("`xstage profiles show %s`", vprof));
+  assert_null(strstr(out_buf, "profiles show h200-nvlink"));
+  expect_ok_with("plan flashattn --preset llama3-8b --seq 2048 --profile %s", vprof);
+  assert_true(output_has("`xstage profiles show %s`", vprof));
+  assert_null(strstr(out_buf, "profiles show h200-nvlink"));
   remove(vprof);
   expect_rc("validate megamoe --data data/published/megamoe.csv --model serial", 0, NULL);
   assert_non_null(strstr(out_buf, "under serial"));
@@ -828,7 +853,7 @@ static void test_measuring(void **s) {
             2, "no compute section");
   expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/link-only.json "
             "--compute h200-nvlink", 0, NULL);
-  assert_non_null(strstr(out_buf, "on link-only"));
+  assert_non_null(strstr(out_buf, "on the profile file tests/data/link-only.json (named link-only)"));
   char args[512], path[128];
   snprintf(path, sizeof path, "/tmp/xstage-samples-%d.csv", (int)getpid());
   snprintf(args, sizeof args, "probe pipe --capacity 256KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);

@@ -517,6 +517,30 @@ static void test_constants_fit(void **st) {
   free(text);
 }
 
+/* A fabric misspelt is refused naming the three built-in fabrics, and no
+ * GPU profile among them. */
+static void test_unknown_fabric(void **st) {
+  (void)st;
+  xs_profile *p = NULL;
+  xs_error e;
+  assert_int_equal(xs_profile_load_fabric("h800-nvlink", "ib400", &p, &e), XS_NOTFOUND);
+  assert_null(p);
+  assert_non_null(strstr(e.message, "unknown fabric \"ib400\""));
+  for (size_t i = 0; i < sizeof fabrics / sizeof *fabrics; i++)
+    assert_non_null(strstr(e.message, fabrics[i]));
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++) {
+    const char *name = xs_builtin_profile_name(i);
+    int fabric = 0;
+    for (size_t k = 0; k < sizeof fabrics / sizeof *fabrics; k++)
+      fabric |= !strcmp(name, fabrics[k]);
+    if (!fabric && strstr(e.message, name))
+      fprintf(stderr, "%s in: %s\n", name, e.message);
+    assert_true(fabric || !strstr(e.message, name));
+  }
+  assert_int_equal(xs_profile_load("h800-nvlink+ib400", &p, &e), XS_NOTFOUND);
+  assert_non_null(strstr(e.message, "not a built-in fabric"));
+}
+
 /* validate megamoe --by-source: the sequential arm predicted again with the
  * EP constants refitted without some sources. The constants are the fit's
  * (xs_validate_ep_fit, the same leave-out), the left-out count is the rows
@@ -703,6 +727,6 @@ int main(void) {
       cmocka_unit_test(test_needs_fabric),    cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
       cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes),
-      cmocka_unit_test(test_megamoe_refit)};
+      cmocka_unit_test(test_megamoe_refit),   cmocka_unit_test(test_unknown_fabric)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

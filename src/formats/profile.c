@@ -1008,6 +1008,29 @@ xs_status xs__profile_set_text(xs_profile *p, const char *name,
   return XS_OK;
 }
 
+/* A fabric that is neither a file nor built in: the message lists the
+ * built-in fabrics only (the profiles with a "nic" channel and no compute
+ * section), not every built-in profile as xs_profile_load's does. */
+static xs_status unknown_fabric(const char *fabric, xs_error *err) {
+  char list[256] = "";
+  size_t n = 0;
+  for (size_t i = 0; i < xs__builtin_count; i++) {
+    xs_profile *b;
+    xs_error e;
+    if (xs_profile_load(xs__builtin_names[i], &b, &e))
+      continue;
+    if (xs_profile_find_channel(b, "nic") >= 0 && !xs_profile_sms(b)) {
+      int w = snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", xs__builtin_names[i]);
+      if (w > 0 && (size_t)w < sizeof list - n)
+        n += (size_t)w;
+    }
+    xs_profile_free(b);
+  }
+  return xs__fail(err, XS_NOTFOUND,
+                  "unknown fabric \"%s\": no such file, and not a built-in fabric (%s)",
+                  fabric, list);
+}
+
 xs_status xs_profile_load_fabric(const char *gpu, const char *fabric,
                                  xs_profile **out, xs_error *err) {
   *out = NULL;
@@ -1021,6 +1044,8 @@ xs_status xs_profile_load_fabric(const char *gpu, const char *fabric,
   }
   if ((st = xs_profile_load(fabric, &f, err))) {
     xs_profile_free(p);
+    if (st == XS_NOTFOUND)
+      return unknown_fabric(fabric, err);
     return st;
   }
   st = xs_profile_add_fabric(p, f, err);
