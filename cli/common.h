@@ -84,6 +84,25 @@ int cli_write_output(const char *cmd, const char *path, const char *text);
 extern int cli_stdout_errno;
 void cli_flush_stdout(void);
 
+/* cli/csv.c: --csv of plan and validate. cli_csv_rows prints rows (a JSON
+ * array of objects) as CSV: a header of every key in order of first
+ * appearance, nested keys joined with "." (as the Python package's
+ * records()), a list of calls as their Python joined by "; ", another list
+ * as its length, numbers exactly, fields quoted as RFC 4180 wants.
+ * cli_csv_document takes the rows from a JSON document's member (an array,
+ * or an object of rows by name, the name first under name_key) and, when
+ * chosen_path names an object of the document, adds "recommended": whether
+ * the row's match keys equal that object's. 0 or the exit code. */
+struct json_t;
+int cli_csv_rows(const char *cmd, struct json_t *rows);
+/* plan's --json and --csv: refused together, --csv refused with
+ * --sensitivity (what: the lines it prints); else *json 2 for --csv (the
+ * JSON document, printed as CSV). 0 or the exit code. */
+int cli_plan_format(const char *what, int csv, int sensitivity, int *json);
+int cli_csv_document(const char *cmd, const char *text, const char *member,
+                     const char *name_key, const char *chosen_path,
+                     const char *const *match);
+
 /* A MegaMoE schedule's knobs in words: "experts/wave 8", "lag 16, group
  * 4", "warm-up 2", "2:1" or "split 33" (searched), "-" for none. */
 const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,

@@ -16,13 +16,14 @@
 static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
-          "                           [--ep P] --profile P [--fabric F] [--json]\n"
+          "                           [--ep P] --profile P [--fabric F] [--json | --csv]\n"
           "                           [--ep-library L] [--ep-kernel K]\n"
           "                           [--compute P2] [--schedule S]\n"
           "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
           "                           [--tolerance F] [--schedules LIST] [--sensitivity]\n"
           "       xstage plan megamoe ... (--tokens-grid LIST | --tokens-range MIN:MAX)\n"
-          "                           [--json] [--emit-header FILE [--header-prefix NAME]]\n"
+          "                           [--json | --csv]\n"
+          "                           [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
           "Plans one rank of an expert-parallel MoE layer (dispatch, Linear-1,\n"
           "SwiGLU, Linear-2, combine) with the kernel model of docs/plan-megamoe.md:\n"
@@ -52,6 +53,9 @@ static void plan_help(FILE *f) {
           "  --compute P2       take the compute section from P2 instead (a measured\n"
           "                     channel, e.g. from xstage calibrate, with a published GPU)\n"
           "  --json             machine-readable output\n"
+          "  --csv              one header line, one line a schedule (a table: a line\n"
+          "                     a token count): --json's keys, nested ones joined\n"
+          "                     with \".\", a call as its Python\n"
           "  --schedule S       the schedule the three outputs below show: sequential,\n"
           "                     l1-then-l2, searched (default; also \"interleaved\"),\n"
           "                     fused-split, fused-wave, fused-interleaved, fused-lag\n"
@@ -171,7 +175,7 @@ int cmd_plan(int argc, char **argv) {
       {"header-prefix", required_argument, 0, 'X'}, {"sensitivity", no_argument, 0, 'V'},
       {"tokens-range", required_argument, 0, 'R'}, {"fabric", required_argument, 0, 'F'},
       {"ep-library", required_argument, 0, 'l'}, {"ep-kernel", required_argument, 0, 'k'},
-      {0, 0, 0, 0}};
+      {"csv", no_argument, 0, 'y'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *tokens = NULL, *ep = NULL, *profile = NULL;
   const char *fabric = NULL, *ep_library = NULL, *ep_kernel = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *compute = NULL;
@@ -179,10 +183,10 @@ int cmd_plan(int argc, char **argv) {
   xs_moe_schedule sched = XS_MOE_INTERLEAVED;
   double tol = 0.01;
   unsigned schedules = 0;
-  int json = 0, sensitivity = 0, c, prc;
+  int json = 0, csv = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:F:l:k:",
+  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:F:l:k:y",
                           opts, NULL)) != -1) {
     switch (c) {
     case 'F': fabric = optarg; break;
@@ -217,6 +221,7 @@ int cmd_plan(int argc, char **argv) {
     case 'e': ep = optarg; break;
     case 'p': profile = optarg; break;
     case 'j': json = 1; break;
+    case 'y': csv = 1; break;
     case 'o': emit = optarg; break;
     case 'T': trace = optarg; break;
     case 'S': svg = optarg; break;
@@ -228,6 +233,8 @@ int cmd_plan(int argc, char **argv) {
     return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
   if (!profile)
     return cli_usage_error("plan", "--profile is required");
+  if ((prc = cli_plan_format("schedules", csv, sensitivity, &json)))
+    return prc;
   if (grid_text && range_text)
     return cli_usage_error("plan", "give one of --tokens-grid and --tokens-range");
   const char *table_flag = grid_text ? "--tokens-grid" : "--tokens-range";
@@ -297,7 +304,12 @@ int cmd_plan(int argc, char **argv) {
       rc = cli_error("plan", &err);
       goto done;
     }
-    printf("%s\n", s);
+    static const char *const by_schedule[] = {"schedule", NULL};
+    if (json == 2)
+      rc = cli_csv_document("plan", s, "schedules", "schedule", "recommended.chosen",
+                            by_schedule);
+    else
+      printf("%s\n", s);
     xs_free(s);
   } else if (sensitivity) {
     /* first, so that work past its bound is refused before any plan */

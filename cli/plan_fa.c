@@ -16,10 +16,12 @@ static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan flashattn (--preset NAME | --config FILE) [--seq N]\n"
           "                             [--cp P] [--causal | --full] [--layout L]\n"
-          "                             [--kernel K] [--backward] --profile P [--json]\n"
+          "                             [--kernel K] [--backward] --profile P\n"
+          "                             [--json | --csv]\n"
           "                             [--path W] [--emit-program FILE] [--trace FILE]\n"
           "                             [--svg FILE] [--sensitivity [--tolerance F]]\n"
-          "       xstage plan flashattn ... --seq-grid LIST [--tolerance F] [--json]\n"
+          "       xstage plan flashattn ... --seq-grid LIST [--tolerance F]\n"
+          "                             [--json | --csv]\n"
           "                             [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
           "Plans context-parallel (ring) attention: the attention kernel at its\n"
@@ -47,6 +49,9 @@ static void plan_help(FILE *f) {
           "  --backward         forward and backward\n"
           "  --profile P        a profile with a compute section\n"
           "  --json             machine-readable output\n"
+          "  --csv              one header line, one line a way and layout (a table: a\n"
+          "                     line a length): --json's keys, nested ones joined\n"
+          "                     with \".\"\n"
           "  --path W           the way --emit-program, --trace and --svg write:\n"
           "                     local, sequential, dedicated-stream, dedicated-sms,\n"
           "                     piggyback (default: the fastest)\n"
@@ -113,7 +118,10 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
     if (xs_fa_table_json(c, prof, rows, n, tol, &t, &err)) {
       rc = cli_error("plan", &err);
     } else {
-      printf("%s\n", t);
+      if (json == 2) /* --csv: a line a sequence length */
+        rc = cli_csv_document("plan", t, "grid", NULL, NULL, NULL);
+      else
+        printf("%s\n", t);
       xs_free(t);
     }
   } else if (!rc) {
@@ -313,7 +321,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
       {"backward", no_argument, 0, 'B'}, {"seq-grid", required_argument, 0, 'G'},
       {"tolerance", required_argument, 0, 'l'}, {"emit-header", required_argument, 0, 'H'},
       {"header-prefix", required_argument, 0, 'X'}, {"path", required_argument, 0, 'W'},
-      {"sensitivity", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+      {"sensitivity", no_argument, 0, 'V'}, {"csv", no_argument, 0, 'y'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *seq = NULL, *cp = NULL, *profile = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *kernel = NULL, *layout = NULL;
   const char *grid_text = NULL, *header = NULL, *prefix = NULL, *way = NULL;
@@ -322,7 +330,9 @@ int cmd_plan_flashattn(int argc, char **argv) {
   int json = 0, causal = -1, backward = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:V", opts, NULL)) != -1) {
+  int csv = 0;
+  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:Vy", opts, NULL)) !=
+         -1) {
     switch (c) {
     case 'K': kernel = optarg; break;
     case 'L': layout = optarg; break;
@@ -345,6 +355,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     case 'F': causal = 0; break;
     case 'p': profile = optarg; break;
     case 'j': json = 1; break;
+    case 'y': csv = 1; break;
     case 'o': emit = optarg; break;
     case 'T': trace = optarg; break;
     case 'S': svg = optarg; break;
@@ -356,6 +367,8 @@ int cmd_plan_flashattn(int argc, char **argv) {
     return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
   if (!profile)
     return cli_usage_error("plan", "--profile is required");
+  if ((prc = cli_plan_format("rings", csv, sensitivity, &json)))
+    return prc;
   const char *ins[] = {file, profile}, *outs[] = {emit, trace, svg, header};
   if (cli_refuse_overwrite("plan", ins, 2, outs, 4))
     return EXIT_INPUT;
@@ -423,7 +436,10 @@ int cmd_plan_flashattn(int argc, char **argv) {
       rc = cli_error("plan", &err);
       goto done;
     }
-    printf("%s\n", t);
+    if (json == 2) /* --csv: a line a way and layout */
+      rc = cli_csv_document("plan", t, "ring", NULL, NULL, NULL);
+    else
+      printf("%s\n", t);
     xs_free(t);
   } else if (sensitivity) {
     /* first: a profile the run cannot take is refused before any output */

@@ -186,7 +186,10 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
     if (xs_moe_table_json(t, cfg, prof, tol, &s, &err)) {
       rc = cli_error(cmd, &err);
     } else {
-      printf("%s\n", s);
+      if (json == 2) /* --csv: a line a grid point */
+        rc = cli_csv_document(cmd, s, "grid", NULL, NULL, NULL);
+      else
+        printf("%s\n", s);
       xs_free(s);
     }
   } else if (!rc && !header_out) {

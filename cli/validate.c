@@ -15,10 +15,11 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source] [--json]\n"
-          "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
-          "       xstage validate flashattn [--data FILE] [--model M] [--json] [--svg FILE]\n"
-          "                       [--fail-above FRACTION]\n"
+          "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source]\n"
+          "                       [--json | --csv] [--svg FILE] [--fail-above FRACTION]\n"
+          "                       [--profile P]\n"
+          "       xstage validate flashattn [--data FILE] [--model M] [--json | --csv]\n"
+          "                       [--svg FILE] [--fail-above FRACTION]\n"
           "       xstage validate ep [--data FILE] ... (xstage validate ep --help)\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
@@ -62,6 +63,8 @@ static void help(FILE *f) {
           "                       fit megamoe): rows whose gpu is its name use it,\n"
           "                       the others their built-in profile (docs/tune.md)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
+          "  --csv                one header line, one line a row: --json's row keys,\n"
+          "                       nested ones joined with \".\"\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
           "                       (a fraction, e.g. 0.25), after printing\n");
@@ -342,14 +345,15 @@ int cmd_validate(int argc, char **argv) {
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
       {"model", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
       {"models", required_argument, 0, 'm'}, /* validate ep's spelling */
-      {"profile", required_argument, 0, 'p'},
+      {"profile", required_argument, 0, 'p'}, {"csv", no_argument, 0, 'c'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL, *profile = NULL;
   double fail_above = INFINITY;
   int json = 0, c, model = XS_MODEL_BURSTGAP, by_source = 0;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bp:h", opts, NULL)) != -1) {
+  int csv = 0;
+  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bp:hc", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
     case 'p': profile = optarg; break;
@@ -366,6 +370,7 @@ int cmd_validate(int argc, char **argv) {
       break;
     }
     case 'j': json = 1; break;
+    case 'c': csv = 1; break;
     case 'S': svg = optarg; break;
     case 'f':
       if (cli_validate_fraction(optarg, &fail_above))
@@ -375,6 +380,10 @@ int cmd_validate(int argc, char **argv) {
     default: return cli_bad_flag("validate", argc, argv);
     }
   }
+  if (json && csv)
+    return cli_usage_error("validate", "--json and --csv exclude each other");
+  if (csv)
+    json = 2; /* the JSON document's rows, printed as CSV */
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
   if (fa && (by_source || profile))
@@ -455,6 +464,9 @@ int cmd_validate(int argc, char **argv) {
     char *s;
     if (xs_validate_json(&set, &s, &err)) {
       rc = cli_error("validate", &err);
+    } else if (json == 2) { /* --csv: a line a row */
+      rc = cli_csv_document("validate", s, "rows", NULL, NULL, NULL);
+      xs_free(s);
     } else {
       rc = cli_write_document("validate", "-", s);
     }

@@ -17,7 +17,7 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: xstage validate ep [--data FILE] [--models LIST|all] [--by-source]\n"
-          "                          [--json] [--svg FILE] [--fail-above FRACTION]\n"
+          "                          [--json | --csv] [--svg FILE] [--fail-above FRACTION]\n"
           "\n"
           "Predicts every row of a CSV of published expert-parallel dispatch and\n"
           "combine timings (ep.csv's columns: source, gpu, fabric, library, kernel,\n"
@@ -41,6 +41,8 @@ static void help(FILE *f) {
           "                       refitted without each source and its rows predicted\n"
           "                       with them (about 20 s); lists every constant\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
+          "  --csv                one header line, one line a row: --json's row keys,\n"
+          "                       nested ones joined with \".\"\n"
           "  --svg FILE           predicted against published time, log axes\n"
           "  --fail-above F       exit 1 when the median |error| of any library and\n"
           "                       kernel mode (with --by-source: also left out)\n"
@@ -124,8 +126,9 @@ static json_t *summary_json(const xs_validate_set *set, const group *g,
   return o;
 }
 
+/* csv: the rows alone, as CSV (--csv) */
 static int write_json(const xs_validate_set *set, const int *models, int loso,
-                      const double *values, const char **sources, size_t nsrc) {
+                      const double *values, const char **sources, size_t nsrc, int csv) {
   static const char *const fields[] = {"by_library_kernel", "by_library",
                                        "by_phase", "by_source"};
   json_t *root = json_object(), *rows = json_array(), *sum = json_object();
@@ -212,6 +215,11 @@ static int write_json(const xs_validate_set *set, const int *models, int loso,
   json_object_set_new(sum, "fitted_constants", consts);
   json_object_set_new(root, "rows", rows);
   json_object_set_new(root, "summary", sum);
+  if (csv) {
+    int crc = cli_csv_rows("validate", rows);
+    json_decref(root);
+    return crc;
+  }
   char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
   json_decref(root);
   if (!s)
@@ -255,16 +263,18 @@ int cli_validate_ep(int argc, char **argv) {
       {"svg", required_argument, 0, 'S'},   {"fail-above", required_argument, 0, 'f'},
       {"models", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
       {"model", required_argument, 0, 'm'}, /* validate megamoe's spelling */
-      {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+      {"csv", no_argument, 0, 'c'},         {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL;
   double fail_above = INFINITY;
-  int json = 0, loso = 0, c, models[XS_MODEL_COUNT] = {1, 0, 0, 0};
+  int json = 0, csv = 0, loso = 0, c, models[XS_MODEL_COUNT] = {1, 0, 0, 0};
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bhc", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
     case 'j': json = 1; break;
+    case 'c': csv = 1; break;
     case 'S': svg = optarg; break;
     case 'b': loso = 1; break;
     case 'm': {
@@ -292,6 +302,8 @@ int cli_validate_ep(int argc, char **argv) {
   }
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
+  if (json && csv)
+    return cli_usage_error("validate", "--json and --csv exclude each other");
   xs_validate_set set;
   xs_error err;
   char found[8192];
@@ -323,8 +335,8 @@ int cli_validate_ep(int argc, char **argv) {
       goto done;
     }
   }
-  if (json) {
-    rc = write_json(&set, models, loso, values, sources, nsrc);
+  if (json || csv) {
+    rc = write_json(&set, models, loso, values, sources, nsrc, csv);
   } else {
     printf("EP dispatch and combine: %zu rows of %s, each predicted under "
            "burstgap on its gpu's built-in profile and fabric, in its own "

@@ -55,6 +55,134 @@ static int output_has(const char *fmt, const char *path) {
   return strstr(out_buf, want) != NULL;
 }
 
+/* ---- --csv ---- */
+
+/* the next CSV record of *p split into cells (RFC 4180: quoted cells,
+ * doubled quotes), in place; the count, 0 at the end */
+static size_t csv_record(char **p, char **cells, size_t max) {
+  char *s = *p, *w;
+  size_t n = 0;
+  if (!*s)
+    return 0;
+  for (;;) {
+    char *cell = w = s;
+    if (*s == '"') {
+      for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
+        if (*s == '"')
+          s++; /* a doubled quote */
+        *w++ = *s;
+      }
+      if (*s == '"')
+        s++;
+    } else {
+      while (*s && *s != ',' && *s != '\n')
+        *w++ = *s++;
+    }
+    char end = *s;
+    *w = '\0';
+    if (n < max)
+      cells[n++] = cell;
+    if (end == ',') {
+      s++;
+      continue;
+    }
+    *p = end ? s + 1 : s;
+    return n;
+  }
+}
+
+/* the column of a header, or -1 */
+static int csv_col(char **head, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(head[i], name))
+      return (int)i;
+  return -1;
+}
+
+/* --csv against --json, the second way to read the same document: every
+ * row of it, every number read back exactly (the fewest digits that do),
+ * the recommended schedule marked once, a call's Python whole, a cell with
+ * commas quoted; --json and --csv together refused */
+static void test_csv(void **st) {
+  (void)st;
+  static char *head[128], *cells[128];
+  json_error_t je;
+  /* plan megamoe: a line a schedule */
+  expect_rc("plan megamoe --preset deepseek-v3 --profile h200-nvlink --tokens 64 --json", 0,
+            NULL);
+  json_t *doc = json_loads(out_buf, 0, &je);
+  assert_non_null(doc);
+  expect_rc("plan megamoe --preset deepseek-v3 --profile h200-nvlink --tokens 64 --csv", 0,
+            NULL);
+  char *p = out_buf;
+  size_t nh = csv_record(&p, head, 128), n, rows = 0, marked = 0;
+  int c_s = csv_col(head, nh, "schedule"), c_t = csv_col(head, nh, "burstgap_s");
+  int c_r = csv_col(head, nh, "recommended"), c_c = csv_col(head, nh, "kernel.calls");
+  int c_n = csv_col(head, nh, "kernel.name"), c_l = csv_col(head, nh, "knobs.lag");
+  assert_true(c_s == 0 && c_r == 1 && c_t > 0 && c_c > 0 && c_n > 0 && c_l > 0);
+  const char *chosen = json_string_value(
+      json_object_get(json_object_get(json_object_get(doc, "recommended"), "chosen"),
+                      "schedule"));
+  while ((n = csv_record(&p, cells, 128))) {
+    assert_int_equal(n, nh);
+    json_t *sc = json_object_get(json_object_get(doc, "schedules"), cells[c_s]);
+    assert_non_null(sc);
+    double t = json_real_value(json_object_get(sc, "burstgap_s"));
+    if (strtod(cells[c_t], NULL) != t)
+      fprintf(stderr, "%s: csv %s, json %.17g\n", cells[c_s], cells[c_t], t);
+    assert_true(strtod(cells[c_t], NULL) == t);
+    assert_string_equal(cells[c_n], json_string_value(json_object_get(
+                                        json_object_get(sc, "kernel"), "name")));
+    json_t *calls = json_object_get(json_object_get(sc, "kernel"), "calls");
+    assert_non_null(strstr(cells[c_c], json_string_value(json_object_get(
+                                           json_array_get(calls, 0), "python"))));
+    /* a knob the kernel lacks is an empty cell, never a sentinel */
+    json_t *lag = json_object_get(json_object_get(sc, "knobs"), "lag");
+    if (lag)
+      assert_int_equal(atoi(cells[c_l]), json_integer_value(lag));
+    else
+      assert_string_equal(cells[c_l], "");
+    int rec = !strcmp(cells[c_r], "true");
+    assert_int_equal(rec, !strcmp(cells[c_s], chosen));
+    marked += (size_t)rec;
+    rows++;
+  }
+  assert_int_equal(rows, json_object_size(json_object_get(doc, "schedules")));
+  assert_int_equal(marked, 1);
+  json_decref(doc);
+  /* validate megamoe: a line a row */
+  expect_rc("validate megamoe --data data/published/megamoe.csv --json", 0, NULL);
+  doc = json_loads(out_buf, 0, &je);
+  assert_non_null(doc);
+  expect_rc("validate megamoe --data data/published/megamoe.csv --csv", 0, NULL);
+  p = out_buf;
+  nh = csv_record(&p, head, 128);
+  int v_s = csv_col(head, nh, "source"), v_p = csv_col(head, nh, "predicted_us");
+  assert_true(v_s >= 0 && v_p >= 0);
+  json_t *jrows = json_object_get(doc, "rows");
+  for (rows = 0; (n = csv_record(&p, cells, 128)); rows++) {
+    json_t *r = json_array_get(jrows, rows);
+    assert_non_null(r);
+    assert_string_equal(cells[v_s], json_string_value(json_object_get(r, "source")));
+    assert_true(strtod(cells[v_p], NULL) ==
+                json_real_value(json_object_get(r, "predicted_us")));
+  }
+  assert_int_equal(rows, json_array_size(jrows));
+  json_decref(doc);
+  /* validate ep: its source cells hold commas, so they are quoted */
+  expect_rc("validate ep --data data/published/ep.csv --csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "\n\"deepseek-ai/DeepEP README.md@ebfe47e (2025-02-24, "));
+  p = out_buf;
+  csv_record(&p, head, 128);
+  for (rows = 0; csv_record(&p, cells, 128); rows++)
+    ;
+  assert_int_equal(rows, 325);
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --json --csv", 2, "exclude");
+  expect_rc("validate ep --data data/published/ep.csv --json --csv", 2, "exclude");
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --csv --sensitivity", 2,
+            "--sensitivity");
+}
+
 /* Counts with suffixes, geometric grids, whole numbers as JSON integers,
  * a negative imbalance refused, residues printed as the 0 they are: each
  * against a second way to write the same thing. */
@@ -1120,6 +1248,7 @@ int main(void) {
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
       cmocka_unit_test(test_timeouts_and_signals),
       cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors),
-      cmocka_unit_test(test_output_paths), cmocka_unit_test(test_counts_and_grids)};
+      cmocka_unit_test(test_output_paths), cmocka_unit_test(test_counts_and_grids),
+      cmocka_unit_test(test_csv)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
