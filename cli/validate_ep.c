@@ -54,178 +54,31 @@ typedef struct {
   const char *value;
 } group;
 
-static const char *field_of(const xs_validate_row *r, int field) {
-  return field == 0 ? r->arm : field == 1 ? r->ep.library
-                             : field == 2 ? r->ep.phase : r->source;
-}
-
-static int same(const xs_validate_row *r, void *g) {
-  const group *k = g;
-  return !strcmp(field_of(r, k->field), k->value);
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* median and largest |error| of one model (-1: leave-one-source-out) over
  * the rows of a group (NULL: all) */
 static double median_of(const xs_validate_set *set, const group *g, int model,
                         size_t *n, double *mx) {
-  double *v = malloc((set->nrows + 1) * sizeof *v);
-  size_t k = 0;
-  double m = 0;
-  for (size_t i = 0; v && i < set->nrows; i++) {
-    const xs_validate_row *r = &set->rows[i];
-    if (g && !same(r, (void *)g))
-      continue;
-    double e = model < 0 ? r->ep.loso_error
-                         : r->ep.model[model] / r->ep.measured - 1;
-    if (isnan(e))
-      continue;
-    v[k++] = fabs(e);
-    m = fmax(m, fabs(e));
-  }
-  double med = NAN;
-  if (k) {
-    qsort(v, k, sizeof *v, by_value);
-    med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-  }
-  free(v);
-  if (n)
-    *n = k;
-  if (mx)
-    *mx = k ? m : NAN;
-  return med;
+  return xs_validate_ep_median(set, g ? g->field : 0, g ? g->value : NULL, model, n, mx);
 }
 
-/* the distinct values of a field, in order of first appearance */
 static size_t distinct(const xs_validate_set *set, int field, const char **out) {
-  size_t n = 0;
-  for (size_t i = 0; i < set->nrows; i++) {
-    const char *v = field_of(&set->rows[i], field);
-    size_t j = 0;
-    while (j < n && strcmp(out[j], v))
-      j++;
-    if (j == n)
-      out[n++] = v;
-  }
-  return n;
+  return xs_validate_ep_distinct(set, field, out, set->nrows);
 }
 
-static json_t *summary_json(const xs_validate_set *set, const group *g,
-                            int loso) {
-  size_t n;
-  double mx, med = median_of(set, g, 0, &n, &mx);
-  json_t *o = json_pack("{s:I,s:f,s:f}", "rows", (json_int_t)n,
-                        "median_abs_error", med, "max_abs_error", mx);
-  if (o && loso)
-    json_object_set_new(o, "loso_median_abs_error",
-                        json_real(median_of(set, g, -1, NULL, NULL)));
-  return o;
-}
-
-/* csv: the rows alone, as CSV (--csv) */
+/* --json, or with csv its rows alone as CSV (--csv) */
 static int write_json(const xs_validate_set *set, const int *models, int loso,
-                      const double *values, const char **sources, size_t nsrc, int csv) {
-  static const char *const fields[] = {"by_library_kernel", "by_library",
-                                       "by_phase", "by_source"};
-  json_t *root = json_object(), *rows = json_array(), *sum = json_object();
-  for (size_t i = 0; i < set->nrows; i++) {
-    const xs_validate_row *r = &set->rows[i];
-    const xs_validate_ep_row *e = &r->ep;
-    json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:s,s:f,s:f,s:f,"
-        "s:f,s:f}",
-        "source", r->source, "gpu", r->gpu, "fabric", e->fabric, "library",
-        e->library, "kernel", e->mode, "phase", e->phase, "ep", e->ep, "tokens",
-        r->tokens, "hidden", e->hidden, "topk", e->topk, "experts", e->experts,
-        /* the dtype column, as its element size stands for it */
-        "dtype", e->elem_bytes == 1 ? "fp8" : "bf16", "sms", e->sms, "metric", e->metric, "measured", e->measured, "predicted",
-        e->predicted, "error", r->error, "measured_us", r->measured_us,
-        "predicted_us", r->predicted_us);
-    if (o && models[1] + models[2] + models[3]) {
-      json_t *bm = json_object();
-      for (int m = 0; m < XS_MODEL_COUNT; m++)
-        if (models[m])
-          json_object_set_new(bm, xs_model_name((xs_model)m),
-                              json_real(e->model[m]));
-      json_object_set_new(o, "by_model", bm);
-    }
-    if (o && loso)
-      json_object_set_new(o, "loso", json_pack("{s:f,s:f}", "predicted",
-                                               e->loso, "error", e->loso_error));
-    json_array_append_new(rows, o);
-  }
-  json_object_set_new(sum, "rows", json_integer((json_int_t)set->nrows));
-  json_object_update_new(sum, summary_json(set, NULL, loso));
-  const char **vals = malloc((set->nrows + 1) * sizeof *vals);
-  if (!vals) {
-    json_decref(root);
-    json_decref(rows);
-    json_decref(sum);
-    return cli_out_of_memory("validate");
-  }
-  for (int f = 0; f < 4; f++) {
-    json_t *by = json_object();
-    size_t nv = distinct(set, f, vals);
-    for (size_t k = 0; k < nv; k++) {
-      group g = {f, vals[k]};
-      json_object_set_new(by, vals[k], summary_json(set, &g, loso));
-    }
-    json_object_set_new(sum, fields[f], by);
-  }
-  if (models[1] + models[2] + models[3]) {
-    /* by_model: median and largest |error| per library and kernel mode */
-    json_t *bm = json_object();
-    size_t nv = distinct(set, 0, vals);
-    for (int m = 0; m < XS_MODEL_COUNT; m++) {
-      if (!models[m])
-        continue;
-      json_t *mo = json_object();
-      for (size_t k = 0; k < nv; k++) {
-        group g = {0, vals[k]};
-        size_t n;
-        double mx, med = median_of(set, &g, m, &n, &mx);
-        json_object_set_new(mo, vals[k], json_pack("{s:I,s:f,s:f}", "rows",
-                                                   (json_int_t)n,
-                                                   "median_abs_error", med,
-                                                   "max_abs_error", mx));
-      }
-      json_object_set_new(bm, xs_model_name((xs_model)m), mo);
-    }
-    json_object_set_new(sum, "by_model", bm);
-  }
-  free(vals);
-  json_t *consts = json_array();
-  for (size_t i = 0; i < XS_EP_CONSTANTS; i++) {
-    json_t *c = json_pack("{s:s,s:s,s:f}", "name", xs_ep_constant_name(i),
-                          "about", xs_ep_constant_about(i), "value",
-                          xs_ep_constant_value(i));
-    if (c && loso) {
-      json_t *lo = json_object();
-      for (size_t k = 0; k < nsrc; k++)
-        json_object_set_new(lo, sources[k],
-                            json_real(values[k * XS_EP_CONSTANTS + i]));
-      json_object_set_new(c, "without_source", lo);
-    }
-    json_array_append_new(consts, c);
-  }
-  json_object_set_new(sum, "fitted_constants", consts);
-  json_object_set_new(root, "rows", rows);
-  json_object_set_new(root, "summary", sum);
-  if (csv) {
-    int crc = cli_csv_rows("validate", rows);
-    json_decref(root);
-    return crc;
-  }
-  char *s = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
-  json_decref(root);
-  if (!s)
-    return cli_out_of_memory("validate");
-  int rc = cli_write_output("validate", "-", s);
-  free(s);
+                      const double *values, int csv) {
+  unsigned mask = 0;
+  for (int m = 0; m < XS_MODEL_COUNT; m++)
+    mask |= models[m] ? 1u << m : 0;
+  char *s;
+  xs_error err;
+  if (xs_validate_ep_json(set, mask, loso ? values : NULL, &s, &err))
+    return cli_error("validate", &err);
+  int rc = csv ? cli_csv_document("validate", s, "rows", NULL, NULL, NULL)
+               : cli_write_document("validate", "-", s);
+  if (csv)
+    xs_free(s);
   return rc;
 }
 
@@ -336,7 +189,7 @@ int cli_validate_ep(int argc, char **argv) {
     }
   }
   if (json || csv) {
-    rc = write_json(&set, models, loso, values, sources, nsrc, csv);
+    rc = write_json(&set, models, loso, values, csv);
   } else {
     printf("EP dispatch and combine: %zu rows of %s, each predicted under "
            "burstgap on its gpu's built-in profile and fabric, in its own "

@@ -1429,6 +1429,26 @@ XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
  * predicted with them (each row's ep.loso and ep.loso_error). */
 XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
                                           xs_error *err);
+/* An EP set's rows grouped by field (0 library/mode, the row's arm; 1
+ * library; 2 phase; 3 source): the distinct values in order of first
+ * appearance (the first max into names, pointers into the rows; returns
+ * how many there are), and over the rows whose field is value (NULL: all)
+ * the median |error| of a model (xs_model; -1: predicted with the source
+ * left out, after xs_validate_ep_by_source) in the row's metric, their
+ * count and the largest (NAN when none). */
+XS_API size_t xs_validate_ep_distinct(const xs_validate_set *set, int field,
+                                      const char **names, size_t max);
+XS_API double xs_validate_ep_median(const xs_validate_set *set, int field,
+                                    const char *value, int model, size_t *n,
+                                    double *max_abs);
+/* `xstage validate ep --json` of a set: its rows and the summaries per
+ * library and mode, library, phase and source, by_model for the models of
+ * models_mask (bit m: xs_model m; none past burstgap: no by_model), and the
+ * fitted constants; with values (xs_validate_ep_by_source's, per distinct
+ * source) the left-out figures and each constant without each source.
+ * free() *out. */
+XS_API xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
+                                     const double *values, char **out, xs_error *err);
 
 /* The sequential arm of a MegaMoE validation set (megamoe) runs its
  * all-to-all on the EP programs, whose constants are fitted to EP timings
@@ -1817,7 +1837,8 @@ XS_API void xs_free(void *pointer);
 /* sizeof the named public struct ("xs_moe_config", "xs_fa_config",
  * "xs_error", "xs_moe_table_options", "xs_sim_options", "xs_fa_ring",
  * "xs_fa_table_row", "xs_validate_group", "xs_validate_set",
- * "xs_tuner_options", "xs_tuner_choice"), 0 for
+ * "xs_moe_fit_options", "xs_moe_fit_result", "xs_tuner_options",
+ * "xs_tuner_choice"), 0 for
  * another name: bindings that mirror a struct check their copy against
  * it when they load. */
 XS_API size_t xs_struct_size(const char *name);

@@ -504,6 +504,16 @@ void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err);
+/* The calls of one config on one profile (xs_moe_call_of), their
+ * workload and tile terms made once for every schedule and option a
+ * document names; the config must outlive the handle. */
+typedef struct xs__moe_calls xs__moe_calls;
+xs_status xs__moe_calls_open(const xs_moe_config *c, const xs_profile *prof,
+                            xs__moe_calls **out, xs_error *err);
+xs_status xs__moe_calls_of(xs__moe_calls *x, xs_moe_schedule s,
+                           const xs_moe_pattern *knobs, xs_moe_call *out,
+                           xs_error *err);
+void xs__moe_calls_close(xs__moe_calls *x);
 struct xs__ep_params;
 xs_status xs__moe_time_ep(const xs_moe_config *c, const xs_profile *prof,
                           xs_moe_schedule s, const xs_moe_pattern *knobs,

@@ -17,10 +17,10 @@ json_t *xs__api_moe_schedules(const xs_moe_config *c, const xs_profile *prof,
                               const xs_moe_result *r);
 json_t *xs__api_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k);
 /* A call (docs/plan-megamoe.md "The calls"), and the call of schedule s
- * with knobs k for config c on prof (null when there is none). */
+ * with knobs k in the calls x of a config on a profile (null when there
+ * is none). */
 json_t *xs__api_moe_call(const xs_moe_call *k);
-json_t *xs__api_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
-                            xs_moe_schedule s, const xs_moe_pattern *k);
+json_t *xs__api_moe_call_in(xs__moe_calls *x, xs_moe_schedule s, const xs_moe_pattern *k);
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b);
 /* An attention plan's rows as an array, each with its call for config c
  * on prof (NULL: null). */

@@ -27,6 +27,8 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_fa_table_row)
   XS__SIZE(xs_validate_group)
   XS__SIZE(xs_validate_set)
+  XS__SIZE(xs_moe_fit_options)
+  XS__SIZE(xs_moe_fit_result)
   XS__SIZE(xs_tuner_options)
   XS__SIZE(xs_tuner_choice)
 #undef XS__SIZE
@@ -157,14 +159,23 @@ json_t *xs__api_moe_call(const xs_moe_call *k) {
                              : json_null());
 }
 
-/* the call of schedule s with knobs k for config c, or null */
-json_t *xs__api_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
-                            xs_moe_schedule s, const xs_moe_pattern *k) {
+/* the call of schedule s with knobs k in x's config, or null */
+json_t *xs__api_moe_call_in(xs__moe_calls *x, xs_moe_schedule s, const xs_moe_pattern *k) {
   xs_moe_call call;
   xs_error e;
-  if (!c || !prof || xs_moe_call_of(c, prof, s, k, &call, &e))
+  if (!x || xs__moe_calls_of(x, s, k, &call, &e))
     return json_null();
   return xs__api_moe_call(&call);
+}
+
+/* the calls of config c on prof, made once for a document's options (NULL
+ * when there are none to make: every call is then null) */
+static xs__moe_calls *calls_open(const xs_moe_config *c, const xs_profile *prof) {
+  xs__moe_calls *x = NULL;
+  xs_error e;
+  if (c && prof && xs__moe_calls_open(c, prof, &x, &e))
+    x = NULL;
+  return x;
 }
 
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
@@ -178,21 +189,22 @@ json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
 json_t *xs__api_moe_schedules(const xs_moe_config *c, const xs_profile *prof,
                               const xs_moe_result *r) {
   json_t *s = json_object();
+  xs__moe_calls *x = calls_open(c, prof);
   for (int k = 0; k < XS_MOE_SCHEDULES; k++)
     json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
         json_pack("{s:f,s:f,s:f,s:f,s:o,s:o,s:o}", "burstgap_s", r->time_s[k][0],
                   "blocking_s", r->time_s[k][1], "serial_s", r->time_s[k][2],
                   "ideal_s", r->time_s[k][3], "knobs",
                   xs__api_moe_knobs((xs_moe_schedule)k, &r->knobs[k]), "kernel",
-                  xs__api_moe_call_of(c, prof, (xs_moe_schedule)k, &r->knobs[k]),
+                  xs__api_moe_call_in(x, (xs_moe_schedule)k, &r->knobs[k]),
                   "breakdown", xs__api_moe_breakdown(&r->breakdown[k])));
+  xs__moe_calls_close(x);
   return s;
 }
 
-/* An option, with its call for config c (at the option's token count) on
- * prof */
-static json_t *option_json(const xs_moe_option *o, const xs_moe_config *c,
-                           const xs_profile *prof) {
+/* An option, with its call in x (the config at the option's token count
+ * on the profile) */
+static json_t *option_json(const xs_moe_option *o, xs__moe_calls *x) {
   if (isnan(o->time_s))
     return json_null();
   const char *rule = xs_moe_rule_name(o->schedule, o->rule);
@@ -200,20 +212,23 @@ static json_t *option_json(const xs_moe_option *o, const xs_moe_config *c,
                    xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
                    "away", (int)o->away, "time_s", o->time_s, "knobs",
                    xs__api_moe_knobs(o->schedule, &o->knobs), "kernel",
-                   xs__api_moe_call_of(c, prof, o->schedule, &o->knobs));
+                   xs__api_moe_call_in(x, o->schedule, &o->knobs));
 }
 
 static json_t *pick_json(const xs_moe_pick *p, double tol, const xs_moe_config *config,
                          const xs_profile *prof) {
   xs_moe_config c = *config;
   c.tokens = p->tokens;
+  xs__moe_calls *x = calls_open(&c, prof);
   json_t *near = json_array();
   for (size_t i = 0; i < p->near; i++)
-    json_array_append_new(near, option_json(&p->near_set[i], &c, prof));
-  return json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens,
-                   "lo", p->lo, "tolerance", tol, "chosen", option_json(&p->chosen, &c, prof),
-                   "best", option_json(&p->best, &c, prof), "runner_up",
-                   option_json(&p->runner_up, &c, prof), "near", near);
+    json_array_append_new(near, option_json(&p->near_set[i], x));
+  json_t *o = json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o}", "tokens", p->tokens, "lo", p->lo,
+                        "tolerance", tol, "chosen", option_json(&p->chosen, x), "best",
+                        option_json(&p->best, x), "runner_up", option_json(&p->runner_up, x),
+                        "near", near);
+  xs__moe_calls_close(x);
+  return o;
 }
 
 /* A sensitivity row (xs_moe_sensitivity and xs_fa_sensitivity share its
@@ -243,15 +258,17 @@ static json_t *sens_row(const xs_profile *prof, const char *param, double value,
 static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_config *c,
                                 const xs_moe_sensitivity *s, size_t n) {
   json_t *a = json_array();
+  xs__moe_calls *x = calls_open(c, prof);
   for (size_t i = 0; i < n; i++) {
     json_t *ch = json_array();
     for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
-      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k], c, prof)
+      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k], x)
                                                 : json_null());
     json_array_append_new(a, sens_row(prof, s[i].param, s[i].value, s[i].kind, s[i].lo,
                                       s[i].hi, s[i].settle, s[i].factor, s[i].time_change,
                                       s[i].replan_change, ch));
   }
+  xs__moe_calls_close(x);
   return a;
 }
 
@@ -310,15 +327,17 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
   if (!st) {
     json_t *o = moe_plan_doc(config, profile, &r);
     json_t *rec = pick_json(&pick, tolerance, config, profile);
+    xs__moe_calls *x = calls_open(config, profile);
     json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
         "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
                                                          : json_real(cert.runner_up_margin),
-        "finer", option_json(&cert.finer, config, profile), "settings",
+        "finer", option_json(&cert.finer, x), "settings",
         (json_int_t)cert.settings,
         "holds", cert.holds));
     xs_moe_option ship;
     if (!(st = xs_moe_fastest_shipping(config, profile, schedules, &ship, err)))
-      json_object_set_new(rec, "fastest_shipping", option_json(&ship, config, profile));
+      json_object_set_new(rec, "fastest_shipping", option_json(&ship, x));
+    xs__moe_calls_close(x);
     json_object_set_new(o, "recommended", rec);
     if (sens)
       json_object_set_new(o, "sensitivity", sensitivity_json(profile, config, sens, nsens));
@@ -900,6 +919,113 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
   if (bad) {
     json_decref(root);
     return st ? st : xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  return xs__api_dump(root, 10, out, err);
+}
+
+/* ---- validate ep ---- */
+
+static json_t *ep_group_json(const xs_validate_set *set, int field, const char *value,
+                             int loso) {
+  size_t n;
+  double mx, med = xs_validate_ep_median(set, field, value, XS_MODEL_BURSTGAP, &n, &mx);
+  json_t *o = json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n, "median_abs_error",
+                        real_or_null(med), "max_abs_error", real_or_null(mx));
+  if (o && loso &&
+      xs__jput(o, "loso_median_abs_error",
+               real_or_null(xs_validate_ep_median(set, field, value, -1, NULL, NULL)))) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
+                              const double *values, char **out, xs_error *err) {
+  static const char *const fields[] = {"by_library_kernel", "by_library", "by_phase",
+                                       "by_source"};
+  *out = NULL;
+  int loso = values != NULL, others = (models_mask & ~1u) != 0;
+  /* every object goes into its parent as it is made, so that freeing the
+   * root frees whatever was built when something fails */
+  json_t *root = json_object(), *rows = json_array(), *sum = json_object();
+  int bad = xs__jput(root, "rows", rows) | xs__jput(root, "summary", sum);
+  const char **vals = malloc((set->nrows + 1) * sizeof *vals);
+  bad |= !vals;
+  for (size_t i = 0; i < set->nrows && !bad; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    const xs_validate_ep_row *e = &r->ep;
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:s,s:f,s:f,s:f,s:f,s:f}",
+        "source", r->source, "gpu", r->gpu, "fabric", e->fabric, "library", e->library,
+        "kernel", e->mode, "phase", e->phase, "ep", e->ep, "tokens", r->tokens, "hidden",
+        e->hidden, "topk", e->topk, "experts", e->experts,
+        /* the dtype column, as its element size stands for it */
+        "dtype", e->elem_bytes == 1 ? "fp8" : "bf16", "sms", e->sms, "metric", e->metric,
+        "measured", e->measured, "predicted", e->predicted, "error", r->error,
+        "measured_us", r->measured_us, "predicted_us", r->predicted_us);
+    bad |= xs__jappend(rows, o);
+    if (!bad && others) {
+      json_t *bm = json_object();
+      bad |= xs__jput(o, "by_model", bm);
+      for (int m = 0; m < XS_MODEL_COUNT && !bad; m++)
+        if (models_mask >> m & 1u)
+          bad |= xs__jput(bm, xs_model_name((xs_model)m), real_or_null(e->model[m]));
+    }
+    if (!bad && loso)
+      bad |= xs__jput(o, "loso", json_pack("{s:o,s:o}", "predicted", real_or_null(e->loso),
+                                           "error", real_or_null(e->loso_error)));
+  }
+  if (!bad) {
+    bad |= xs__jput(sum, "rows", json_integer((json_int_t)set->nrows));
+    json_t *all = ep_group_json(set, 0, NULL, loso);
+    bad |= !all || json_object_update(sum, all);
+    json_decref(all);
+  }
+  for (int f = 0; f < 4 && !bad; f++) {
+    json_t *by = json_object();
+    bad |= xs__jput(sum, fields[f], by);
+    size_t nv = xs_validate_ep_distinct(set, f, vals, set->nrows);
+    for (size_t k = 0; k < nv && !bad; k++)
+      bad |= xs__jput(by, vals[k], ep_group_json(set, f, vals[k], loso));
+  }
+  if (!bad && others) {
+    /* by_model: median and largest |error| per library and kernel mode */
+    json_t *bm = json_object();
+    bad |= xs__jput(sum, "by_model", bm);
+    size_t nv = xs_validate_ep_distinct(set, 0, vals, set->nrows);
+    for (int m = 0; m < XS_MODEL_COUNT && !bad; m++) {
+      if (!(models_mask >> m & 1u))
+        continue;
+      json_t *mo = json_object();
+      bad |= xs__jput(bm, xs_model_name((xs_model)m), mo);
+      for (size_t k = 0; k < nv && !bad; k++) {
+        size_t n;
+        double mx, med = xs_validate_ep_median(set, 0, vals[k], m, &n, &mx);
+        bad |= xs__jput(mo, vals[k],
+                        json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n, "median_abs_error",
+                                  real_or_null(med), "max_abs_error", real_or_null(mx)));
+      }
+    }
+  }
+  json_t *consts = json_array();
+  bad |= xs__jput(sum, "fitted_constants", consts);
+  size_t nsrc = bad ? 0 : xs_validate_ep_distinct(set, 3, vals, set->nrows);
+  for (size_t i = 0; i < XS_EP_CONSTANTS && !bad; i++) {
+    json_t *c = json_pack("{s:s,s:s,s:f}", "name", xs_ep_constant_name(i), "about",
+                          xs_ep_constant_about(i), "value", xs_ep_constant_value(i));
+    bad |= xs__jappend(consts, c);
+    if (!bad && loso) {
+      json_t *lo = json_object();
+      bad |= xs__jput(c, "without_source", lo);
+      for (size_t k = 0; k < nsrc && !bad; k++)
+        bad |= xs__jput(lo, vals[k], real_or_null(values[k * XS_EP_CONSTANTS + i]));
+    }
+  }
+  free(vals);
+  if (bad) {
+    json_decref(root);
+    return xs__fail(err, XS_NOMEM, "out of memory, or text that is not UTF-8");
   }
   return xs__api_dump(root, 10, out, err);
 }

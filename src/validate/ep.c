@@ -626,3 +626,55 @@ xs_status xs_validate_megamoe_refit(xs_validate_set *moe, const xs_validate_set 
   }
   return st;
 }
+
+/* ---- groups of rows ---- */
+
+static const char *ep_field(const xs_validate_row *r, int field) {
+  return field == 0 ? r->arm : field == 1 ? r->ep.library
+                             : field == 2 ? r->ep.phase : r->source;
+}
+
+size_t xs_validate_ep_distinct(const xs_validate_set *set, int field, const char **names,
+                               size_t max) {
+  /* each row against the distinct values so far (n x distinct, as few as
+   * an EP set's libraries, phases and sources are) */
+  const char **seen = set ? malloc((set->nrows + 1) * sizeof *seen) : NULL;
+  size_t n = 0;
+  for (size_t i = 0; seen && i < set->nrows; i++) {
+    const char *v = ep_field(&set->rows[i], field);
+    size_t j = 0;
+    while (j < n && strcmp(seen[j], v))
+      j++;
+    if (j < n)
+      continue;
+    if (names && n < max)
+      names[n] = v;
+    seen[n++] = v;
+  }
+  free(seen);
+  return n;
+}
+
+double xs_validate_ep_median(const xs_validate_set *set, int field, const char *value,
+                             int model, size_t *n, double *max_abs) {
+  double *v = set ? malloc((set->nrows + 1) * sizeof *v) : NULL;
+  size_t k = 0;
+  double m = 0;
+  for (size_t i = 0; v && i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (value && strcmp(ep_field(r, field), value))
+      continue;
+    double e = model < 0 ? r->ep.loso_error : r->ep.model[model] / r->ep.measured - 1;
+    if (isnan(e))
+      continue;
+    v[k++] = fabs(e);
+    m = fmax(m, fabs(e));
+  }
+  double med = v ? xs__median_of(v, k) : NAN;
+  free(v);
+  if (n)
+    *n = k;
+  if (max_abs)
+    *max_abs = k ? m : NAN;
+  return med;
+}

@@ -28,7 +28,10 @@
 #define LAG_MIN_TOKENS 1024
 #define SM90_TOKEN_ALIGN 128
 
-typedef struct {
+/* what every call of one config on one profile reads (the workload, the
+ * tile terms): made once for all the schedules and options a document
+ * names (xs__moe_calls_open) */
+struct xs__moe_calls {
   const xs_moe_config *c;
   const xs_profile *prof;
   xs__moe_wl wl;
@@ -36,7 +39,8 @@ typedef struct {
   unsigned arch;  /* 90, 100, ...                                      */
   double cap;     /* tokens per rank the buffers are sized for         */
   int fp8_dispatch, fp8_weights, forced_tile;
-} ctx;
+};
+typedef struct xs__moe_calls ctx;
 
 /* ---- building a call ---- */
 
@@ -568,42 +572,62 @@ static void call_sequential(const ctx *x, const xs_moe_pattern *k, xs_moe_call *
 
 /* ---- entry points ---- */
 
-xs_status xs_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
-                         xs_moe_schedule s, const xs_moe_pattern *knobs,
-                         xs_moe_call *out, xs_error *err) {
+xs_status xs__moe_calls_open(const xs_moe_config *c, const xs_profile *prof,
+                            xs__moe_calls **out, xs_error *err) {
+  *out = NULL;
+  ctx *x = calloc(1, sizeof *x);
+  if (!x)
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  x->c = c;
+  x->prof = prof;
+  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
+  xs_status st;
+  if ((st = xs_moe_config_check(c, err)) ||
+      (st = xs__gemm_terms_read(prof, c, sms, &x->g, err)) ||
+      (st = xs__moe_wl_build(c, sms, &x->wl, err))) {
+    free(x);
+    return st;
+  }
+  x->arch = xs_profile_arch(prof);
+  if (!x->arch)
+    x->arch = x->g.hopper ? 90 : 100;
+  x->cap = c->capacity > 0 ? c->capacity : c->tokens;
+  x->fp8_dispatch = c->act_bytes == 1;
+  x->fp8_weights = !strcmp(c->dtype, "fp8");
+  x->forced_tile = c->block_m > 0 || c->block_n > 0;
+  *out = x;
+  return XS_OK;
+}
+
+void xs__moe_calls_close(xs__moe_calls *x) {
+  if (!x)
+    return;
+  xs__moe_wl_free(&x->wl);
+  free(x);
+}
+
+xs_status xs__moe_calls_of(xs__moe_calls *x, xs_moe_schedule s,
+                           const xs_moe_pattern *knobs, xs_moe_call *out,
+                           xs_error *err) {
   memset(out, 0, sizeof *out);
   if ((unsigned)s >= XS_MOE_SCHEDULES || !knobs)
     return xs__fail(err, XS_INVALID, "xs_moe_call_of: expected a schedule and "
                                      "its knobs");
-  ctx x = {0};
-  x.c = c;
-  x.prof = prof;
-  double sms = c->sms > 0 ? c->sms : xs_profile_sms(prof);
-  xs_status st;
-  if ((st = xs_moe_config_check(c, err)) ||
-      (st = xs__gemm_terms_read(prof, c, sms, &x.g, err)) ||
-      (st = xs__moe_wl_build(c, sms, &x.wl, err)))
-    return st;
-  x.arch = xs_profile_arch(prof);
-  if (!x.arch)
-    x.arch = x.g.hopper ? 90 : 100;
-  x.cap = c->capacity > 0 ? c->capacity : c->tokens;
-  x.fp8_dispatch = c->act_bytes == 1;
-  x.fp8_weights = !strcmp(c->dtype, "fp8");
-  x.forced_tile = c->block_m > 0 || c->block_n > 0;
+  const xs_moe_config *c = x->c;
+  xs_status st = XS_OK;
   switch (s) {
   case XS_MOE_SEQUENTIAL:
-    call_sequential(&x, knobs, out);
+    call_sequential(x, knobs, out);
     break;
   case XS_MOE_FUSED_SPLIT:
-    call_split(&x, knobs, out);
+    call_split(x, knobs, out);
     break;
   case XS_MOE_FUSED_WAVE:
   case XS_MOE_FUSED_DYNAMIC:
-    call_wave_kind(&x, s, knobs, out);
+    call_wave_kind(x, s, knobs, out);
     break;
   default:
-    call_lag_kernel(&x, s, knobs, out, err, &st);
+    call_lag_kernel(x, s, knobs, out, err, &st);
     break;
   }
   if (!st && s == XS_MOE_INTERLEAVED && out->proposal &&
@@ -626,7 +650,21 @@ xs_status xs_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
     snprintf(out->knobs + at, sizeof out->knobs - at, "%sblock_n=%g", at ? ";" : "",
              c->block_n);
   }
-  xs__moe_wl_free(&x.wl);
+  return st;
+}
+
+xs_status xs_moe_call_of(const xs_moe_config *c, const xs_profile *prof,
+                         xs_moe_schedule s, const xs_moe_pattern *knobs,
+                         xs_moe_call *out, xs_error *err) {
+  memset(out, 0, sizeof *out);
+  if ((unsigned)s >= XS_MOE_SCHEDULES || !knobs)
+    return xs__fail(err, XS_INVALID, "xs_moe_call_of: expected a schedule and "
+                                     "its knobs");
+  xs__moe_calls *x;
+  xs_status st = xs__moe_calls_open(c, prof, &x, err);
+  if (!st)
+    st = xs__moe_calls_of(x, s, knobs, out, err);
+  xs__moe_calls_close(x);
   return st;
 }
 
