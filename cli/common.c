@@ -63,6 +63,50 @@ const char *cli_profile_text(const xs_profile *profile) {
   return cli_text(xs_profile_name(profile), buf, sizeof buf);
 }
 
+int cli_profile_builtin(const char *arg) {
+  /* as xs_profile_load reads it: a built-in name, then a file, then
+   * NAME+FABRIC (a built-in GPU on a built-in fabric) */
+  struct stat sb;
+  const char *plus = strchr(arg, '+');
+  size_t n = plus && stat(arg, &sb) ? (size_t)(plus - arg) : strlen(arg);
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++)
+    if (strlen(xs_builtin_profile_name(i)) == n && !strncmp(xs_builtin_profile_name(i), arg, n))
+      return 1;
+  return 0;
+}
+
+/* the profile the command loaded from a file, and that file (one command
+ * a process: the CLI loads its --profile once) */
+static const xs_profile *file_profile;
+static const char *file_path;
+
+void cli_profile_from(const char *arg, const xs_profile *profile) {
+  int file = arg && profile && !cli_profile_builtin(arg);
+  file_profile = file ? profile : NULL;
+  file_path = file ? arg : NULL;
+}
+
+const char *cli_profile_given(const xs_profile *profile) {
+  static char buf[512];
+  if (!profile || profile != file_profile)
+    return cli_profile_text(profile);
+  char f[192];
+  snprintf(buf, sizeof buf, "the profile file %s (named %s)",
+           cli_text(file_path, f, sizeof f), cli_profile_text(profile));
+  return buf;
+}
+
+void cli_profile_leads(const xs_profile *profile) {
+  if (!profile || profile != file_profile) {
+    printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
+           cli_profile_text(profile), cli_profile_text(profile));
+    return;
+  }
+  printf("\n  %s: its numbers are leads unless measured:\n"
+         "  `xstage profiles show %s`\n", cli_profile_given(profile),
+         cli_name_text(file_path));
+}
+
 const char *cli_name_text(const char *name) {
   static char buf[192];
   return cli_text(name, buf, sizeof buf);
@@ -419,8 +463,24 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   }
   if (optind < argc)
     return cli_usage_error("sweep", "unexpected argument \"%s\"", argv[optind]);
+  char named[256] = "";
+  if (!profile && o->grid) {
+    /* the grid may name its profile */
+    char *text;
+    size_t len;
+    int rrc = cli_read_file("sweep", o->grid, CLI_INPUT_LIMIT, &text, &len);
+    if (rrc)
+      return rrc;
+    xs_error gerr;
+    xs_status gst = xs_sweep_grid_profile(text, len, o->grid, named, sizeof named, &gerr);
+    free(text);
+    if (gst)
+      return cli_error("sweep", &gerr);
+    if (named[0])
+      profile = named;
+  }
   if (!profile)
-    return cli_usage_error("sweep", "--profile is required");
+    return cli_usage_error("sweep", "--profile is required (or a grid's \"profile\")");
   if (o->json && o->csv)
     return cli_usage_error("sweep", "--json and --csv exclude each other");
   if ((o->ep_library || o->ep_kernel) && strcmp(argv[1], "megamoe"))
@@ -428,6 +488,7 @@ int cli_sweep_options(int argc, char **argv, void (*help)(FILE *),
   xs_error err;
   if (xs_profile_load_fabric(profile, fabric, &o->profile, &err))
     return cli_error("sweep", &err);
+  cli_profile_from(profile, o->profile);
   return -1;
 }
 
@@ -491,9 +552,10 @@ const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
   case XS_MOE_FUSED_DYNAMIC:
     snprintf(buf + at, n - at, ", warm-up %u", k->warmup);
     break;
+  case XS_MOE_L1_THEN_L2:
   case XS_MOE_INTERLEAVED:
   case XS_MOE_FUSED_LAG:
-    if (k->lag >= 0xffffff)
+    if (k->lag >= XS_MOE_LAG_ALL)
       snprintf(buf + at, n - at, ", all L1 first");
     else
       snprintf(buf + at, n - at, ", lag %u, group %u", k->lag, k->group);
@@ -502,6 +564,131 @@ const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
     break;
   }
   return buf;
+}
+
+int cli_sources_init(cli_sources *s, const xs_validate_set *set, int kind, size_t width) {
+  memset(s, 0, sizeof *s);
+  s->width = width;
+  s->names = malloc((set->nrows + 1) * sizeof *s->names);
+  if (!s->names)
+    return -1;
+  for (size_t i = 0; i < set->nrows; i++) {
+    const char *src = set->rows[i].source ? set->rows[i].source : "";
+    if (kind >= 0 && set->rows[i].kind != kind)
+      continue;
+    size_t k = 0;
+    while (k < s->n && strcmp(s->names[k], src))
+      k++;
+    if (k == s->n)
+      s->names[s->n++] = src;
+    char buf[64];
+    if (strcmp(cli_text_cut(src, width, buf, sizeof buf), src))
+      s->numbered = 1;
+  }
+  return 0;
+}
+
+void cli_sources_print(const cli_sources *s) {
+  if (!s->numbered)
+    return;
+  printf("  sources (the rows name a source by its number):\n");
+  for (size_t k = 0; k < s->n; k++) {
+    char *buf = malloc(4 * strlen(s->names[k]) + 1);
+    printf("    [%zu] %s\n", k + 1,
+           buf ? cli_text(s->names[k], buf, 4 * strlen(s->names[k]) + 1) : "?");
+    free(buf);
+  }
+  printf("\n");
+}
+
+const char *cli_source_label(const cli_sources *s, const char *source, char *buf,
+                             size_t size) {
+  if (!source)
+    source = "";
+  if (!s->numbered)
+    return cli_text_cut(source, s->width, buf, size);
+  size_t k = 0;
+  while (k < s->n && strcmp(s->names[k], source))
+    k++;
+  char cut[64];
+  snprintf(buf, size, "[%zu] %s", k + 1,
+           cli_text_cut(source, s->width > 6 ? s->width - 5 : 1, cut, sizeof cut));
+  return buf;
+}
+
+void cli_sources_free(cli_sources *s) {
+  free(s->names);
+  s->names = NULL;
+}
+
+void cli_wrap(const char *text, size_t indent, size_t col) {
+  const size_t width = 96;
+  const char *p = text;
+  while (*p) {
+    size_t room = width > col ? width - col : 20, n = strlen(p);
+    if (n > room) {
+      /* break at the last space that fits, else the first after it */
+      size_t b = room;
+      while (b > 0 && p[b] != ' ')
+        b--;
+      if (!b)
+        while (p[b] && p[b] != ' ')
+          b++;
+      n = b;
+    }
+    printf("%.*s\n", (int)n, p);
+    p += n;
+    while (*p == ' ')
+      p++;
+    if (*p)
+      printf("%*s", (int)indent, "");
+    col = indent;
+  }
+}
+
+int cli_moe_call(const xs_moe_config *c, const xs_profile *prof, xs_moe_schedule s,
+                 const xs_moe_pattern *k, xs_moe_call *out) {
+  xs_error err;
+  return xs_moe_call_of(c, prof, s, k, out, &err) ? -1 : 0;
+}
+
+const char *cli_moe_call_label(const xs_moe_call *k, char *buf, size_t n) {
+  snprintf(buf, n, "%s%s", k->proposal ? "proposal on " : "", k->label ? k->label : "");
+  return buf;
+}
+
+void cli_moe_call_print(const xs_moe_call *k, size_t indent) {
+  char line[640];
+  printf("%*s", (int)indent, "");
+  snprintf(line, sizeof line, "%s%s: %s", k->proposal ? "a proposal on " : "",
+           k->version, k->kernel);
+  cli_wrap(line, indent + 2, indent);
+  for (size_t i = 0; i < k->nsteps; i++) {
+    printf("%*s", (int)indent + 2, "");
+    cli_wrap(xs_moe_call_step_text(&k->steps[i], line, sizeof line), indent + 6,
+             indent + 2);
+  }
+  char kb[64] = "";
+  if (k->picks_mask & XS_MOE_KNOB_BLOCK_M)
+    snprintf(kb, sizeof kb, "BLOCK_M %u, BLOCK_N %u; ", k->picks.block_m,
+             k->picks.block_n);
+  printf("%*s", (int)indent, "");
+  snprintf(line, sizeof line, "the kernel picks: %s%s", kb, k->order);
+  cli_wrap(line, indent + 2, indent);
+  if (k->proposal) {
+    printf("%*s", (int)indent, "");
+    snprintf(line, sizeof line, "the change it needs: %s", k->change);
+    cli_wrap(line, indent + 2, indent);
+  }
+  printf("%*s", (int)indent, "");
+  if (k->arm[0])
+    snprintf(line, sizeof line, "read from %s; to check it against a measurement, "
+                                "a validate row with arm %s%s%s%s (docs/validate.md)",
+             k->source, k->arm, k->knobs[0] ? " and knobs \"" : "", k->knobs,
+             k->knobs[0] ? "\"" : "");
+  else
+    snprintf(line, sizeof line, "read from %s", k->source);
+  cli_wrap(line, indent + 2, indent);
 }
 
 /* a sweep's grid file (NULL: the default grid), its configs into *configs

@@ -57,6 +57,19 @@ const char *cli_text_cut(const char *s, size_t max, char *buf, size_t size);
 /* cli_text of a profile's name and of a config's, each into its own
  * static buffer (one of each per printf) */
 const char *cli_profile_text(const xs_profile *profile);
+/* Whether a --profile argument names a built-in profile (or NAME+FABRIC)
+ * rather than a file. */
+int cli_profile_builtin(const char *arg);
+/* The profile a command loaded from --profile arg (a file when arg names
+ * no built-in), for cli_profile_given and cli_profile_leads. */
+void cli_profile_from(const char *arg, const xs_profile *profile);
+/* A profile as --profile gave it: its name when built in, else "the profile
+ * file FILE (named NAME)", so that a file is never called by the name it
+ * only carries (a static buffer, as cli_profile_text's). */
+const char *cli_profile_given(const xs_profile *profile);
+/* A plan's closing line: whose numbers are leads, and the command that
+ * lists their sources, with the file for a file. */
+void cli_profile_leads(const xs_profile *profile);
 const char *cli_name_text(const char *name);
 /* A count flag ("--tokens 4k", "--sms 132", "1Mi": xs_parse_count) from
  * lo to hi into *out: 0, or the exit code after naming the flag, what it
@@ -79,6 +92,25 @@ int cli_write_output(const char *cmd, const char *path, const char *text);
 extern int cli_stdout_errno;
 void cli_flush_stdout(void);
 
+/* cli/csv.c: --csv of plan and validate. cli_csv_rows prints rows (a JSON
+ * array of objects) as CSV: a header of every key in order of first
+ * appearance, nested keys joined with "." (as the Python package's
+ * records()), a list of calls as their Python joined by "; ", another list
+ * as its length, numbers exactly, fields quoted as RFC 4180 wants.
+ * cli_csv_document takes the rows from a JSON document's member (an array,
+ * or an object of rows by name, the name first under name_key) and, when
+ * chosen_path names an object of the document, adds "recommended": whether
+ * the row's match keys equal that object's. 0 or the exit code. */
+struct json_t;
+int cli_csv_rows(const char *cmd, struct json_t *rows);
+/* plan's --json and --csv: refused together, --csv refused with
+ * --sensitivity (what: the lines it prints); else *json 2 for --csv (the
+ * JSON document, printed as CSV). 0 or the exit code. */
+int cli_plan_format(const char *what, int csv, int sensitivity, int *json);
+int cli_csv_document(const char *cmd, const char *text, const char *member,
+                     const char *name_key, const char *chosen_path,
+                     const char *const *match);
+
 /* A MegaMoE schedule's knobs in words: "experts/wave 8", "lag 16, group
  * 4", "warm-up 2", "2:1" or "split 33" (searched), "-" for none. */
 const char *cli_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k, char *buf,
@@ -99,7 +131,36 @@ int cli_parse_schedules(const char *cmd, const char *text, unsigned *mask);
  * what was wrong */
 int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
                       const char *dflt, const char **out);
-void cli_moe_pick_print(const xs_moe_pick *p, double tol);
+/* The sources of a validation set as its text names them: each whole
+ * when every one fits width, else by number ("[2] DeepGEMM PR 4...")
+ * after a numbered list of the whole sources (cli_sources_print). kind:
+ * the rows of that kind only (-1: every row). */
+typedef struct cli_sources {
+  const char **names; /* distinct, in order of first appearance */
+  size_t n;
+  size_t width;
+  int numbered;
+} cli_sources;
+int cli_sources_init(cli_sources *s, const xs_validate_set *set, int kind, size_t width);
+void cli_sources_print(const cli_sources *s);
+const char *cli_source_label(const cli_sources *s, const char *source, char *buf,
+                             size_t size);
+void cli_sources_free(cli_sources *s);
+/* text wrapped at 96 columns, every line after indent (the first line's
+ * starting at column col, the lines after at indent) */
+void cli_wrap(const char *text, size_t indent, size_t col);
+/* The call of a MegaMoE option (xs_moe_call_of; 0, or -1 with nothing
+ * filled), its label with "proposal on" before it when it is one, and the
+ * whole call: its Python lines, what the kernel picks, the change a
+ * proposal needs, the sources and the validate row, each line at indent */
+int cli_moe_call(const xs_moe_config *c, const xs_profile *prof, xs_moe_schedule s,
+                 const xs_moe_pattern *k, xs_moe_call *out);
+const char *cli_moe_call_label(const xs_moe_call *k, char *buf, size_t n);
+/* "fused-lag default (128x256, lag 14, group 4)" */
+const char *cli_moe_option_words(const xs_moe_option *o, char *buf, size_t n);
+void cli_moe_call_print(const xs_moe_call *k, size_t indent);
+void cli_moe_pick_print(const xs_moe_config *cfg, const xs_profile *prof,
+                        const xs_moe_pick *p, double tol);
 /* How sure the recommendation is: the runner-up's margin, the finer grid. */
 void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
                              double tol);
@@ -174,7 +235,8 @@ int cmd_validate(int argc, char **argv);
 /* cli/validate_fa.c: validate flashattn's rows (model: an xs_model, or -1
  * for every model) and its sections after the medians (0 or the exit
  * code) */
-void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model);
+void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model,
+                          const cli_sources *sources);
 int cli_validate_fa_sections(const xs_validate_set *set, const xs_validate_group *arms,
                              size_t narms);
 /* The signed median per arm (rows) and band (columns) that bias gives,

@@ -36,7 +36,7 @@ static const struct {
     {"replay", cmd_replay, "run a program on a real channel beside the models"},
     {"simulate", cmd_simulate, "simulate a program at packet level"},
     {"sweep", cmd_sweep_any, "run a planner over a grid of configs: megamoe, flashattn"},
-    {"validate", cmd_validate, "predict published kernel timings: megamoe, flashattn"},
+    {"validate", cmd_validate, "predict published kernel timings: megamoe, flashattn, ep"},
 };
 
 static void usage(FILE *f) {

@@ -16,21 +16,24 @@
 static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan megamoe (--preset NAME | --config FILE) [--tokens N]\n"
-          "                           [--ep P] --profile P [--fabric F] [--json]\n"
+          "                           [--ep P] --profile P [--fabric F] [--json | --csv]\n"
           "                           [--ep-library L] [--ep-kernel K]\n"
           "                           [--compute P2] [--schedule S]\n"
           "                           [--emit-program FILE] [--trace FILE] [--svg FILE]\n"
           "                           [--tolerance F] [--schedules LIST] [--sensitivity]\n"
           "       xstage plan megamoe ... (--tokens-grid LIST | --tokens-range MIN:MAX)\n"
-          "                           [--json] [--emit-header FILE [--header-prefix NAME]]\n"
+          "                           [--json | --csv]\n"
+          "                           [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
           "Plans one rank of an expert-parallel MoE layer (dispatch, Linear-1,\n"
           "SwiGLU, Linear-2, combine) with the kernel model of docs/plan-megamoe.md:\n"
           "the unfused sequential schedule, the fused schedules real kernels use\n"
-          "(fused-split, fused-wave, fused-interleaved, fused-lag), the fused\n"
-          "baseline and xstage's searched interleavings; each one's knobs searched\n"
-          "under burstgap, its time under burstgap, blocking and ideal, and where\n"
-          "the time goes (HBM, GEMM compute, fixed costs, link).\n"
+          "(fused-split, fused-wave, fused-interleaved, fused-lag), the lag kernel\n"
+          "run as one wave (l1-then-l2) and xstage's searched interleavings on it;\n"
+          "each one's knobs searched under burstgap, its time under burstgap,\n"
+          "blocking, serial and ideal, where the time goes (HBM, GEMM compute,\n"
+          "fixed costs, link), and the call each option is: the kernel, its\n"
+          "arguments, or a proposal and the change it needs (\"The calls\").\n"
           "\n"
           "  --preset NAME      deepseek-v3, deepseek-v4-flash, deepseek-v4-pro,\n"
           "                     qwen3.5, glm, qwen3-235b, mixtral-8x7b\n"
@@ -50,8 +53,11 @@ static void plan_help(FILE *f) {
           "  --compute P2       take the compute section from P2 instead (a measured\n"
           "                     channel, e.g. from xstage calibrate, with a published GPU)\n"
           "  --json             machine-readable output\n"
+          "  --csv              one header line, one line a schedule (a table: a line\n"
+          "                     a token count): --json's keys, nested ones joined\n"
+          "                     with \".\", a call as its Python\n"
           "  --schedule S       the schedule the three outputs below show: sequential,\n"
-          "                     baseline, searched (default; also \"interleaved\"),\n"
+          "                     l1-then-l2, searched (default; also \"interleaved\"),\n"
           "                     fused-split, fused-wave, fused-interleaved, fused-lag\n"
           "  --emit-program F   write that schedule's program (- = stdout)\n"
           "  --trace F, --svg F its timeline under burstgap\n"
@@ -62,7 +68,10 @@ static void plan_help(FILE *f) {
           "                     away from the kernel's default); 0.01 or 1%% (default)\n"
           "  --schedules LIST   choose only among these (comma-separated names)\n"
           "  --sensitivity      how the recommended option's time and the choice move\n"
-          "                     when each number of the profile moves x0.5 to x1.5\n"
+          "                     when each number of the profile moves over the range\n"
+          "                     its kind of source gives it (a measurement its spread,\n"
+          "                     a datasheet rate x0.7-x1, a lead its plausible range;\n"
+          "                     docs/tune.md \"Sensitivity\")\n"
           "  --tokens-grid LIST a knob table: the stable choice per token count; LIST\n"
           "                     is values and ranges FIRST:LAST[:STEP] or FIRST:LAST:xF\n"
           "                     (times F each step), ascending, at most 4096 points\n"
@@ -77,17 +86,20 @@ static void plan_help(FILE *f) {
 
 static void sweep_help(FILE *f) {
   fprintf(f,
-          "usage: xstage sweep megamoe --profile P [--fabric F] [--grid FILE]\n"
+          "usage: xstage sweep megamoe [--profile P] [--fabric F] [--grid FILE]\n"
           "                            [--ep-library L] [--ep-kernel K] [--json | --csv]\n"
           "\n"
           "Plans every config of a grid; the default is the 7 presets x 12 token\n"
           "counts per rank (16 to 32768, powers of two) at EP 8. Prints one row per\n"
-          "config and a summary: the geometric-mean and largest speedup of\n"
-          "interleaved over the fused baseline under burstgap, the same ratio as\n"
-          "blocking predicts it, and how close interleaved comes to ideal.\n"
+          "config and a summary: the geometric-mean and largest speedup of the\n"
+          "best interleaved schedule over the best of the others under burstgap,\n"
+          "the same ratio as blocking predicts it, how close interleaved comes to\n"
+          "ideal, and each row's kernels (* a proposal).\n"
           "\n"
-          "  --grid FILE   JSON: {\"presets\": [...], \"tokens\": [...], \"ep\": [...]};\n"
-          "                at most 4096 values a list and 20000 configs in all\n"
+          "  --profile P   the GPU (needed unless the grid names one)\n"
+          "  --grid FILE   JSON: {\"presets\": [...], \"tokens\": [...], \"ep\": [...],\n"
+          "                \"profile\": \"h200-nvlink\"} (each optional); at most 4096\n"
+          "                values a list and 20000 configs in all\n"
           "  --fabric F    the network between nodes, for an EP past the profile's\n"
           "                node_gpus (ib-400, roce-200, efa-400)\n"
           "  --ep-library L, --ep-kernel K  the sequential arm's all-to-all (as\n"
@@ -163,7 +175,7 @@ int cmd_plan(int argc, char **argv) {
       {"header-prefix", required_argument, 0, 'X'}, {"sensitivity", no_argument, 0, 'V'},
       {"tokens-range", required_argument, 0, 'R'}, {"fabric", required_argument, 0, 'F'},
       {"ep-library", required_argument, 0, 'l'}, {"ep-kernel", required_argument, 0, 'k'},
-      {0, 0, 0, 0}};
+      {"csv", no_argument, 0, 'y'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *tokens = NULL, *ep = NULL, *profile = NULL;
   const char *fabric = NULL, *ep_library = NULL, *ep_kernel = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *compute = NULL;
@@ -171,10 +183,10 @@ int cmd_plan(int argc, char **argv) {
   xs_moe_schedule sched = XS_MOE_INTERLEAVED;
   double tol = 0.01;
   unsigned schedules = 0;
-  int json = 0, sensitivity = 0, c, prc;
+  int json = 0, csv = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:F:l:k:",
+  while ((c = getopt_long(argc, argv, ":r:c:t:e:p:jo:T:S:C:s:hG:L:Q:H:X:VR:F:l:k:y",
                           opts, NULL)) != -1) {
     switch (c) {
     case 'F':
@@ -206,7 +218,7 @@ int cmd_plan(int argc, char **argv) {
     case 's': {
       int k = xs_moe_schedule_from_name(optarg);
       if (k < 0)
-        return cli_usage_error("plan", "--schedule: expected sequential, baseline, "
+        return cli_usage_error("plan", "--schedule: expected sequential, l1-then-l2, "
                                        "searched, fused-split, fused-wave, "
                                        "fused-interleaved or fused-lag, got \"%s\"", optarg);
       sched = (xs_moe_schedule)k;
@@ -221,6 +233,7 @@ int cmd_plan(int argc, char **argv) {
         return EXIT_INPUT;
       break;
     case 'j': json = 1; break;
+    case 'y': csv = 1; break;
     case 'o': emit = optarg; break;
     case 'T': trace = optarg; break;
     case 'S': svg = optarg; break;
@@ -232,6 +245,8 @@ int cmd_plan(int argc, char **argv) {
     return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
   if (!profile)
     return cli_usage_error("plan", "--profile is required");
+  if ((prc = cli_plan_format("schedules", csv, sensitivity, &json)))
+    return prc;
   if (grid_text && range_text)
     return cli_usage_error("plan", "give one of --tokens-grid and --tokens-range");
   const char *table_flag = grid_text ? "--tokens-grid" : "--tokens-range";
@@ -267,6 +282,7 @@ int cmd_plan(int argc, char **argv) {
     free(grid);
     return cli_error("plan", &err);
   }
+  cli_profile_from(profile, prof);
   if (compute) {
     xs_profile *cp;
     if (xs_profile_load(compute, &cp, &err)) {
@@ -300,7 +316,12 @@ int cmd_plan(int argc, char **argv) {
       rc = cli_error("plan", &err);
       goto done;
     }
-    printf("%s\n", s);
+    static const char *const by_schedule[] = {"schedule", NULL};
+    if (json == 2)
+      rc = cli_csv_document("plan", s, "schedules", "schedule", "recommended.chosen",
+                            by_schedule);
+    else
+      printf("%s\n", s);
     xs_free(s);
   } else if (sensitivity) {
     /* first, so that work past its bound is refused before any plan */
@@ -323,10 +344,9 @@ int cmd_plan(int argc, char **argv) {
   }
   if (!json) {
     const xs_moe_workload *w = &r.work;
-    char a[32], b[32], d[32], e[32], pn[256];
-    const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
+    char a[32], b[32], d[32], e[32];
     printf("MegaMoE plan: %s, %g tokens per rank, EP %g, on %s\n", cli_name_text(cfg.name),
-           cfg.tokens, cfg.ep, pname);
+           cfg.tokens, cfg.ep, cli_profile_given(prof));
     printf("  H %g, I %g, %g experts (%g per rank), top-%g, %s GEMMs, "
            "dispatch %g B/element, combine %g B/element\n",
            cfg.hidden, cfg.intermediate, cfg.experts, cfg.experts / cfg.ep, cfg.topk,
@@ -367,31 +387,112 @@ int cmd_plan(int argc, char **argv) {
              cli_moe_knobs((xs_moe_schedule)k, &r.knobs[k], kb, sizeof kb),
              bd->bound, t[0], t[1], t[2], t[3], t[4], t[5]);
     }
+    /* what each row runs: the call, or the proposal and its kernel */
+    printf("\n  the kernels (docs/plan-megamoe.md \"The calls\"; the recommended "
+           "option's call in full below):\n");
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
+      xs_moe_call call;
+      char line[512];
+      printf("    %-18s ", xs_moe_schedule_name((xs_moe_schedule)k));
+      if (cli_moe_call(&cfg, prof, (xs_moe_schedule)k, &r.knobs[k], &call)) {
+        printf("-\n");
+        continue;
+      }
+      if (call.proposal)
+        snprintf(line, sizeof line, "a proposal on %s: %s", call.label, call.change);
+      else
+        snprintf(line, sizeof line, "%s; %s", call.label, call.order);
+      cli_wrap(line, 23, 23);
+    }
     printf("\n  fastest fused schedule: %s, %.3fx over sequential\n",
            xs_moe_schedule_name(r.best_fused),
            r.time_s[0][0] / r.time_s[r.best_fused][0]);
-    printf("  searched orders over all L1 first, on the same kernel: %.3fx under "
-           "burstgap, %.3fx as blocking predicts it (%u programs evaluated)\n",
+    printf("  searched orders over all L1 first (l1-then-l2), on the same kernel: "
+           "%.3fx under\n  burstgap, %.3fx as blocking predicts it (%u programs "
+           "evaluated)\n",
            r.time_s[1][0] / r.time_s[2][0], r.time_s[1][1] / r.time_s[2][1], r.searched);
+    /* the X-stage tail of each row, part of its link column */
+    char tails[256] = "";
+    size_t at = 0;
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++) {
+      if (!(r.breakdown[k].xstage_tail_s > 0))
+        continue;
+      int wr = snprintf(tails + at, sizeof tails - at, "%s%s %s", at ? ", " : "",
+                        xs_moe_schedule_name((xs_moe_schedule)k),
+                        xs_format_time(r.breakdown[k].xstage_tail_s, b, sizeof b));
+      if (wr > 0 && (size_t)wr < sizeof tails - at)
+        at += (size_t)wr;
+    }
     printf("  (where the time goes, on the SMs that finish last: compute: GEMM tiles;\n"
            "  hbm: waiting for HBM; fixed: launches, grid syncs, routing, host round\n"
            "  trips; dispatch: waiting for tokens; sync: waiting for other SMs (tile\n"
            "  dependencies, ring slots, barriers); link: issuing and stalling on the\n"
-           "  link and the X-stage tail, %s for searched)\n",
-           xs_format_time(r.breakdown[2].xstage_tail_s, b, sizeof b));
+           "  link, flags to other ranks, and the X-stage tail, the link's delivery\n"
+           "  after the last SM is done: ");
+    if (at)
+      cli_wrap(tails, 2, 31);
+    else
+      printf("0 ns in every row)\n");
+    if (at)
+      printf("  )\n");
+    /* serial below burstgap: a pipeline of kernels, which serial does not add
+     * up (docs/plan-megamoe.md "Output") */
+    char below[256] = "";
+    at = 0;
+    for (int k = 0; k < XS_MOE_SCHEDULES; k++)
+      if (r.time_s[k][XS_MODEL_SERIAL] < r.time_s[k][XS_MODEL_BURSTGAP]) {
+        int wr = snprintf(below + at, sizeof below - at, "%s%s", at ? ", " : "",
+                          xs_moe_schedule_name((xs_moe_schedule)k));
+        if (wr > 0 && (size_t)wr < sizeof below - at)
+          at += (size_t)wr;
+      }
+    if (at) {
+      char note[768];
+      snprintf(note, sizeof note,
+               "serial is below burstgap for %s: serial adds the link's transfer "
+               "time to the busiest worker's own compute, but here the dispatch "
+               "and combine kernels (and the host's wait for the counts) are "
+               "workers of their own that every SM waits for, one kernel after "
+               "another; serial does not add them up, burstgap and blocking do. "
+               "Serial is a bound for a kernel whose own SMs send, not for a "
+               "pipeline of kernels.",
+               below);
+      printf("  ");
+      cli_wrap(note, 2, 2);
+    }
     printf("\n");
-    cli_moe_pick_print(&pick, tol);
+    cli_moe_pick_print(&cfg, prof, &pick, tol);
+    xs_moe_call chosen;
+    if (!cli_moe_call(&cfg, prof, pick.chosen.schedule, &pick.chosen.knobs, &chosen) &&
+        chosen.proposal) {
+      xs_moe_option ship;
+      if (xs_moe_fastest_shipping(&cfg, prof, schedules, &ship, &err)) {
+        rc = cli_error("plan", &err);
+        goto done;
+      }
+      xs_moe_call sc;
+      char words[128], lb[64];
+      if (isnan(ship.time_s) || cli_moe_call(&cfg, prof, ship.schedule, &ship.knobs, &sc))
+        printf("    the recommended option is a proposal, and no option here runs on "
+               "an existing kernel as given\n");
+      else
+        printf("    the recommended option is a proposal; the fastest an existing "
+               "kernel runs as given:\n      %s, %s (%+.1f%%), %s\n",
+               cli_moe_option_words(&ship, words, sizeof words),
+               xs_format_time(ship.time_s, b, sizeof b),
+               100 * (ship.time_s / pick.chosen.time_s - 1),
+               cli_moe_call_label(&sc, lb, sizeof lb));
+    }
     xs_moe_certainty cert;
     if (xs_moe_certainty_of(&cfg, prof, &pick, tol, &cert, &err)) {
       rc = cli_error("plan", &err);
       goto done;
     }
     cli_moe_certainty_print(&pick, &cert, tol);
-    cli_moe_verdict_print(&pick, pname);
+    cli_moe_verdict_print(&pick, cli_name_text(profile));
     if (sens && (rc = cli_moe_sensitivity_print(prof, &pick, sens, nsens)))
       goto done;
-    printf("\n  %s's numbers are leads unless measured: `xstage profiles show %s`\n",
-           pname, pname);
+    cli_profile_leads(prof);
   }
   if (emit || trace || svg) {
     xs_program *p;
@@ -493,45 +594,63 @@ int cmd_sweep(int argc, char **argv) {
       printf("preset,tokens,ep");
       for (int k = 0; k < XS_MOE_SCHEDULES; k++)
         printf(",%s_s", xs_moe_schedule_name((xs_moe_schedule)k));
-      printf(",best_interleaved,best_plain,speedup,blocking_speedup,order_gain,ideal_ratio\n");
+      printf(",best_interleaved,best_plain,speedup,blocking_speedup,order_gain,ideal_ratio,"
+             "best_interleaved_kernel,best_interleaved_proposal,best_plain_kernel,"
+             "best_plain_proposal\n");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
         const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
+        xs_moe_call ci, cp;
+        int hi = !cli_moe_call(&rows[i], prof, r->best_interleaved,
+                               &r->knobs[r->best_interleaved], &ci);
+        int hp = !cli_moe_call(&rows[i], prof, r->best_plain, &r->knobs[r->best_plain], &cp);
         printf("%s,%g,%g", rows[i].name, rows[i].tokens, rows[i].ep);
         for (int k = 0; k < XS_MOE_SCHEDULES; k++)
           printf(",%.9g", r->time_s[k][XS_MODEL_BURSTGAP]);
-        printf(",%s,%s,%.6g,%.6g,%.6g,%.6g\n", xs_moe_schedule_name(r->best_interleaved),
+        printf(",%s,%s,%.6g,%.6g,%.6g,%.6g,%s,%d,%s,%d\n",
+               xs_moe_schedule_name(r->best_interleaved),
                xs_moe_schedule_name(r->best_plain), pl[0] / il[0],
                pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
-               r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
-               il[0] / il[XS_MODEL_IDEAL]);
+               r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0],
+               il[0] / il[XS_MODEL_IDEAL], hi ? ci.label : "", hi && ci.proposal,
+               hp ? cp.label : "", hp && cp.proposal);
       }
     } else {
-      char a[32], b[32], pn[256];
+      char a[32], b[32], pn[256], ka[48], kb[48];
       const char *pname = cli_text(xs_profile_name(prof), pn, sizeof pn);
-      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n", pname, n);
-      printf("  %-18s %6s %3s  %-17s %10s  %-17s %10s %7s %8s %7s\n", "preset", "tokens",
-             "ep", "best interleaved", "time", "best other", "time", "gain", "blocking",
-             "order");
+      printf("MegaMoE sweep on %s: %zu configs (burstgap unless noted)\n\n",
+             cli_profile_given(prof), n);
+      printf("  %-18s %6s %3s  %-17s %10s %-17s  %-17s %10s %-17s %7s %8s %7s\n",
+             "preset", "tokens", "ep", "best interleaved", "time", "its kernel",
+             "best other", "time", "its kernel", "gain", "blocking", "order");
       for (size_t i = 0; i < n; i++) {
         const xs_moe_result *r = &res[i];
         const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
-        printf("  %-18s %6g %3g  %-17s %10s  %-17s %10s %6.3fx %7.3fx %6.3fx\n",
+        xs_moe_call ci, cp;
+        int hi = !cli_moe_call(&rows[i], prof, r->best_interleaved,
+                               &r->knobs[r->best_interleaved], &ci);
+        int hp = !cli_moe_call(&rows[i], prof, r->best_plain, &r->knobs[r->best_plain], &cp);
+        snprintf(ka, sizeof ka, "%s%s", hi ? ci.label : "-", hi && ci.proposal ? "*" : "");
+        snprintf(kb, sizeof kb, "%s%s", hp ? cp.label : "-", hp && cp.proposal ? "*" : "");
+        printf("  %-18s %6g %3g  %-17s %10s %-17s  %-17s %10s %-17s %6.3fx %7.3fx %6.3fx\n",
                rows[i].name, rows[i].tokens, rows[i].ep,
                xs_moe_schedule_name(r->best_interleaved), xs_format_time(il[0], a, sizeof a),
-               xs_moe_schedule_name(r->best_plain), xs_format_time(pl[0], b, sizeof b),
-               pl[0] / il[0], pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
-               r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0]);
+               ka, xs_moe_schedule_name(r->best_plain), xs_format_time(pl[0], b, sizeof b),
+               kb, pl[0] / il[0], pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
+               r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0]);
       }
       printf("\n  best interleaved over best other: geometric mean %.3fx, largest %.3fx\n",
              sum.geomean_speedup, sum.max_speedup);
       printf("  the same ratio as blocking predicts it: geometric mean %.3fx\n",
              sum.geomean_blocking_speedup);
-      printf("  the order alone (baseline over searched, one kernel): geometric mean "
+      printf("  the order alone (l1-then-l2 over searched, one kernel): geometric mean "
              "%.3fx, largest %.3fx\n", sum.geomean_order_gain, sum.max_order_gain);
       printf("  best interleaved / its ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
       printf("  (interleaved: searched, fused-interleaved, fused-lag; other: sequential,\n"
-             "  baseline, fused-split, fused-wave; %s's numbers are leads unless measured)\n",
+             "  l1-then-l2, fused-split, fused-wave; its kernel: what to call, * a proposal:\n"
+             "  an order or a knob no kernel runs as given, or a kernel the GPU cannot run,\n"
+             "  which plan megamoe names with the change it needs; %s's numbers are\n"
+             "  leads unless measured)\n",
              pname);
     }
   }

@@ -16,10 +16,12 @@ static void plan_help(FILE *f) {
   fprintf(f,
           "usage: xstage plan flashattn (--preset NAME | --config FILE) [--seq N]\n"
           "                             [--cp P] [--causal | --full] [--layout L]\n"
-          "                             [--kernel K] [--backward] --profile P [--json]\n"
+          "                             [--kernel K] [--backward] --profile P\n"
+          "                             [--json | --csv]\n"
           "                             [--path W] [--emit-program FILE] [--trace FILE]\n"
           "                             [--svg FILE] [--sensitivity [--tolerance F]]\n"
-          "       xstage plan flashattn ... --seq-grid LIST [--tolerance F] [--json]\n"
+          "       xstage plan flashattn ... --seq-grid LIST [--tolerance F]\n"
+          "                             [--json | --csv]\n"
           "                             [--emit-header FILE [--header-prefix NAME]]\n"
           "\n"
           "Plans context-parallel (ring) attention: the attention kernel at its\n"
@@ -40,10 +42,16 @@ static void plan_help(FILE *f) {
           "  --causal, --full   the mask (default causal)\n"
           "  --layout L         contiguous, zigzag (default), stripe: the layout the\n"
           "                     plan's speedups, --path and --emit-program use\n"
-          "  --kernel K         fa2 (default), fa3, fa4\n"
+          "  --kernel K         fa2, fa3, fa4 (default: the best the GPU runs: fa2 on\n"
+          "                     Ampere, fa3 on Hopper, fa4 on Blackwell); one the GPU\n"
+          "                     cannot run is refused (FA3 off Hopper, FA4's backward\n"
+          "                     before sm90)\n"
           "  --backward         forward and backward\n"
           "  --profile P        a profile with a compute section\n"
           "  --json             machine-readable output\n"
+          "  --csv              one header line, one line a way and layout (a table: a\n"
+          "                     line a length): --json's keys, nested ones joined\n"
+          "                     with \".\"\n"
           "  --path W           the way --emit-program, --trace and --svg write:\n"
           "                     local, sequential, dedicated-stream, dedicated-sms,\n"
           "                     piggyback (default: the fastest)\n"
@@ -65,16 +73,19 @@ static void plan_help(FILE *f) {
 
 static void sweep_help(FILE *f) {
   fprintf(f,
-          "usage: xstage sweep flashattn --profile P [--grid FILE] [--json | --csv]\n"
+          "usage: xstage sweep flashattn [--profile P] [--grid FILE] [--json | --csv]\n"
           "\n"
           "Plans every config of a grid (default: 4K to 64K tokens per rank, the 3\n"
-          "presets, CP 2, 4 and 8, causal and full: 90 configs, FlashAttention-2,\n"
-          "zigzag) and prints each way's time and a summary: the geometric-mean and\n"
-          "largest speedup of piggyback over sequential, over the faster dedicated\n"
-          "way, the same as blocking predicts it, and closeness to ideal.\n"
+          "presets, CP 2, 4 and 8, causal and full: 90 configs, the best kernel the\n"
+          "GPU runs, zigzag) and prints each way's time and a summary: the\n"
+          "geometric-mean and largest speedup of piggyback over sequential, over\n"
+          "the faster dedicated way, the same as blocking predicts it, and\n"
+          "closeness to ideal.\n"
           "\n"
+          "  --profile P  the GPU (needed unless the grid names one)\n"
           "  --grid FILE  {\"presets\": [...], \"seq\": [...], \"cp\": [...], \"causal\": [true, false],\n"
-          "               \"kernel\": [\"fa2\", \"fa3\", \"fa4\"]} (each optional)\n");
+          "               \"kernel\": [\"fa2\", \"fa3\", \"fa4\"], \"profile\": \"h100-nvlink\"}\n"
+          "               (each optional)\n");
 }
 
 /* plan flashattn --seq-grid: per sequence length, the ring (path and
@@ -119,27 +130,37 @@ static int seq_table(const xs_fa_config *c, const xs_profile *prof,
     if (xs_fa_table_json(c, prof, rows, n, tol, &t, &err)) {
       rc = cli_error("plan", &err);
     } else {
-      printf("%s\n", t);
+      if (json == 2) /* --csv: a line a sequence length */
+        rc = cli_csv_document("plan", t, "grid", NULL, NULL, NULL);
+      else
+        printf("%s\n", t);
       xs_free(t);
     }
   } else if (!rc) {
     printf("Ring attention table: %s, CP %g, %s mask, %s %s, on %s; tolerance %.3g%%\n",
            cli_name_text(c->name), c->cp, c->causal ? "causal" : "full", c->kernel,
-           c->backward ? "forward and backward" : "forward", cli_profile_text(prof), tol * 100);
+           c->backward ? "forward and backward" : "forward", cli_profile_given(prof), tol * 100);
     printf("  %8s  %-17s %-10s %10s %-8s %10s %4s\n", "seq", "path", "layout", "time", "bound",
            "fastest", "near");
     for (size_t i = 0; i < n; i++) {
       char a[32], b[32];
       const xs_fa_ring *pick = &rows[i].chosen;
       int changed = i && !xs_fa_same_ring(pick, &rows[i - 1].chosen);
+      xs_fa_call call;
+      char pw[32];
+      int prop = !xs_fa_call_of(c, prof, pick->path, pick->layout, &call, &err) &&
+                 call.proposal;
+      snprintf(pw, sizeof pw, "%s%s", xs_fa_path_name(pick->path), prop ? " (p)" : "");
       printf("%c %8g  %-17s %-10s %10s %-8s %10s %4zu\n", changed ? '*' : ' ', rows[i].seq,
-             xs_fa_path_name(pick->path),
+             pw,
              pick->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)pick->layout),
              xs_format_time(pick->time_s, a, sizeof a), pick->breakdown.bound,
              xs_format_time(rows[i].fastest.time_s, b, sizeof b), rows[i].near);
     }
     printf("\n  %zu change%s of choice (*: where staying would cost more than the "
-           "tolerance); near: rings within it\n", changes, changes == 1 ? "" : "s");
+           "tolerance); near: rings within it;\n  (p): a proposal, a way no public kernel "
+           "runs with %s (plan flashattn --seq N names the change)\n", changes,
+           changes == 1 ? "" : "s", c->kernel);
   }
   free(rows);
   free(grid);
@@ -190,7 +211,7 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
          cli_name_text(c->name), c->seq, c->batch > 1 ? " (per sequence)" : "", c->cp,
          c->causal ? "causal" : "full", c->causal ? ", layout " : "",
          c->causal ? layout_text(c->layout) : "", c->kernel,
-         c->backward ? "forward and backward" : "forward", cli_profile_text(prof));
+         c->backward ? "forward and backward" : "forward", cli_profile_given(prof));
   printf("  per step: %.3g TFLOP, kernel %s (mean over steps, busiest rank), %g CTAs\n"
          "  in %g waves on %g SMs, %g KV tiles a CTA; KV block %s, K/V stages of %s\n"
          "  (%g in the kernel's pipeline); kernel throughput %s\n\n",
@@ -228,6 +249,30 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
       snprintf(ch, sizeof ch, "%u SMs", bd->forward_sms);
     printf("  %-12s %s\n", bd->bound, ch);
   }
+  /* what to call for each way under the config's layout */
+  xs_fa_call call;
+  xs_error e;
+  if (!xs_fa_call_of(c, prof, XS_FA_LOCAL, -1, &call, &e)) {
+    char line[640];
+    snprintf(line, sizeof line, "the kernel: %s, %s (%s), %s", call.kernel, call.function,
+             call.package, call.passes);
+    printf("\n  ");
+    cli_wrap(line, 4, 2);
+    printf("  the calls (docs/plan-flashattn.md \"Kernels and calls\"; layout %s):\n",
+           c->causal ? layout_text(c->layout) : "-");
+    for (int p = XS_FA_PATH_SEQUENTIAL; p < XS_FA_PATHS; p++) {
+      if (xs_fa_call_of(c, prof, (xs_fa_path)p, -1, &call, &e))
+        continue;
+      if (call.proposal)
+        snprintf(line, sizeof line, "a proposal: %s", call.change);
+      else if (call.ring[0])
+        snprintf(line, sizeof line, "%s (%s)", call.ring, call.ring_source);
+      else
+        snprintf(line, sizeof line, "%s", call.way);
+      printf("    %-17s ", xs_fa_path_name((xs_fa_path)p));
+      cli_wrap(line, 22, 22);
+    }
+  }
   double sp = r->time_s[XS_FA_PATH_SEQUENTIAL][0] / r->time_s[XS_FA_PATH_PIGGYBACK][0];
   double ded = fmin(r->time_s[XS_FA_PATH_STREAM][0], r->time_s[XS_FA_PATH_SMS][0]);
   printf("\n  * fastest under layout %s: %s, %s\n", c->causal ? layout_text(c->layout) : "-",
@@ -244,10 +289,9 @@ static void plan_print(const xs_fa_config *c, const xs_profile *prof, const xs_f
   printf("  (compute + merge + fixed + interf. + host + exposed = burstgap; host is the\n"
          "  GPU waiting for the host to issue the ring's ops (timing %s), exposed the\n"
          "  communication the others do not hide, stall the part of it piggyback's\n"
-         "  SMs spend waiting for a stage's store; %s's numbers are leads unless\n"
-         "  measured: xstage profiles show %s)\n",
-         xs_fa_timing_name((xs_fa_timing)c->timing), cli_profile_text(prof),
-         cli_profile_text(prof));
+         "  SMs spend waiting for a stage's store)\n",
+         xs_fa_timing_name((xs_fa_timing)c->timing));
+  cli_profile_leads(prof);
 }
 
 /* a ring in words: "piggyback, zigzag" ("dedicated-sms (8 SMs), stripe") */
@@ -290,7 +334,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
       {"backward", no_argument, 0, 'B'}, {"seq-grid", required_argument, 0, 'G'},
       {"tolerance", required_argument, 0, 'l'}, {"emit-header", required_argument, 0, 'H'},
       {"header-prefix", required_argument, 0, 'X'}, {"path", required_argument, 0, 'W'},
-      {"sensitivity", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+      {"sensitivity", no_argument, 0, 'V'}, {"csv", no_argument, 0, 'y'}, {0, 0, 0, 0}};
   const char *preset = NULL, *file = NULL, *seq = NULL, *cp = NULL, *profile = NULL;
   const char *emit = NULL, *trace = NULL, *svg = NULL, *kernel = NULL, *layout = NULL;
   const char *grid_text = NULL, *header = NULL, *prefix = NULL, *way = NULL;
@@ -299,7 +343,9 @@ int cmd_plan_flashattn(int argc, char **argv) {
   int json = 0, causal = -1, backward = 0, sensitivity = 0, c, prc;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:V", opts, NULL)) != -1) {
+  int csv = 0;
+  while ((c = getopt_long(argc, argv, ":r:c:s:P:CFp:jo:T:S:hK:L:BG:l:H:X:W:Vy", opts, NULL)) !=
+         -1) {
     switch (c) {
     case 'K': kernel = optarg; break;
     case 'L': layout = optarg; break;
@@ -322,6 +368,7 @@ int cmd_plan_flashattn(int argc, char **argv) {
     case 'F': causal = 0; break;
     case 'p': profile = optarg; break;
     case 'j': json = 1; break;
+    case 'y': csv = 1; break;
     case 'o': emit = optarg; break;
     case 'T': trace = optarg; break;
     case 'S': svg = optarg; break;
@@ -333,6 +380,8 @@ int cmd_plan_flashattn(int argc, char **argv) {
     return cli_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
   if (!profile)
     return cli_usage_error("plan", "--profile is required");
+  if ((prc = cli_plan_format("rings", csv, sensitivity, &json)))
+    return prc;
   const char *ins[] = {file, profile}, *outs[] = {emit, trace, svg, header};
   if (cli_refuse_overwrite("plan", ins, 2, outs, 4))
     return EXIT_INPUT;
@@ -364,6 +413,12 @@ int cmd_plan_flashattn(int argc, char **argv) {
   xs_profile *prof;
   if (xs_profile_load(profile, &prof, &err))
     return cli_error("plan", &err);
+  cli_profile_from(profile, prof);
+  /* the kernel the GPU runs, or why it cannot (exit 2) */
+  if (xs_fa_kernel_resolve(&cfg, prof, &cfg, &err)) {
+    xs_profile_free(prof);
+    return cli_usage_error("plan", "%s%s", kernel ? "--kernel: " : "", err.message);
+  }
   if (header && !grid_text) {
     xs_profile_free(prof);
     return cli_usage_error("plan", "--emit-header needs --seq-grid");
@@ -394,7 +449,10 @@ int cmd_plan_flashattn(int argc, char **argv) {
       rc = cli_error("plan", &err);
       goto done;
     }
-    printf("%s\n", t);
+    if (json == 2) /* --csv: a line a way and layout */
+      rc = cli_csv_document("plan", t, "ring", NULL, NULL, NULL);
+    else
+      printf("%s\n", t);
     xs_free(t);
   } else if (sensitivity) {
     /* first: a profile the run cannot take is refused before any output */
@@ -469,6 +527,20 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     xs_profile_free(prof);
     return rc;
   }
+  /* each config's kernel: the best the GPU runs, or why it cannot */
+  for (size_t i = 0; i < n && !rc; i++) {
+    xs_error err;
+    if (xs_fa_kernel_resolve(&rows[i], prof, &rows[i], &err)) {
+      char what[256];
+      xs_fa_config_describe(&rows[i], what, sizeof what);
+      rc = cli_usage_error("sweep", "%s: %s", what, err.message);
+    }
+  }
+  if (rc) {
+    xs_free(rows);
+    xs_profile_free(prof);
+    return rc;
+  }
   xs_fa_result *res = calloc(n ? n : 1, sizeof *res);
   fa_sweep fs = {rows, prof};
   cli_sweep_job job = {n, res, sizeof *res, &fs, fa_check, fa_plan, fa_describe};
@@ -494,11 +566,15 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     }
   } else if (!rc && so.csv) {
     printf("preset,seq,cp,causal,kernel,local_s,sequential_s,stream_s,sms_s,piggyback_s,"
-           "ideal_s,free_s,speedup,speedup_vs_dedicated,blocking_speedup,best,forward_sms\n");
+           "ideal_s,free_s,speedup,speedup_vs_dedicated,blocking_speedup,best,forward_sms,"
+           "best_call,best_proposal\n");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
       const double(*t)[XS_MODEL_COUNT] = r->time_s;
-      printf("%s,%g,%g,%d,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%s,%u\n",
+      xs_fa_call bc;
+      xs_error e;
+      int have = !xs_fa_call_of(&rows[i], prof, r->best, -1, &bc, &e);
+      printf("%s,%g,%g,%d,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%s,%u,%s,%d\n",
              rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal, rows[i].kernel,
              t[XS_FA_LOCAL][0], t[XS_FA_PATH_SEQUENTIAL][0], t[XS_FA_PATH_STREAM][0],
              t[XS_FA_PATH_SMS][0], t[XS_FA_PATH_PIGGYBACK][0],
@@ -508,20 +584,25 @@ int cmd_sweep_flashattn(int argc, char **argv) {
              fmin(t[XS_FA_PATH_STREAM][0], t[XS_FA_PATH_SMS][0]) / t[XS_FA_PATH_PIGGYBACK][0],
              t[XS_FA_PATH_SEQUENTIAL][XS_MODEL_BLOCKING] /
                  t[XS_FA_PATH_PIGGYBACK][XS_MODEL_BLOCKING],
-             xs_fa_path_name(r->best), r->breakdown[XS_FA_PATH_SMS].forward_sms);
+             xs_fa_path_name(r->best), r->breakdown[XS_FA_PATH_SMS].forward_sms,
+             have ? (bc.ring[0] ? bc.ring : bc.function) : "", have && bc.proposal);
     }
   } else if (!rc) {
     printf("Ring attention sweep on %s: %zu configs (burstgap unless noted)\n\n",
-           cli_profile_text(prof), n);
-    printf("  %-11s %6s %3s %-6s %10s %10s %10s %10s %10s %8s %8s %8s  %s\n", "preset", "seq",
-           "cp", "mask", "sequential", "stream", "sms", "piggyback", "ideal", "vs seq",
-           "vs ded", "blocking", "fastest");
+           cli_profile_given(prof), n);
+    printf("  %-11s %6s %3s %-6s %-6s %10s %10s %10s %10s %10s %8s %8s %8s  %s\n", "preset",
+           "seq", "cp", "mask", "kernel", "sequential", "stream", "sms", "piggyback", "ideal",
+           "vs seq", "vs ded", "blocking", "fastest");
     for (size_t i = 0; i < n; i++) {
       const xs_fa_result *r = &res[i];
       const double(*t)[XS_MODEL_COUNT] = r->time_s;
       char a[32], b[32], d[32], e[32], f[32];
-      printf("  %-11s %6g %3g %-6s %10s %10s %10s %10s %10s %7.3fx %7.3fx %7.3fx  %s\n",
+      xs_fa_call bc;
+      xs_error err;
+      int prop = !xs_fa_call_of(&rows[i], prof, r->best, -1, &bc, &err) && bc.proposal;
+      printf("  %-11s %6g %3g %-6s %-6s %10s %10s %10s %10s %10s %7.3fx %7.3fx %7.3fx  %s%s\n",
              rows[i].name, rows[i].seq, rows[i].cp, rows[i].causal ? "causal" : "full",
+             rows[i].kernel,
              xs_format_time(t[XS_FA_PATH_SEQUENTIAL][0], a, sizeof a),
              xs_format_time(t[XS_FA_PATH_STREAM][0], b, sizeof b),
              xs_format_time(t[XS_FA_PATH_SMS][0], d, sizeof d),
@@ -531,7 +612,7 @@ int cmd_sweep_flashattn(int argc, char **argv) {
              fmin(t[XS_FA_PATH_STREAM][0], t[XS_FA_PATH_SMS][0]) / t[XS_FA_PATH_PIGGYBACK][0],
              t[XS_FA_PATH_SEQUENTIAL][XS_MODEL_BLOCKING] /
                  t[XS_FA_PATH_PIGGYBACK][XS_MODEL_BLOCKING],
-             xs_fa_path_name(r->best));
+             xs_fa_path_name(r->best), prop ? "*" : "");
     }
     printf("\n  piggyback over sequential: geometric mean %.3fx, largest %.3fx\n",
            sum.geomean_speedup, sum.max_speedup);
@@ -540,7 +621,9 @@ int cmd_sweep_flashattn(int argc, char **argv) {
     printf("  over sequential as blocking predicts it: geometric mean %.3fx\n",
            sum.geomean_blocking_speedup);
     printf("  piggyback / ideal: geometric mean %.3f\n", sum.geomean_ideal_ratio);
-    printf("  (%s's numbers are leads unless measured)\n", cli_profile_text(prof));
+    printf("  (* a proposal: a way no public kernel runs with this kernel, which plan\n"
+           "  flashattn names with the change it needs; %s's numbers are leads\n"
+           "  unless measured)\n", cli_profile_text(prof));
   }
   free(res);
   xs_free(rows);

@@ -83,7 +83,7 @@ int cli_header_prefix(const char *cmd, const char *header, const char *prefix,
 }
 
 /* "fused-lag default (lag 12, group 4)" */
-static const char *option_words(const xs_moe_option *o, char *buf, size_t n) {
+const char *cli_moe_option_words(const xs_moe_option *o, char *buf, size_t n) {
   char kb[48];
   const char *rule = xs_moe_rule_name(o->schedule, o->rule);
   snprintf(buf, n, "%s %s (%s)", xs_moe_schedule_name(o->schedule),
@@ -99,7 +99,7 @@ void cli_moe_certainty_print(const xs_moe_pick *p, const xs_moe_certainty *c,
     printf("no other schedule was planned");
   else
     printf("the runner-up, %s, takes %s, %+.1f%%",
-           option_words(&p->runner_up, w, sizeof w),
+           cli_moe_option_words(&p->runner_up, w, sizeof w),
            xs_format_time(p->runner_up.time_s, a, sizeof a), 100 * c->runner_up_margin);
   if (!c->settings) {
     printf("; %s has no knob to refine\n", xs_moe_schedule_name(p->chosen.schedule));
@@ -144,21 +144,28 @@ void cli_moe_verdict_print(const xs_moe_pick *p, const char *profile) {
          profile);
 }
 
-void cli_moe_pick_print(const xs_moe_pick *p, double tol) {
-  char w[128], a[32];
-  printf("  recommended: %s, %s\n", option_words(&p->chosen, w, sizeof w),
+void cli_moe_pick_print(const xs_moe_config *cfg, const xs_profile *prof,
+                        const xs_moe_pick *p, double tol) {
+  char w[128], a[32], lb[64];
+  xs_moe_call call;
+  printf("  recommended: %s, %s\n", cli_moe_option_words(&p->chosen, w, sizeof w),
          xs_format_time(p->chosen.time_s, a, sizeof a));
+  if (!cli_moe_call(cfg, prof, p->chosen.schedule, &p->chosen.knobs, &call))
+    cli_moe_call_print(&call, 4);
   printf("    %zu option%s within %.3g%% of the fastest; the recommended one has "
          "the fewest\n    knobs away from the kernel's default, then the least "
          "time:\n", p->near, p->near == 1 ? "" : "s", tol * 100);
   /* the fastest 8 and the recommended one; --json lists all */
   size_t shown = 0;
   for (size_t i = 0; i < p->near; i++) {
-    int it = xs_moe_same_choice(&p->near_set[i], &p->chosen);
+    const xs_moe_option *o = &p->near_set[i];
+    int it = xs_moe_same_choice(o, &p->chosen);
     if (i >= 8 && !it)
       continue;
-    printf("      %-52s %10s%s\n", option_words(&p->near_set[i], w, sizeof w),
-           xs_format_time(p->near_set[i].time_s, a, sizeof a), it ? "  <" : "");
+    int have = !cli_moe_call(cfg, prof, o->schedule, &o->knobs, &call);
+    printf("      %-52s %10s %s %s\n", cli_moe_option_words(o, w, sizeof w),
+           xs_format_time(o->time_s, a, sizeof a), it ? "<" : " ",
+           have ? cli_moe_call_label(&call, lb, sizeof lb) : "-");
     shown++;
   }
   if (shown < p->near)
@@ -192,7 +199,7 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
              cfg->name, cfg->ep, cfg->hidden, cfg->intermediate, cfg->experts,
              cfg->topk, cfg->dtype, xs_profile_name(prof), n,
              xs_moe_table_pick(t, 0)->tokens, xs_moe_table_pick(t, n - 1)->tokens, tol);
-    char *h = xs_moe_table_header(t, prefix, comment);
+    char *h = xs_moe_table_header(t, cfg, prof, prefix, comment);
     if (!h)
       rc = cli_out_of_memory(cmd);
     else
@@ -205,21 +212,28 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
     if (xs_moe_table_json(t, cfg, prof, tol, &s, &err)) {
       rc = cli_error(cmd, &err);
     } else {
-      printf("%s\n", s);
+      if (json == 2) /* --csv: a line a grid point */
+        rc = cli_csv_document(cmd, s, "grid", NULL, NULL, NULL);
+      else
+        printf("%s\n", s);
       xs_free(s);
     }
   } else if (!rc && !header_out) {
     printf("MegaMoE knob table: %s, EP %g, on %s; tolerance %.3g%%\n",
-           cli_name_text(cfg->name), cfg->ep, cli_profile_text(prof), tol * 100);
-    printf("  %8s %8s  %-18s %-14s %-30s %10s %10s  %-18s %10s %4s\n",
+           cli_name_text(cfg->name), cfg->ep, cli_profile_given(prof), tol * 100);
+    printf("  %8s %8s  %-18s %-14s %-30s %10s %10s  %-18s %10s %4s  %s\n",
            "tokens", "from", "schedule", "rule", "knobs", "predicted",
-           "fastest", "runner-up", "its time", "near");
+           "fastest", "runner-up", "its time", "near", "kernel");
     for (size_t i = 0; i < n; i++) {
       const xs_moe_pick *p = xs_moe_table_pick(t, i);
-      char kb[48], a[32], b[32], c[32];
+      char kb[48], a[32], b[32], c[32], lb[64];
       int changed = i && !xs_moe_same_choice(&xs_moe_table_pick(t, i - 1)->chosen,
                                              &p->chosen);
-      printf("%c %8.0f %8.0f  %-18s %-14s %-30s %10s %10s  %-18s %10s %4zu\n",
+      xs_moe_config at = *cfg;
+      at.tokens = p->tokens;
+      xs_moe_call call;
+      int have = !cli_moe_call(&at, prof, p->chosen.schedule, &p->chosen.knobs, &call);
+      printf("%c %8.0f %8.0f  %-18s %-14s %-30s %10s %10s  %-18s %10s %4zu  %s\n",
              changed ? '*' : ' ', p->tokens, p->lo,
              xs_moe_schedule_name(p->chosen.schedule),
              xs_moe_rule_name(p->chosen.schedule, p->chosen.rule),
@@ -230,12 +244,14 @@ int cli_moe_table(const char *cmd, const xs_moe_config *cfg,
                  ? "-" : xs_moe_schedule_name(p->runner_up.schedule),
              isnan(p->runner_up.time_s)
                  ? "-" : xs_format_time(p->runner_up.time_s, c, sizeof c),
-             p->near);
+             p->near, have ? cli_moe_call_label(&call, lb, sizeof lb) : "-");
     }
     printf("\n  %zu change%s of choice over %zu grid points (*: where staying would "
            "have cost more\n  than the tolerance); from: lookups from this token "
            "count on get the row;\n  near: options within the tolerance "
-           "(--json lists them)\n", changes, changes == 1 ? "" : "s", n);
+           "(--json lists them); kernel: what to call\n  (--json and "
+           "--emit-header give the call and its arguments, and a proposal's change)\n",
+           changes, changes == 1 ? "" : "s", n);
   }
   xs_moe_table_free(t);
   return rc;
@@ -254,9 +270,9 @@ int cli_moe_sensitivity_print(const xs_profile *prof, const xs_moe_pick *base,
     CLI_SENS_ROW(r, &s[i]);
     for (int f = 0; f < XS_MOE_SENS_FACTORS; f++)
       if (s[i].changed[f])
-        option_words(&s[i].choice[f], r->choice[f], sizeof r->choice[f]);
+        cli_moe_option_words(&s[i].choice[f], r->choice[f], sizeof r->choice[f]);
   }
-  cli_sensitivity_print(prof, option_words(&base->chosen, w, sizeof w), base->chosen.time_s,
+  cli_sensitivity_print(prof, cli_moe_option_words(&base->chosen, w, sizeof w), base->chosen.time_s,
                         rows, n);
   free(rows);
   return EXIT_OK;

@@ -15,10 +15,11 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source] [--json]\n"
-          "                       [--svg FILE] [--fail-above FRACTION] [--profile P]\n"
-          "       xstage validate flashattn [--data FILE] [--model M] [--json] [--svg FILE]\n"
-          "                       [--fail-above FRACTION]\n"
+          "usage: xstage validate megamoe [--data FILE] [--model M] [--by-source]\n"
+          "                       [--json | --csv] [--svg FILE] [--fail-above FRACTION]\n"
+          "                       [--profile P]\n"
+          "       xstage validate flashattn [--data FILE] [--model M] [--json | --csv]\n"
+          "                       [--svg FILE] [--fail-above FRACTION]\n"
           "       xstage validate ep [--data FILE] ... (xstage validate ep --help)\n"
           "\n"
           "Predicts every row of a CSV of published MoE kernel timings (columns\n"
@@ -52,13 +53,18 @@ static void help(FILE *f) {
           "                       ring-attention.csv; data/published/ in the source tree)\n"
           "  --model M            the model the rows and summaries use:\n"
           "                       burstgap (default), blocking, serial, ideal, or all\n"
-          "                       (every model's prediction per row)\n"
-          "  --by-source          megamoe: the rows' table per source, and each\n"
-          "                       source predicted without it (leave one out)\n"
+          "                       (every model's prediction per row); --models M is\n"
+          "                       the same flag, as validate ep spells it\n"
+          "  --by-source          megamoe: the rows' table per source, each source\n"
+          "                       predicted without it (leave one out), and the\n"
+          "                       sequential rows with the EP constants refitted\n"
+          "                       without DeepEP's sources\n"
           "  --profile P          megamoe: a profile of the caller's (a file from xstage\n"
           "                       fit megamoe): rows whose gpu is its name use it,\n"
           "                       the others their built-in profile (docs/tune.md)\n"
           "  --json               {\"rows\": [...], \"summary\": {...}} (docs/validate.md)\n"
+          "  --csv                one header line, one line a row: --json's row keys,\n"
+          "                       nested ones joined with \".\"\n"
           "  --svg FILE           predicted against measured, log axes, +-20%% band\n"
           "  --fail-above F       exit 1 when any arm's median |error| exceeds F\n"
           "                       (a fraction, e.g. 0.25), after printing\n");
@@ -66,9 +72,12 @@ static void help(FILE *f) {
 
 /* a source for a column of width bytes: cut between characters, control
  * characters escaped (one per printf: a static buffer) */
-static const char *source_text(const char *source, size_t width) {
-  static char buf[64];
-  return cli_text_cut(source, width, buf, sizeof buf);
+/* the rows' sources: whole, or by number after a list of them whole */
+static cli_sources row_sources;
+
+static const char *source_text(const char *source) {
+  static char buf[96];
+  return cli_source_label(&row_sources, source, buf, sizeof buf);
 }
 
 static int is_time(const xs_validate_row *r) {
@@ -76,10 +85,18 @@ static int is_time(const xs_validate_row *r) {
 }
 
 /* the rows: shape, measured, predicted (every model with --model all) */
-static void moe_rows(const xs_validate_set *set, const char *data, int model) {
+static void moe_rows(const xs_validate_set *set, const char *data, int model,
+                     const char *given_file, const char *given_name) {
   printf("MegaMoE validation: %zu rows of %s, each predicted with the knobs its\n"
-         "kernel ran with, under %s, on its gpu's built-in profile\n\n",
-         set->nrows, cli_name_text(data), model < 0 ? "every model" : xs_model_name((xs_model)model));
+         "kernel ran with, under %s,", set->nrows, cli_name_text(data),
+         model < 0 ? "every model" : xs_model_name((xs_model)model));
+  if (given_file)
+    printf("\non the profile file %s (named %s) for its rows of gpu %s,\n"
+           "the other rows on their gpu's built-in profile\n\n", cli_name_text(given_file),
+           given_name, given_name);
+  else
+    printf(" on its gpu's built-in profile\n\n");
+  cli_sources_print(&row_sources);
   printf("  %-16s %-11s %2s %5s %4s %2s %6s %-12s %9s", "source", "gpu", "ep", "H", "E",
          "K", "tokens", "arm", "measured");
   if (model < 0)
@@ -94,7 +111,7 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model) {
     char knobs[80];
     xs_moe_schedule s = (xs_moe_schedule)xs_moe_schedule_from_name(r->arm);
     cli_moe_knobs(s, &r->knobs, knobs, sizeof knobs);
-    printf("  %-16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", source_text(r->source, 16),
+    printf("  %-16s %-11.11s %2g %5g %4g %2g %6g %-12.12s %9.1f", source_text(r->source),
            r->gpu, c->ep, c->hidden, c->experts, c->topk, r->tokens,
            r->arm + (strncmp(r->arm, "fused-", 6) ? 0 : 6), r->measured_us);
     if (model < 0)
@@ -141,6 +158,17 @@ void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group
   }
 }
 
+static int by_value(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* the median of v[0..n), sorting it */
+static double median_of(double *v, size_t n) {
+  qsort(v, n, sizeof *v, by_value);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* the sections after the medians: models, bias, pairs, pull end, lag
  * bound, leave one out */
 static int moe_sections(const xs_validate_set *set, const xs_validate_group *arms,
@@ -175,7 +203,7 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
   for (size_t i = 0; i < np; i++) {
     const xs_validate_row *a = &set->rows[p[i].a], *b = &set->rows[p[i].b];
     printf("    %-16s %-11.11s %6g %-12.12s %-12.12s %8.3fx %8.3fx %+6.1f%%%s\n",
-           source_text(a->source, 16), a->gpu, a->tokens,
+           source_text(a->source), a->gpu, a->tokens,
            a->arm + (strncmp(a->arm, "fused-", 6) ? 0 : 6),
            b->arm + (strncmp(b->arm, "fused-", 6) ? 0 : 6), p[i].measured_ratio,
            p[i].predicted_ratio, 100 * (p[i].predicted_ratio / p[i].measured_ratio - 1),
@@ -214,15 +242,23 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
            "%.1f us (%+.1f%%)\n", r->line, r->tokens, r->knobs.lag, r->predicted_us,
            100 * r->error, r->alt_knobs.lag, r->alt_us, 100 * (r->alt_us / r->measured_us - 1));
   }
+  /* the constants fitted to kernel timings: the EP programs', which the
+   * sequential arm's all-to-all takes, and a fitted profile's */
+  printf("\n  constants fitted to kernel timings: the sequential arm's all-to-all takes\n"
+         "  the EP programs' five, fitted to published EP dispatch and combine\n"
+         "  timings (data/published/ep.csv; docs/ep.md \"Fitted constants\"), DeepEP's\n"
+         "  own among them:\n");
+  for (size_t i = 0; i < XS_EP_CONSTANTS; i++) /* three to a line */
+    printf("%s %s %.4g%s", i % 3 ? "," : "   ", xs_ep_constant_name(i),
+           xs_ep_constant_value(i), i + 1 == XS_EP_CONSTANTS ? ".\n" : i % 3 == 2 ? ",\n" : "");
   if (fitted)
-    printf("\n  constants fitted to kernel timings: those of %s (xstage fit megamoe),\n"
-           "  fitted to its own rows, which may be these; without them, the built-in\n"
-           "  profiles fit none. Per source and kernel:\n", fitted);
+    printf("  And those of %s (xstage fit megamoe), fitted to its own rows, which\n"
+           "  may be these. Per source and kernel:\n", fitted);
   else
-    printf("\n  constants fitted to these kernels' timings: none (the GEMM tile terms\n"
-           "  are fitted to GEMM microbenchmarks: `xstage profiles show`), so each\n"
-           "  source and each kernel predicted without its own rows gives the same\n"
-           "  predictions:\n");
+    printf("  None is fitted to these rows (the GEMM tile terms to GEMM\n"
+           "  microbenchmarks: `xstage profiles show`), so each source and each kernel\n"
+           "  predicted without its own rows gives the same predictions (--by-source\n"
+           "  refits the EP constants without DeepEP's sources):\n");
   for (size_t k = 0; k < nsources + narms; k++) {
     int is_src = k < nsources;
     const xs_validate_group *g = is_src ? &sources[k] : &arms[k - nsources];
@@ -243,10 +279,44 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
         const xs_validate_row *r = &set->rows[i];
         if (strcmp(r->source, sources[k].name) || !is_time(r))
           continue;
-        printf("    %-11s %6g %-18s %9.1f us %9.1f us %+6.1f%%\n", r->gpu, r->tokens, r->arm,
+        printf("    %-11s %6g %-18s %9.1f us %9.1f us %+6.1f%%", r->gpu, r->tokens, r->arm,
                r->measured_us, r->predicted_us, 100 * r->error);
+        if (set->refitted && r->refit_us > 0)
+          printf("   without DeepEP's: %9.1f us %+6.1f%%", r->refit_us,
+                 100 * (r->refit_us / r->measured_us - 1));
+        printf("\n");
       }
     }
+  if (set->refitted) {
+    /* the sequential rows with the EP constants refitted without DeepEP */
+    printf("\n  the EP constants refitted without DeepEP's sources (%s: %zu of the\n"
+           "  %zu rows of ep.csv left out), and as shipped:\n", set->refit_without,
+           set->refit_left_out, set->refit_rows);
+    for (size_t i = 0; i < XS_EP_CONSTANTS; i++)
+      printf("    %-18s %10.4g %10.4g\n", xs_ep_constant_name(i), set->refit[i],
+             xs_ep_constant_value(i));
+    printf("  the sequential rows with them, median |error| (with the shipped constants):\n");
+    for (size_t k = 0; k <= nsources; k++) {
+      double *a = malloc((set->nrows + 1) * sizeof *a), *b = malloc((set->nrows + 1) * sizeof *b);
+      size_t m = 0;
+      for (size_t i = 0; a && b && i < set->nrows; i++) {
+        const xs_validate_row *r = &set->rows[i];
+        if (r->refit_us > 0 && (k == nsources || !strcmp(r->source, sources[k].name))) {
+          a[m] = fabs(r->refit_us / r->measured_us - 1);
+          b[m++] = fabs(r->error);
+        }
+      }
+      if (m && a && b) {
+        char nm[48];
+        double ma = median_of(a, m), mb = median_of(b, m);
+        printf("    %-34s %3zu rows: %5.1f%% (%5.1f%%)\n",
+               k == nsources ? "all" : cli_text(sources[k].name, nm, sizeof nm), m,
+               100 * ma, 100 * mb);
+      }
+      free(a);
+      free(b);
+    }
+  }
   return 0;
 }
 
@@ -280,14 +350,16 @@ int cmd_validate(int argc, char **argv) {
       {"data", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'},
       {"svg", required_argument, 0, 'S'},  {"fail-above", required_argument, 0, 'f'},
       {"model", required_argument, 0, 'm'}, {"by-source", no_argument, 0, 'b'},
-      {"profile", required_argument, 0, 'p'},
+      {"models", required_argument, 0, 'm'}, /* validate ep's spelling */
+      {"profile", required_argument, 0, 'p'}, {"csv", no_argument, 0, 'c'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
   const char *data = NULL, *svg = NULL, *profile = NULL;
   double fail_above = INFINITY;
   int json = 0, c, model = XS_MODEL_BURSTGAP, by_source = 0;
   opterr = 0;
   optind = 2;
-  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bp:h", opts, NULL)) != -1) {
+  int csv = 0;
+  while ((c = getopt_long(argc, argv, ":d:jS:f:m:bp:hc", opts, NULL)) != -1) {
     switch (c) {
     case 'd': data = optarg; break;
     case 'p': profile = optarg; break;
@@ -304,6 +376,7 @@ int cmd_validate(int argc, char **argv) {
       break;
     }
     case 'j': json = 1; break;
+    case 'c': csv = 1; break;
     case 'S': svg = optarg; break;
     case 'f':
       if (cli_validate_fraction(optarg, &fail_above))
@@ -313,6 +386,10 @@ int cmd_validate(int argc, char **argv) {
     default: return cli_bad_flag("validate", argc, argv);
     }
   }
+  if (json && csv)
+    return cli_usage_error("validate", "--json and --csv exclude each other");
+  if (csv)
+    json = 2; /* the JSON document's rows, printed as CSV */
   if (optind < argc)
     return cli_usage_error("validate", "unexpected argument \"%s\"", argv[optind]);
   if (fa && (by_source || profile))
@@ -330,15 +407,45 @@ int cmd_validate(int argc, char **argv) {
                               found, sizeof found, svg,
                               fa ? xs_validate_flashattn : megamoe_given, &set);
   char given_name[160] = "";
-  if (given)
-    cli_text(xs_profile_name(given), given_name, sizeof given_name);
+  if (given) {
+    char text_buf[160];
+    snprintf(given_name, sizeof given_name, "%s",
+             cli_text(xs_profile_name(given), text_buf, sizeof text_buf));
+  }
   given_profile = NULL;
   xs_profile_free(given);
   if (lrc)
     return lrc;
-  if (given_name[0] && !json)
-    printf("(rows of gpu %s predicted on %s, not the built-in profile: its fitted numbers\n"
-           "come from kernel timings, perhaps these rows')\n", given_name, cli_name_text(profile));
+  /* --by-source: the EP constants the sequential arm takes, refitted
+   * without DeepEP's own figures, and its rows predicted again with them */
+  if (by_source && !fa) {
+    char epfound[8192];
+    const char *epdata = cli_data_file("published/ep.csv", epfound, sizeof epfound);
+    char *eptext = NULL;
+    size_t eplen = 0;
+    xs_validate_set ep;
+    int rrc = epdata ? cli_read_file("validate", epdata, CLI_INPUT_LIMIT, &eptext, &eplen)
+                     : cli_usage_error("validate", "--by-source needs published/ep.csv: %s "
+                                                   "(set XSTAGE_DATA_DIR)", epfound);
+    if (rrc) {
+      xs_validate_free(&set);
+      return rrc;
+    }
+    if (isatty(2))
+      fprintf(stderr, "\r  refitting the EP constants without DeepEP's sources");
+    xs_status st = xs_validate_ep(eptext, eplen, epdata, &ep, NULL, NULL, &err);
+    free(eptext);
+    if (!st) {
+      st = xs_validate_megamoe_refit(&set, &ep, "deepseek-ai/DeepEP*", &err);
+      xs_validate_free(&ep);
+    }
+    if (isatty(2))
+      fprintf(stderr, "\r%60s\r", "");
+    if (st) {
+      xs_validate_free(&set);
+      return cli_error("validate", &err);
+    }
+  }
   /* another single model: its predictions are the rows' */
   if (model > XS_MODEL_BURSTGAP)
     for (size_t i = 0; i < set.nrows; i++) {
@@ -363,13 +470,18 @@ int cmd_validate(int argc, char **argv) {
     char *s;
     if (xs_validate_json(&set, &s, &err)) {
       rc = cli_error("validate", &err);
+    } else if (json == 2) { /* --csv: a line a row */
+      rc = cli_csv_document("validate", s, "rows", NULL, NULL, NULL);
+      xs_free(s);
     } else {
       rc = cli_write_document("validate", "-", s);
     }
+  } else if (cli_sources_init(&row_sources, &set, fa ? 1 : 0, 16)) {
+    rc = cli_out_of_memory("validate");
   } else if (fa) {
-    cli_validate_fa_rows(&set, data, model);
+    cli_validate_fa_rows(&set, data, model, &row_sources);
   } else {
-    moe_rows(&set, data, model);
+    moe_rows(&set, data, model, given_name[0] ? profile : NULL, given_name);
   }
   if (!json) {
     size_t nmed;
@@ -387,6 +499,7 @@ int cmd_validate(int argc, char **argv) {
     /* pairs of arms on one config: which is faster, and the ratio */
     xs_validate_pairs pr;
     if (xs_validate_compare_arms(&set, &pr, &err)) {
+      cli_sources_free(&row_sources);
       xs_validate_free(&set);
       free(arms);
       free(sources);
@@ -402,6 +515,7 @@ int cmd_validate(int argc, char **argv) {
     if ((rc = fa ? cli_validate_fa_sections(&set, arms, narms)
                  : moe_sections(&set, arms, narms, sources, nsources, by_source,
                                 given_name[0] ? given_name : NULL))) {
+      cli_sources_free(&row_sources);
       xs_validate_free(&set);
       free(arms);
       free(sources);
@@ -438,6 +552,7 @@ int cmd_validate(int argc, char **argv) {
                 100 * arms[k].median_abs_error, 100 * fail_above);
         rc = EXIT_MACHINE;
       }
+  cli_sources_free(&row_sources);
   xs_validate_free(&set);
   free(arms);
   free(sources);

@@ -13,12 +13,14 @@
 #include <stdint.h>
 #include <string.h>
 
-void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model) {
+void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int model,
+                          const cli_sources *sources) {
   printf("Ring attention validation: %zu rows of %s, each predicted by the attention\n"
          "planner on its gpu's built-in profile under %s; free: the same ring with\n"
          "communication free; ideal/meas.: the measured ring over P x its measured local\n"
          "arm, and predicted over predicted\n\n",
          set->nrows, cli_name_text(data), model < 0 ? "every model" : xs_model_name((xs_model)model));
+  cli_sources_print(sources);
   printf("  %-16s %-11s %2s %6s %5s %-10s %-7s %-16s %9s", "source", "gpu", "cp", "seq",
          "heads", "layout", "pass", "arm", "measured");
   if (model < 0)
@@ -29,7 +31,7 @@ void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int mode
   printf(" %9s %6s %13s  %s\n", "free", "error", "ideal/meas.", "bound");
   for (size_t i = 0; i < set->nrows; i++) {
     const xs_validate_row *r = &set->rows[i];
-    char hd[32], src[32], ov[32] = "";
+    char hd[32], src[96], ov[32] = "";
     snprintf(hd, sizeof hd, "%g/%g", r->fa.heads_q, r->fa.heads_kv);
     size_t l = xs_validate_fa_local(set, i);
     if (l != SIZE_MAX) {
@@ -37,8 +39,9 @@ void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int mode
       snprintf(ov, sizeof ov, "%.2f %.2f", r->measured_us / (r->fa.cp * lr->measured_us),
                r->predicted_us / (r->fa.cp * lr->predicted_us));
     }
-    printf("  %-16.16s %-11.11s %2g %6g %5s %-10s %-7s %-16s %9.0f",
-           cli_text(r->source, src, sizeof src), r->gpu, r->fa.cp, r->tokens, hd, r->layout,
+    printf("  %-16s %-11.11s %2g %6g %5s %-10s %-7s %-16s %9.0f",
+           cli_source_label(sources, r->source, src, sizeof src), r->gpu, r->fa.cp,
+           r->tokens, hd, r->layout,
            r->pass, r->arm, r->measured_us);
     if (model < 0)
       for (int m = 0; m < XS_MODEL_COUNT; m++)

@@ -288,6 +288,13 @@ XS_API double xs_profile_efficiency(const xs_profile *profile);
 XS_API double xs_profile_hbm_Bps(const xs_profile *profile);
 /* 0 when the dtype is not listed. */
 XS_API double xs_profile_flops_per_s(const xs_profile *profile, const char *dtype);
+/* The GPU's architecture as its compute capability times 10 (80: sm80,
+ * Ampere; 90: Hopper; 100, 103: Blackwell), from "compute": {"arch":
+ * "sm90"}; 0 when the profile does not say. The planners name and refuse
+ * kernels by it (docs/formats.md "Profiles"). */
+XS_API unsigned xs_profile_arch(const xs_profile *profile);
+XS_API xs_status xs_profile_set_arch(xs_profile *profile, unsigned arch,
+                                     xs_error *err);
 
 /* Nodes and fabrics (docs/formats.md "Fabrics"). A GPU profile names how
  * many GPUs share one NVLink domain ("node_gpus"; 8 when it does not say),
@@ -642,9 +649,11 @@ typedef enum {
   XS_MOE_SEQUENTIAL = 0,  /* dispatch kernel, GEMM L1, SwiGLU, GEMM L2,
                              combine kernel: an all-to-all library and
                              grouped GEMMs, each its own launch           */
-  XS_MOE_BASELINE = 1,    /* fused, one launch: all L1 tiles, then all L2 */
-  XS_MOE_INTERLEAVED = 2, /* fused, xstage's own: searched L1:L2 wave
-                             patterns and SM splits ("searched")          */
+  XS_MOE_L1_THEN_L2 = 1,  /* "l1-then-l2": the lag kernel (DeepGEMM PR
+                             440) run as one wave: all L1 tiles, then all
+                             L2                                            */
+  XS_MOE_INTERLEAVED = 2, /* "searched": the lag kernel with xstage's own
+                             lags and groups, searched                    */
   XS_MOE_FUSED_SPLIT = 3, /* two launches: L1 with dispatch, L2 with
                              combine, each wave-scheduled                 */
   XS_MOE_FUSED_WAVE = 4,  /* one launch, experts in waves: a wave's L1
@@ -655,15 +664,17 @@ typedef enum {
                              units, issued `group` units at a time         */
   XS_MOE_SCHEDULES = 7
 } xs_moe_schedule;
+/* the name of l1-then-l2 before it had its own ("baseline") */
+#define XS_MOE_BASELINE XS_MOE_L1_THEN_L2
 
-/* "sequential", "baseline", "searched", "fused-split", "fused-wave",
+/* "sequential", "l1-then-l2", "searched", "fused-split", "fused-wave",
  * "fused-interleaved", "fused-lag"; NULL past the last. */
 XS_API const char *xs_moe_schedule_name(xs_moe_schedule schedule);
 /* The schedule of a name (also "interleaved" for searched), or -1. */
 XS_API int xs_moe_schedule_from_name(const char *name);
 /* 1 for the schedules that start L2 tiles while L1 tiles remain (searched,
  * fused-interleaved, fused-lag), 0 for those that finish a phase or a wave's
- * L1 first (sequential, baseline, fused-split, fused-wave). */
+ * L1 first (sequential, l1-then-l2, fused-split, fused-wave). */
 XS_API int xs_moe_schedule_interleaves(xs_moe_schedule schedule);
 
 /* A schedule's knobs; 0 means the kernel's own default for the shape
@@ -676,6 +687,10 @@ typedef struct xs_moe_pattern {
                                 to 8 token blocks of one expert)          */
   unsigned block_m, block_n; /* the tile                                   */
 } xs_moe_pattern;
+/* lag: every L1 unit before any L2 (l1-then-l2's order, the searched
+ * schedule's all-l1-first rule); outputs say "all L1 first", never the
+ * number */
+#define XS_MOE_LAG_ALL 0xffffffu
 
 /* The workload of the rank a plan models: the busiest under uniform
  * routing, whose time the published timings see (max over ranks, or a
@@ -733,7 +748,7 @@ typedef struct xs_moe_result {
 } xs_moe_result;
 
 /* Plan: build every schedule, search each one's knobs for the smallest
- * burstgap makespan (the baseline is among the searched schedule's
+ * burstgap makespan (l1-then-l2 is among the searched schedule's
  * candidates, so searched is never slower than it), evaluate each chosen
  * program under burstgap, blocking and ideal. The profile needs a compute
  * section. */
@@ -764,6 +779,81 @@ XS_API xs_status xs_moe_program(const xs_moe_config *config,
                          const xs_moe_pattern *pattern, xs_program **out,
                          xs_error *err);
 
+/* ---- The call an option is (docs/plan-megamoe.md "The calls") ----
+ * What a user calls to run a schedule with given knobs: the kernel and
+ * the version of it that the model follows, the calls with their
+ * arguments under the kernel's own names and values (tensors left out),
+ * what the kernel then picks for the shape by itself, and the row of
+ * `xstage validate megamoe` that predicts it. An order that no shipping
+ * kernel runs as given (xstage's own lags, a knob the kernel picks by
+ * itself, a kernel the GPU cannot run) is a proposal, with the change it
+ * needs. The strings are static or in the struct. */
+#define XS_MOE_CALL_STEPS 6
+#define XS_MOE_CALL_ARGS 8
+typedef enum {
+  XS_MOE_ARG_INT = 0,  /* a whole number: value[0]                       */
+  XS_MOE_ARG_BOOL = 1, /* value[0]: 0 False, 1 True                      */
+  XS_MOE_ARG_TUPLE = 2 /* count whole numbers: value[0 .. count-1]       */
+} xs_moe_arg_kind;
+typedef struct xs_moe_call_arg {
+  const char *name;    /* as the call spells it: "num_max_tokens_per_rank" */
+  xs_moe_arg_kind kind;
+  long long value[3];
+  unsigned count;
+} xs_moe_call_arg;
+typedef struct xs_moe_call_step {
+  const char *assign;   /* what its result is called ("sym_buffer"), or "" */
+  const char *function; /* "deep_gemm.fp8_mega_moe", "buffer.dispatch"   */
+  const char *tensors;  /* its leading tensor arguments, as names
+                           ("y, l1_weights, l2_weights, sym_buffer")     */
+  const char *does;     /* "L1, SwiGLU, L2 and combine, one launch"      */
+  size_t nargs;
+  xs_moe_call_arg args[XS_MOE_CALL_ARGS];
+} xs_moe_call_step;
+typedef struct xs_moe_call {
+  const char *label;    /* short, for tables: "DeepGEMM PR 440"          */
+  const char *kernel;   /* "DeepGEMM's fused SM90 MegaMoE"               */
+  const char *version;  /* "deepseek-ai/DeepGEMM PR 440"                 */
+  const char *source;   /* the files and commits its model was read from */
+  size_t nsteps;
+  xs_moe_call_step steps[XS_MOE_CALL_STEPS];
+  /* what the kernel picks for the shape by itself (no argument sets it):
+   * the knobs of xs_moe_pattern flagged in picks_mask (XS_MOE_KNOB_...)
+   * and the order, in words ("lag 14 units, group 4", "one wave: every
+   * L1 tile, then every L2") */
+  xs_moe_pattern picks;
+  unsigned picks_mask;
+  char order[96];
+  int proposal;         /* 1: no shipping kernel runs it as given          */
+  char change[320];     /* a proposal's: the change it needs               */
+  /* the row that predicts it: `arm` and `knobs` columns of
+   * xstage validate megamoe (docs/validate.md); arm "" when no row can
+   * (the sequential arm with another all-to-all than DeepEP V2's normal
+   * kernels, which validate's rows run) */
+  char arm[24];
+  char knobs[96];
+} xs_moe_call;
+#define XS_MOE_KNOB_BLOCK_M 1u
+#define XS_MOE_KNOB_BLOCK_N 2u
+#define XS_MOE_KNOB_EXPERTS_PER_WAVE 4u
+#define XS_MOE_KNOB_WARMUP 8u
+#define XS_MOE_KNOB_LAG 16u
+#define XS_MOE_KNOB_GROUP 32u
+/* The call of schedule s with knobs (as a plan or an option reports them:
+ * the values used) for the config on the profile; the GPU's architecture
+ * is the profile's (xs_profile_arch; without one, Hopper when it has the
+ * promotion term). */
+XS_API xs_status xs_moe_call_of(const xs_moe_config *config,
+                                const xs_profile *profile,
+                                xs_moe_schedule schedule,
+                                const xs_moe_pattern *knobs, xs_moe_call *out,
+                                xs_error *err);
+/* One step of a call as Python: "deep_gemm.fp8_mega_moe(y, l1_weights,
+ * l2_weights, sym_buffer, recipe=(128, 128, 128))" into buf (cut to
+ * size); returns buf. */
+XS_API const char *xs_moe_call_step_text(const xs_moe_call_step *step,
+                                         char *buf, size_t size);
+
 /* ---- Knob tables: plans a kernel can follow batch by batch
  * (docs/plan-megamoe.md "Knob tables") ----
  * An option is a schedule with one rule for its knobs: rule 0 is the
@@ -789,6 +879,14 @@ XS_API xs_status xs_moe_options(const xs_moe_config *config,
                          const xs_profile *profile, unsigned schedules,
                          xs_moe_option *out, size_t *n, xs_moe_workload *work,
                          xs_error *err);
+
+/* The fastest option (xs_moe_options, the schedules in the mask; 0: all)
+ * that an existing kernel runs as given: not a proposal; time_s NAN when
+ * none is. */
+XS_API xs_status xs_moe_fastest_shipping(const xs_moe_config *config,
+                                         const xs_profile *profile,
+                                         unsigned schedules, xs_moe_option *out,
+                                         xs_error *err);
 
 /* The stable choice at one token count. Of the options within tolerance
  * of the fastest (time <= best x (1 + tolerance)), keep the previous
@@ -882,10 +980,14 @@ XS_API const xs_moe_pick *xs_moe_plan_lookup(const xs_moe_table *table,
                                       double tokens);
 /* A C header with the table as constant arrays and a lookup function,
  * for host code with no dependency on xstage; names start with prefix
- * (xs_c_header_prefix). free() the result; NULL for another prefix, a
- * time that is not finite, or when out of memory. */
-XS_API char *xs_moe_table_header(const xs_moe_table *table, const char *prefix,
-                          const char *comment);
+ * (xs_c_header_prefix). Each row names the kernel to call and the call
+ * (xs_moe_call_of) for the config the table was planned for on the
+ * profile (both NULL: "" for them). free() the result; NULL for another
+ * prefix, a time that is not finite, or when out of memory. */
+XS_API char *xs_moe_table_header(const xs_moe_table *table,
+                                 const xs_moe_config *config,
+                                 const xs_profile *profile, const char *prefix,
+                                 const char *comment);
 /* A copy of text safe inside a C block comment: a comment's ends ("*" "/"
  * and "/" "*") and control characters rewritten; free() it. NULL when out
  * of memory. */
@@ -970,7 +1072,9 @@ typedef struct xs_fa_config {
   double batch;    /* sequences per rank (1)                              */
   int layout;      /* xs_fa_layout: how the causal sequence is sharded     */
   int backward;    /* 1: forward and backward (dK, dV ride the ring too)   */
-  char kernel[8];  /* "fa2", "fa3", "fa4": the profile's attn_* entries   */
+  char kernel[8];  /* "fa2", "fa3", "fa4": the profile's attn_* entries;
+                      "" (the presets'): the best the GPU runs
+                      (xs_fa_kernel_resolve)                              */
   int timing;      /* xs_fa_timing: what a time of the ring stands for     */
 } xs_fa_config;
 
@@ -1001,7 +1105,7 @@ XS_API int xs_fa_layout_from_name(const char *name); /* -1: none */
 
 /* Presets llama3-8b (32 query heads, 8 KV heads, d 128), llama3-70b (64,
  * 8, 128), mha (32, 32, 128); 16384 tokens per rank, CP 8, causal
- * (zigzag), BF16, FlashAttention-2. */
+ * (zigzag), BF16, the best kernel the GPU runs (kernel ""). */
 XS_API int xs_fa_preset(const char *name, xs_fa_config *out);
 XS_API size_t xs_fa_preset_count(void);
 XS_API const char *xs_fa_preset_name(size_t i);
@@ -1115,6 +1219,43 @@ XS_API const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *rows, size_t n);
  * (dedicated-sms's SMs aside) */
 XS_API int xs_fa_same_ring(const xs_fa_ring *a, const xs_fa_ring *b);
 
+/* The kernel a GPU runs (docs/plan-flashattn.md "Kernels and calls"):
+ * FlashAttention-2 on sm80 and later, FlashAttention-3 on sm90 only,
+ * FlashAttention-4's forward on sm80 and later and its backward on sm90
+ * and later (flash_attn/cute/interface.py at f82d0dc6). The config with
+ * its kernel set: an empty kernel (the presets') becomes the best the
+ * profile's GPU runs (xs_profile_arch: fa2 on Ampere, fa3 on Hopper, fa4
+ * on Blackwell; without an arch, the best the profile has attn_* figures
+ * for); a kernel or a pass the GPU cannot run is XS_INVALID, saying why and
+ * the kernel to use instead. Every attention entry point resolves its
+ * config so. out may be config. */
+XS_API xs_status xs_fa_kernel_resolve(const xs_fa_config *config,
+                                      const xs_profile *profile,
+                                      xs_fa_config *out, xs_error *err);
+/* What a user calls to run one way of the ring under a layout (-1: the
+ * config's): the attention kernel (its function and package, the passes
+ * the GPU runs it with), the ring's function where a library runs the way
+ * (ring-flash-attention), or a proposal with the change it needs. The
+ * strings are static or in the struct. */
+typedef struct xs_fa_call {
+  const char *label;    /* short: "ring-flash-attention", "FlashAttention-3" */
+  const char *kernel;   /* "FlashAttention-3"                              */
+  const char *function; /* "flash_attn_interface.flash_attn_func"         */
+  const char *package;  /* "flash-attn", "flash-attn-4", ...              */
+  const char *source;   /* the files and commit read                      */
+  char passes[192];     /* "forward and backward: FlashAttentionForwardSm90,
+                           FlashAttentionBackwardSm90"                    */
+  const char *ring;     /* the ring's function ("ring_flash_attn.
+                           zigzag_ring_flash_attn_func"), or ""          */
+  const char *ring_source;
+  const char *way;      /* the way in words                               */
+  int proposal;
+  char change[320];
+} xs_fa_call;
+XS_API xs_status xs_fa_call_of(const xs_fa_config *config, const xs_profile *profile,
+                               xs_fa_path path, int layout, xs_fa_call *out,
+                               xs_error *err);
+
 /* Sensitivity of an attention plan to each number of the profile it
  * reads, with xs_moe_sensitivity's design (docs/tune.md "Sensitivity"):
  * the forwarding channel's rates, capacity and latency, compute.hbm_Bps,
@@ -1221,7 +1362,9 @@ typedef struct xs_validate_ep_row {
 } xs_validate_ep_row;
 
 typedef struct xs_validate_row {
-  char source[96], gpu[48], arm[32];
+  char *source;        /* the whole field, of any length the CSV's line
+                          limit allows; the set's (xs_validate_free)    */
+  char gpu[48], arm[32];
   double tokens;
   double measured_us, predicted_us, error; /* error = predicted/measured-1 */
   size_t line;                             /* in the CSV                   */
@@ -1249,11 +1392,26 @@ typedef struct xs_validate_row {
    * its arm and band had too few of them (the family's pooled model) */
   double interval_us[2];
   int interval_pooled;
+  /* a MegaMoE sequential row predicted again with the EP programs'
+   * constants refitted without some sources (xs_validate_megamoe_refit);
+   * 0 until then, NAN for other rows */
+  double refit_us;
 } xs_validate_row;
+
+/* The EP programs' constants fitted to published EP timings (docs/ep.md
+ * "Fitted constants"): pair_s, api_s, nvl_eff, ep_sm_streams.sm90,
+ * ep_sm_streams.sm100 (xs_ep_constant_name). */
+#define XS_EP_CONSTANTS 5
 
 typedef struct xs_validate_set {
   xs_validate_row *rows;
   size_t nrows;
+  /* after xs_validate_megamoe_refit: the EP constants refitted without the
+   * sources it left out, how many EP rows those were, and the pattern */
+  int refitted;
+  double refit[XS_EP_CONSTANTS];
+  size_t refit_left_out, refit_rows;
+  char refit_without[64];
 } xs_validate_set;
 
 /* Every kernel-time row's 80% interval (docs/validate.md "Intervals"):
@@ -1353,7 +1511,6 @@ XS_API xs_status xs_validate_ep(const char *text, size_t length,
 /* The EP model's fitted constants (docs/ep.md "Fitted constants"): name,
  * what it is, and the value the library uses (fitted to every row of the
  * project's data/published/ep.csv). */
-#define XS_EP_CONSTANTS 5
 /* xs_validate_ep_by_source refits without each source from scratch while
  * sources x rows is at most XS_EP_EXACT_WORK; past it, each source's
  * refit is made on the rows' linear model about a fit to all rows, and
@@ -1364,7 +1521,8 @@ XS_API const char *xs_ep_constant_name(size_t i);
 XS_API const char *xs_ep_constant_about(size_t i);
 XS_API double xs_ep_constant_value(size_t i);
 /* Fit the constants to the set's rows, leaving out those of one source
- * (NULL: none): XS_EP_CONSTANTS values into values. */
+ * (NULL: none; a pattern ending in '*': every source it begins, as
+ * "deepseek-ai/DeepEP*"): XS_EP_CONSTANTS values into values. */
 XS_API xs_status xs_validate_ep_fit(const xs_validate_set *set,
                                     const char *leave_out, double *values,
                                     xs_error *err);
@@ -1384,6 +1542,48 @@ XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
 XS_API double xs_validate_ep_band_bias(const xs_validate_set *set,
                                        const char *arm, int i,
                                        const char **label, size_t *n);
+/* An EP set's rows grouped by field (0 library/mode, the row's arm; 1
+ * library; 2 phase; 3 source), the groups in order of first appearance:
+ * group k is named name[k] (a pointer into the rows) and holds rows
+ * idx[first[k]] .. idx[first[k + 1] - 1], in row order. Made by sorting,
+ * not by a scan of every row per group: 100,000 one-row sources take as
+ * long as eight. Free with xs_validate_ep_groups_free. */
+typedef struct xs_validate_ep_groups {
+  size_t n;
+  const char **name;
+  size_t *first, *idx;
+} xs_validate_ep_groups;
+XS_API xs_status xs_validate_ep_group(const xs_validate_set *set, int field,
+                                      xs_validate_ep_groups *out, xs_error *err);
+XS_API void xs_validate_ep_groups_free(xs_validate_ep_groups *g);
+/* Over rows idx[0..n) of an EP set (idx NULL: every row), the median
+ * |error| of a model (xs_model; -1: predicted with the source left out,
+ * after xs_validate_ep_by_source) in the row's metric, their count and the
+ * largest (NAN when none). */
+XS_API double xs_validate_ep_median(const xs_validate_set *set, const size_t *idx,
+                                    size_t n, int model, size_t *count, double *max_abs);
+/* `xstage validate ep --json` of a set: its rows (each with its 80%
+ * interval after xs_validate_intervals) and the summaries per library and
+ * mode, library, phase and source, the signed bias per library, mode and
+ * token band, by_model for the models of models_mask (bit m: xs_model m;
+ * none past burstgap: no by_model), the intervals' coverage and the fitted
+ * constants; with values (xs_validate_ep_by_source's, per distinct
+ * source) the left-out figures and each constant without each source.
+ * free() *out. */
+XS_API xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
+                                     const double *values, char **out, xs_error *err);
+
+
+/* The sequential arm of a MegaMoE validation set (megamoe) runs its
+ * all-to-all on the EP programs, whose constants are fitted to EP timings
+ * (ep, from xs_validate_ep): refit them leaving out the sources that
+ * leave_out names (as xs_validate_ep_fit's) and predict every sequential
+ * kernel-time row again with them (its refit_us; the set's refit, refitted,
+ * refit_left_out and refit_without). What `xstage validate megamoe
+ * --by-source` shows without DeepEP's own figures ("deepseek-ai/DeepEP*"). */
+XS_API xs_status xs_validate_megamoe_refit(xs_validate_set *megamoe,
+                                           const xs_validate_set *ep,
+                                           const char *leave_out, xs_error *err);
 
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */
@@ -1781,7 +1981,9 @@ XS_API void xs_remove_temp_files(void);
 XS_API void xs_free(void *pointer);
 /* sizeof the named public struct ("xs_moe_config", "xs_fa_config",
  * "xs_error", "xs_moe_table_options", "xs_sim_options", "xs_fa_ring",
- * "xs_fa_table_row", "xs_tuner_options", "xs_tuner_choice"), 0 for
+ * "xs_fa_table_row", "xs_validate_group", "xs_validate_set",
+ * "xs_moe_fit_options", "xs_moe_fit_result", "xs_tuner_options",
+ * "xs_tuner_choice"), 0 for
  * another name: bindings that mirror a struct check their copy against
  * it when they load. */
 XS_API size_t xs_struct_size(const char *name);
@@ -1849,7 +2051,14 @@ XS_API xs_status xs_fa_table_json(const xs_fa_config *config,
  * grid): every config, checked for size but not planned; messages name
  * filename (and line and column for malformed JSON). *configs is freed
  * with xs_free. MegaMoE: {"presets", "tokens", "ep"}; attention:
- * {"presets", "seq", "cp", "causal", "kernel"}. */
+ * {"presets", "seq", "cp", "causal", "kernel"}; either may name the
+ * profile it is for, "profile" (xs_sweep_grid_profile reads it). */
+/* The profile a grid names ("profile": "h100-nvlink") into buf, "" when
+ * it names none; a grid that is not an object, or a name that is not a
+ * string or longer than size, is XS_PARSE or XS_INVALID. */
+XS_API xs_status xs_sweep_grid_profile(const char *text, size_t length,
+                                       const char *filename, char *buf, size_t size,
+                                       xs_error *err);
 XS_API xs_status xs_moe_sweep_grid(const char *text, size_t length,
                                    const char *filename,
                                    xs_moe_config **configs, size_t *n,
@@ -1862,7 +2071,7 @@ XS_API xs_status xs_fa_sweep_grid(const char *text, size_t length,
  * MegaMoE: the best interleaved schedule over the best of the others
  * (best_plain / best_interleaved, burstgap; mean and largest), the same
  * ratio under blocking, the best interleaved over its ideal, and the
- * order alone (baseline over searched: the same kernel and tiles, mean and
+ * order alone (l1-then-l2 over searched: the same kernel and tiles, mean and
  * largest); geomean_speedup_vs_dedicated is NAN. Attention (the
  * config's layout): piggyback over sequential (mean and largest), the
  * same under blocking, piggyback over its ideal, and piggyback over the

@@ -25,6 +25,10 @@ xs_status xs__fail(xs_error *err, xs_status status, const char *fmt, ...)
 xs_status xs__vfail(xs_error *err, xs_status status, const char *fmt,
                     va_list ap);
 char *xs__strdup(const char *s);
+/* The first reason only: when *set is 0, set it and format the reason into
+ * buf (size n); later calls keep the first (a proposal's change). */
+void xs__first_reason(int *set, char *buf, size_t n, const char *fmt, ...)
+    XS__PRINTF(4, 5);
 /* 1 when s is well-formed UTF-8 (no overlong forms, surrogates or code
  * points past U+10FFFF): what JSON, and so every serialiser, can hold. */
 int xs__utf8_ok(const char *s);
@@ -613,7 +617,9 @@ double xs__median_of(double *v, size_t k);
 void xs__tuner_point(const xs_tuner *t, double tokens, size_t *m, size_t *K,
                      double *a, double *g, double *mu, double *var);
 
-/* The burstgap time of one schedule with the given knob values. */
+/* The burstgap time of one schedule with the given knob values; with the
+ * EP programs' constants par for the sequential arm's all-to-all (NULL:
+ * the shipped ones). */
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err);
@@ -649,6 +655,21 @@ xs_status xs__moe_planner_time(xs__moe_planner *pl, xs_moe_schedule s,
  * to each other. */
 void xs__set_reference(int on);
 int xs__reference(void);
+/* The calls of one config on one profile (xs_moe_call_of), their
+ * workload and tile terms made once for every schedule and option a
+ * document names; the config must outlive the handle. */
+typedef struct xs__moe_calls xs__moe_calls;
+xs_status xs__moe_calls_open(const xs_moe_config *c, const xs_profile *prof,
+                            xs__moe_calls **out, xs_error *err);
+xs_status xs__moe_calls_of(xs__moe_calls *x, xs_moe_schedule s,
+                           const xs_moe_pattern *knobs, xs_moe_call *out,
+                           xs_error *err);
+void xs__moe_calls_close(xs__moe_calls *x);
+struct xs__ep_params;
+xs_status xs__moe_time_ep(const xs_moe_config *c, const xs_profile *prof,
+                          xs_moe_schedule s, const xs_moe_pattern *knobs,
+                          const struct xs__ep_params *par, double *time_s,
+                          xs_error *err);
 
 /* One worker, closed forms of docs/model.md; fills r. */
 xs_status xs__eval_closed(const xs__eval *ev, xs_result *r, xs_error *err);

@@ -3,7 +3,7 @@
 pages switched on in tests/docs_pages.txt is run, and what it prints is
 compared with what the page shows.
 
-    docs_check.py SRC BUILD [PAGE...]
+    docs_check.py SRC BUILD [--update-figures] [PAGE...]
 
 What each kind of block means (the info string after the fence):
 
@@ -44,6 +44,10 @@ Annotations: an HTML comment on the lines just above a fence,
                         must be in --help's
   program, profile, grid, moe-config, keys of `COMMAND`  (json, above)
 
+Figures in the prose: tests/docs_figures.py (``<!-- doctest: let NAME =
+`COMMAND` -->``, then ``<!-- = EXPRESSION -->`` after a figure), run on every
+page; ``--update-figures`` writes each with the value its command gives now.
+
 Numbers match when they are within the tolerance (relative), or within
 half a unit of the last digit the page shows (what rounding allows). Commands run in a scratch folder in which
 examples/, data/, profiles/, python/ and tests/ of the source tree and
@@ -60,6 +64,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import docs_figures
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 UNITS = ("ns", "us", "ms", "s", "B", "KiB", "MiB", "GiB", "kB", "MB", "GB", "B/s", "kB/s",
@@ -139,6 +145,8 @@ def parse_notes(comments):
             part = part.strip()
             if not part:
                 continue
+            if re.match(r"(let\s|def\s|figures$|end figures$)", part):
+                continue  # the prose's figures (docs_figures.py), not a block's
             m = re.match(r"skip:\s*(.*)", part)
             if m:
                 notes["skip"] = m.group(1)
@@ -629,6 +637,8 @@ def main(argv):
     if len(argv) < 3 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
+    update = "--update-figures" in argv
+    argv = [a for a in argv if a != "--update-figures"]
     src, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
     python = os.environ.get("XSTAGE_DOCS_PYTHON")
     listed = pages(src, argv[3:])
@@ -640,16 +650,31 @@ def main(argv):
                   % md)
             return 1
     runner = Runner(src, build, python)
+    figures, outputs = 0, {}
     try:
         for page, on, why in listed:
             if not on:
                 print("docs_check: %s: off (%s)" % (page, why))
                 continue
             with open(os.path.join(src, page)) as f:
-                for b in blocks_of(page, f.read()):
+                text = f.read()
+            if not update:
+                for b in blocks_of(page, text):
                     runner.run(b)
+            # the figures of its prose, against the commands that print them
+            fp = docs_figures.Page(page, text, runner.sh)
+            failed, passed = fp.check(outputs)
+            figures += passed
+            for where, why in failed:
+                runner.failures.append("%s: figure: %s" % (where, why))
+            if update:
+                new, n = fp.updated()
+                if n:
+                    docs_figures.write_atomically(os.path.join(src, page), new)
+                print("docs_check: %s: %d figures written" % (page, n))
     finally:
         shutil.rmtree(runner.scratch, ignore_errors=True)
+    print("docs_check: %d figures of the prose agree with their commands" % figures)
     for s in runner.skipped:
         print("docs_check: skipped %s" % s)
     for f in runner.failures:

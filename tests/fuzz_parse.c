@@ -372,7 +372,7 @@ static void fuzz_flags(const char *text, size_t n) {
       if (*c >= 'A' && *c <= 'Z')
         __builtin_trap();
     xs_moe_table *t = one_point_table();
-    char *h = t ? xs_moe_table_header(t, line[3], line[0]) : NULL;
+    char *h = t ? xs_moe_table_header(t, NULL, NULL, line[3], line[0]) : NULL;
     if (t && !h)
       __builtin_trap();
     if (h) {

@@ -51,8 +51,9 @@ validate_residuals validate"
 # pages that also show flags of commands documented elsewhere, and flags
 # of other programs they show (mpirun's; pkg-config's, cmake's and the
 # linker's where docs/api.md shows how to build against the library; pip's
-# and venv's where the README installs the Python package, and
-# python/examples/autotune.py's)
+# and venv's where the README installs the Python package,
+# python/examples/autotune.py's, and tests/docs_check.py's where the README
+# says how the pages' figures are written anew)
 extra="mpi probe fit sweep_megamoe sweep_flashattn
 cuda probe calibrate fit replay
 simulate demo predict
@@ -71,7 +72,8 @@ foreign="--hostfile
 --no-build-isolation
 --system-site-packages
 --min
---max"
+--max
+--update-figures"
 
 # every command `xstage --help` lists has a page
 "$X" --help | awk '/^commands:/ { f = 1; next } f && /^$/ { exit } f { print $1 }' \

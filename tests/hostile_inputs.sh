@@ -174,13 +174,13 @@ printf '{"preset": "llama3-8b", "dtype": "int1"}' >"$dir/fa.json"
 expect fa-dtype 2 'fa\.json:1:[0-9]+: dtype: dtype must be bf16, fp16 or fp8' 10 "$x" plan flashattn --config "$dir/fa.json" --profile h100-nvlink
 
 # ---- validate ----
-# an EP row's source longer than the row holds, cut where a two-byte
-# character straddles the cut: cut before it, and the row stays in --json
+# an EP row's source past 95 bytes with a two-byte character at byte 95:
+# kept whole, in --json too
 ephdr=$(grep -v '^#' "$src/data/published/ep.csv" | head -1)
 eprow=$(grep -v '^#' "$src/data/published/ep.csv" | grep -v '^"' | sed -n 2p)
 printf '%s\n%s%s%s\n' "$ephdr" "$(printf '%094d' 0 | tr 0 a)" "$(printf '\303\251')" \
     "tail,${eprow#*,}" >"$dir/epu.csv"
-expect ep-source-utf8 0 '"source": "a{94}"' 20 "$x" validate ep --data "$dir/epu.csv" --json
+expect ep-source-whole 0 '"source": "a{94}.tail"' 20 "$x" validate ep --data "$dir/epu.csv" --json
 # a row's gpu and fabric are built-in names, never paths: a FIFO hung the
 # command, /dev/zero was read to 256 MiB, a file's first word was quoted
 epbody=$(grep -v '^#' "$src/data/published/ep.csv" | grep -v '^"' | sed -n 2p | cut -d, -f4-)
@@ -209,7 +209,13 @@ expect time-subnormal 2 'v\.csv:2:[0-9]+: time_us' 10 "$x" validate megamoe --da
 printf '%s\ns\377,%s,100\n' "$hdr" "$row" >"$dir/v.csv"
 expect source-not-utf8 2 'v\.csv:2:2: not UTF-8' 10 "$x" validate megamoe --data "$dir/v.csv" --json
 printf '%s\n%s,%s,100\n' "$hdr" "$(printf '%050d' 0 | sed 's/0/é/g')" "$row" >"$dir/v.csv"
-expect source-cut 2 'v\.csv:2:1: source: longer than 95 bytes' 10 "$x" validate megamoe --data "$dir/v.csv" --json
+expect source-whole 0 '"source": "(é){50}"' 20 "$x" validate megamoe --data "$dir/v.csv" --json
+# two 200-byte sources that differ in their last byte: two rows, each
+# source whole in the text's list of sources and in --json
+long=$(printf '%0199d' 0 | tr 0 s)
+printf '%s\n%s1,%s,100\n%s2,%s,120\n' "$hdr" "$long" "$row" "$long" "$row" >"$dir/v.csv"
+expect source-long-text 0 "\\[2\\] ${long}2" 20 "$x" validate megamoe --data "$dir/v.csv"
+expect source-long-json 0 "\"source\": \"${long}2\"" 20 "$x" validate megamoe --data "$dir/v.csv" --json
 printf '%s,arm\ns,%s,100,x\n' "$hdr" "$row" >"$dir/v.csv"
 expect column-twice 2 'v\.csv:1:[0-9]+: column "arm" is named twice' 10 "$x" validate megamoe --data "$dir/v.csv"
 printf '%s\n"s"x,%s,100\n' "$hdr" "$row" >"$dir/v.csv"

@@ -41,6 +41,148 @@ static void expect_rc(const char *args, int rc, const char *in_stderr) {
   }
 }
 
+/* a command with one path in it, which must succeed */
+static void expect_ok_with(const char *fmt, const char *path) {
+  char args[512];
+  snprintf(args, sizeof args, fmt, path);
+  expect_rc(args, 0, NULL);
+}
+
+/* whether the output holds a text with one path in it */
+static int output_has(const char *fmt, const char *path) {
+  char want[512];
+  snprintf(want, sizeof want, fmt, path);
+  return strstr(out_buf, want) != NULL;
+}
+
+/* ---- --csv ---- */
+
+/* the next CSV record of *p split into cells (RFC 4180: quoted cells,
+ * doubled quotes), in place; the count, 0 at the end */
+static size_t csv_record(char **p, char **cells, size_t max) {
+  char *s = *p, *w;
+  size_t n = 0;
+  if (!*s)
+    return 0;
+  for (;;) {
+    char *cell = w = s;
+    if (*s == '"') {
+      for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
+        if (*s == '"')
+          s++; /* a doubled quote */
+        *w++ = *s;
+      }
+      if (*s == '"')
+        s++;
+    } else {
+      while (*s && *s != ',' && *s != '\n')
+        *w++ = *s++;
+    }
+    char end = *s;
+    *w = '\0';
+    if (n < max)
+      cells[n++] = cell;
+    if (end == ',') {
+      s++;
+      continue;
+    }
+    *p = end ? s + 1 : s;
+    return n;
+  }
+}
+
+/* the column of a header, or -1 */
+static int csv_col(char **head, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(head[i], name))
+      return (int)i;
+  return -1;
+}
+
+/* --csv against --json, the second way to read the same document: every
+ * row of it, every number read back exactly (the fewest digits that do),
+ * the recommended schedule marked once, a call's Python whole, a cell with
+ * commas quoted; --json and --csv together refused */
+static void test_csv(void **st) {
+  (void)st;
+  static char *head[128], *cells[128];
+  json_error_t je;
+  /* plan megamoe: a line a schedule */
+  expect_rc("plan megamoe --preset deepseek-v3 --profile h200-nvlink --tokens 64 --json", 0,
+            NULL);
+  json_t *doc = json_loads(out_buf, 0, &je);
+  assert_non_null(doc);
+  expect_rc("plan megamoe --preset deepseek-v3 --profile h200-nvlink --tokens 64 --csv", 0,
+            NULL);
+  char *p = out_buf;
+  size_t nh = csv_record(&p, head, 128), n, rows = 0, marked = 0;
+  int c_s = csv_col(head, nh, "schedule"), c_t = csv_col(head, nh, "burstgap_s");
+  int c_r = csv_col(head, nh, "recommended"), c_c = csv_col(head, nh, "kernel.calls");
+  int c_n = csv_col(head, nh, "kernel.name"), c_l = csv_col(head, nh, "knobs.lag");
+  assert_true(c_s == 0 && c_r == 1 && c_t > 0 && c_c > 0 && c_n > 0 && c_l > 0);
+  const char *chosen = json_string_value(
+      json_object_get(json_object_get(json_object_get(doc, "recommended"), "chosen"),
+                      "schedule"));
+  while ((n = csv_record(&p, cells, 128))) {
+    assert_int_equal(n, nh);
+    json_t *sc = json_object_get(json_object_get(doc, "schedules"), cells[c_s]);
+    assert_non_null(sc);
+    double t = json_real_value(json_object_get(sc, "burstgap_s"));
+    if (strtod(cells[c_t], NULL) != t)
+      fprintf(stderr, "%s: csv %s, json %.17g\n", cells[c_s], cells[c_t], t);
+    assert_true(strtod(cells[c_t], NULL) == t);
+    assert_string_equal(cells[c_n], json_string_value(json_object_get(
+                                        json_object_get(sc, "kernel"), "name")));
+    json_t *calls = json_object_get(json_object_get(sc, "kernel"), "calls");
+    assert_non_null(strstr(cells[c_c], json_string_value(json_object_get(
+                                           json_array_get(calls, 0), "python"))));
+    /* a knob the kernel lacks is an empty cell, never a sentinel */
+    json_t *lag = json_object_get(json_object_get(sc, "knobs"), "lag");
+    if (lag)
+      assert_int_equal(atoi(cells[c_l]), json_integer_value(lag));
+    else
+      assert_string_equal(cells[c_l], "");
+    int rec = !strcmp(cells[c_r], "true");
+    assert_int_equal(rec, !strcmp(cells[c_s], chosen));
+    marked += (size_t)rec;
+    rows++;
+  }
+  assert_int_equal(rows, json_object_size(json_object_get(doc, "schedules")));
+  assert_int_equal(marked, 1);
+  json_decref(doc);
+  /* validate megamoe: a line a row */
+  expect_rc("validate megamoe --data data/published/megamoe.csv --json", 0, NULL);
+  doc = json_loads(out_buf, 0, &je);
+  assert_non_null(doc);
+  expect_rc("validate megamoe --data data/published/megamoe.csv --csv", 0, NULL);
+  p = out_buf;
+  nh = csv_record(&p, head, 128);
+  int v_s = csv_col(head, nh, "source"), v_p = csv_col(head, nh, "predicted_us");
+  assert_true(v_s >= 0 && v_p >= 0);
+  json_t *jrows = json_object_get(doc, "rows");
+  for (rows = 0; (n = csv_record(&p, cells, 128)); rows++) {
+    json_t *r = json_array_get(jrows, rows);
+    assert_non_null(r);
+    assert_string_equal(cells[v_s], json_string_value(json_object_get(r, "source")));
+    assert_true(strtod(cells[v_p], NULL) ==
+                json_real_value(json_object_get(r, "predicted_us")));
+  }
+  assert_int_equal(rows, json_array_size(jrows));
+  json_decref(doc);
+  /* validate ep: its source cells hold commas, so they are quoted */
+  expect_rc("validate ep --data data/published/ep.csv --csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "\n\"deepseek-ai/DeepEP README.md@ebfe47e (2025-02-24, "));
+  p = out_buf;
+  csv_record(&p, head, 128);
+  for (rows = 0; csv_record(&p, cells, 128); rows++)
+    ;
+  assert_int_equal(rows, 325);
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --json --csv", 2, "exclude");
+  expect_rc("validate ep --data data/published/ep.csv --json --csv", 2, "exclude");
+  expect_rc("plan megamoe --preset glm --profile h200-nvlink --csv --sensitivity", 2,
+            "--sensitivity");
+}
+
 /* Counts with suffixes, geometric grids, whole numbers as JSON integers,
  * a negative imbalance refused, residues printed as the 0 they are: each
  * against a second way to write the same thing. */
@@ -197,7 +339,8 @@ static void test_bad_flags(void **s) {
   assert_null(strchr(out_buf, '\x1b'));
   expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/escape-profile.json "
             "--compute h200-nvlink", 0, NULL);
-  assert_non_null(strstr(out_buf, "on link\\x1b]0;title\\x07"));
+  assert_non_null(strstr(out_buf, "on the profile file tests/data/escape-profile.json "
+                                  "(named link\\x1b]0;title\\x07)"));
   assert_null(strchr(out_buf, '\x1b'));
   expect_rc("predict --profile h200-nvlink --program tests/data/bad-negative.json", 2,
             "tests/data/bad-negative.json:4:26: workers[0].ops[1].send");
@@ -304,7 +447,9 @@ static void test_auto_ids_and_text(void **s) {
   assert_non_null(strstr(out_buf, "\"id\": \"small#1\""));
   expect_rc("predict --profile h100-pcie5-host --program examples/hol.json", 0, NULL);
   assert_non_null(strstr(out_buf, "head-of-line"));
-  assert_non_null(strstr(out_buf, "burstgap speedup"));
+  /* the models' ratios are said to be no speedup */
+  assert_non_null(strstr(out_buf, "not a speedup"));
+  assert_null(strstr(out_buf, "speedup:"));
 }
 
 static void test_simulate(void **s) {
@@ -642,11 +787,43 @@ static void test_validate(void **s) {
   json_decref(root);
   expect_rc("validate megamoe --data data/published/megamoe.csv", 0, NULL);
   assert_non_null(strstr(out_buf, "pairs: two arms of one config"));
-  assert_non_null(strstr(out_buf, "fitted to these kernels' timings: none"));
+  /* the constants the sequential arm takes are named as fitted, and none
+   * to these rows */
+  assert_non_null(strstr(out_buf, "the sequential arm's all-to-all takes\n  the EP programs' five"));
+  assert_non_null(strstr(out_buf, "None is fitted to these rows"));
   assert_non_null(strstr(out_buf, "pull_end of fused-lag"));
   expect_rc("validate megamoe --data data/published/megamoe.csv --model all --by-source", 0, NULL);
   assert_non_null(strstr(out_buf, " blocking  error"));
   assert_non_null(strstr(out_buf, "\n  DeepGEMM PR 383:\n"));
+  /* and the sequential figures with the EP constants refitted without
+   * DeepEP's own sources, beside the shipped ones */
+  assert_non_null(strstr(out_buf, "refitted without DeepEP's sources (deepseek-ai/DeepEP*"));
+  assert_non_null(strstr(out_buf, "without DeepEP's:"));
+  /* validate ep's tables name a long source by the legend's number, as its
+   * rows do, never by a cut of its name alone */
+  expect_rc("validate ep --data data/published/ep.csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "\n    [6] deepseek-ai/DeepEP branch hybrid-ep  "));
+  assert_null(strstr(out_buf, "\n    deepseek-ai/DeepEP branch hybrid-ep docs"));
+  /* a profile file is named as the file */
+  expect_rc("profiles show h200-nvlink", 0, NULL);
+  char vprof[64];
+  snprintf(vprof, sizeof vprof, "/tmp/xstage-vprof-%ld.json", (long)getpid());
+  FILE *pf = fopen(vprof, "w");
+  assert_non_null(pf);
+  fputs(out_buf, pf);
+  fclose(pf);
+  expect_ok_with("validate megamoe --data data/published/megamoe.csv --profile %s", vprof);
+  assert_true(output_has("on the profile file %s (named h200-nvlink)", vprof));
+  assert_null(strstr(out_buf, "on its gpu's built-in profile"));
+  /* and plan's: the header and the closing line name the file */
+  expect_ok_with("plan megamoe --preset deepseek-v3 --tokens 64 --profile %s", vprof);
+  assert_true(output_has("on the profile file %s (named h200-nvlink)\n", vprof));
+  assert_true(output_has("`xstage profiles show %s`", vprof));
+  assert_null(strstr(out_buf, "profiles show h200-nvlink"));
+  expect_ok_with("plan flashattn --preset llama3-8b --seq 2048 --profile %s", vprof);
+  assert_true(output_has("`xstage profiles show %s`", vprof));
+  assert_null(strstr(out_buf, "profiles show h200-nvlink"));
+  remove(vprof);
   expect_rc("validate megamoe --data data/published/megamoe.csv --model serial", 0, NULL);
   assert_non_null(strstr(out_buf, "under serial"));
   expect_rc("validate megamoe --data data/published/megamoe.csv --model sim", 2, "--model");
@@ -678,6 +855,30 @@ static void test_flashattn(void **s) {
   assert_non_null(strstr(out_buf, "full mask"));
   assert_non_null(strstr(out_buf, "piggyback over sequential"));
   expect_rc("plan flashattn --preset llama3-9b --profile h200-nvlink", 2, "unknown \"llama3-9b\"");
+  /* kernels the GPU cannot run: refused, naming why and what to use */
+  expect_rc("plan flashattn --preset llama3-8b --profile a100-nvlink --kernel fa3", 2,
+            "FlashAttention-3 runs on Hopper (sm90) only");
+  assert_non_null(strstr(err_buf, "use fa2 (--kernel fa2)"));
+  expect_rc("plan flashattn --preset llama3-8b --profile b200-nvlink --kernel fa3", 2,
+            "use fa4 (--kernel fa4)");
+  expect_rc("plan flashattn --preset llama3-8b --profile a100-nvlink --kernel fa4 --backward",
+            2, "FlashAttention-4's backward runs on sm90 and later");
+  expect_rc("sweep flashattn --profile a100-nvlink --grid examples/attention-headline-fa3.json",
+            2, "FlashAttention-3 runs on Hopper");
+  /* FA4 on Hopper: both passes, named */
+  expect_rc("plan flashattn --preset llama3-8b --profile h100-nvlink --kernel fa4 --backward "
+            "--seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "FlashAttentionForwardSm90, FlashAttentionBackwardSm90"));
+  /* the default: the best kernel the GPU runs */
+  expect_rc("plan flashattn --preset llama3-8b --profile a100-nvlink --seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "fa2 forward"));
+  expect_rc("plan flashattn --preset llama3-8b --profile h200-nvlink --seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "fa3 forward"));
+  expect_rc("plan flashattn --preset llama3-8b --profile b200-nvlink --seq 2048", 0, NULL);
+  assert_non_null(strstr(out_buf, "fa4 forward"));
+  /* the headline grid names its profile: the README's command as written */
+  expect_rc("sweep flashattn --grid examples/attention-headline-fa3.json --csv", 0, NULL);
+  assert_non_null(strstr(out_buf, "llama3-8b,1024,8,1,fa3,"));
   expect_rc("plan flashattn --preset mha --profile h200-nvlink --seq x", 2, "--seq");
   expect_rc("sweep flashattn --profile h200-nvlink --grid tests/data/bad-fa-grid.json", 2, "presets[0]");
   expect_rc("sweep flashattn --profile h100-nvlink --json", 0, NULL);
@@ -688,11 +889,14 @@ static void test_flashattn(void **s) {
   assert_int_equal(json_array_size(cs), 90);
   const char *keys[] = {"preset", "seq", "cp", "causal", "kernel", "local_s", "sequential_s",
                         "stream_s", "sms_s", "piggyback_s", "ideal_s", "speedup",
-                        "speedup_vs_dedicated", "blocking_speedup", "best", "free_s"};
+                        "speedup_vs_dedicated", "blocking_speedup", "best", "free_s",
+                        "best_kernel"};
   json_t *c0 = json_array_get(cs, 0);
-  assert_int_equal(json_object_size(c0), 16);
-  for (int i = 0; i < 16; i++)
+  assert_int_equal(json_object_size(c0), 17);
+  for (int i = 0; i < 17; i++)
     assert_non_null(json_object_get(c0, keys[i]));
+  /* the best kernel H100 runs, which the preset leaves to the GPU */
+  assert_string_equal(json_string_value(json_object_get(c0, "kernel")), "fa3");
   json_t *sum = json_object_get(root, "summary");
   assert_int_equal(json_object_size(sum), 6);
   assert_true(num(sum, "geomean_speedup") > 0);
@@ -781,7 +985,7 @@ static void test_measuring(void **s) {
             2, "no compute section");
   expect_rc("plan megamoe --preset glm --tokens 64 --profile tests/data/link-only.json "
             "--compute h200-nvlink", 0, NULL);
-  assert_non_null(strstr(out_buf, "on link-only"));
+  assert_non_null(strstr(out_buf, "on the profile file tests/data/link-only.json (named link-only)"));
   char args[512], path[128];
   snprintf(path, sizeof path, "/tmp/xstage-samples-%d.csv", (int)getpid());
   snprintf(args, sizeof args, "probe pipe --capacity 256KiB --drain-rate 100MB/s --repeats 2 --sizes 8 -o %s", path);
@@ -1048,6 +1252,7 @@ int main(void) {
       cmocka_unit_test(test_flashattn), cmocka_unit_test(test_measuring),
       cmocka_unit_test(test_timeouts_and_signals),
       cmocka_unit_test(test_demo), cmocka_unit_test(test_stdout_errors),
-      cmocka_unit_test(test_output_paths), cmocka_unit_test(test_counts_and_grids)};
+      cmocka_unit_test(test_output_paths), cmocka_unit_test(test_counts_and_grids),
+      cmocka_unit_test(test_csv)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

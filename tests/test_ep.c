@@ -42,9 +42,10 @@ static void check_kind(const xs_profile *p, const char *key) {
   if (!s)
     fprintf(stderr, "%s: %s: no source\n", xs_profile_name(p), key);
   assert_non_null(s);
-  static const char *const kinds[] = {"measurement", "derived", "datasheet", "lead"};
+  static const char *const kinds[] = {"measurement", "derived", "datasheet", "lead",
+                                      "fitted"};
   int ok = 0;
-  for (size_t k = 0; k < 4; k++)
+  for (size_t k = 0; k < 5; k++)
     ok |= !strncmp(s, kinds[k], strlen(kinds[k]));
   if (!ok)
     fprintf(stderr, "%s: %s: \"%s\" has no kind\n", xs_profile_name(p), key, s);
@@ -119,6 +120,9 @@ static void test_node_gpus(void **st) {
   xs_profile *p = load("gb200-nvl72");
   assert_int_equal(xs_profile_node_gpus(p), 72);
   check_kind(p, "compute.ep_sm_streams");
+  /* the streams an SM copies with are fitted to EP timings, and its kind
+   * says so */
+  assert_true(!strncmp(xs_profile_number_source(p, "compute.ep_sm_streams"), "fitted", 6));
   xs_profile_free(p);
   for (size_t i = 0; i < xs_builtin_profile_count(); i++) {
     const char *n = xs_builtin_profile_name(i);
@@ -786,6 +790,88 @@ static void test_by_source_linear(void **st) {
   free(vl);
   xs_validate_free(&exact);
   xs_validate_free(&lin);
+}
+
+/* A fabric misspelt is refused naming the three built-in fabrics, and no
+ * GPU profile among them. */
+static void test_unknown_fabric(void **st) {
+  (void)st;
+  xs_profile *p = NULL;
+  xs_error e;
+  assert_int_equal(xs_profile_load_fabric("h800-nvlink", "ib400", &p, &e), XS_NOTFOUND);
+  assert_null(p);
+  assert_non_null(strstr(e.message, "unknown fabric \"ib400\""));
+  for (size_t i = 0; i < sizeof fabrics / sizeof *fabrics; i++)
+    assert_non_null(strstr(e.message, fabrics[i]));
+  for (size_t i = 0; i < xs_builtin_profile_count(); i++) {
+    const char *name = xs_builtin_profile_name(i);
+    int fabric = 0;
+    for (size_t k = 0; k < sizeof fabrics / sizeof *fabrics; k++)
+      fabric |= !strcmp(name, fabrics[k]);
+    if (!fabric && strstr(e.message, name))
+      fprintf(stderr, "%s in: %s\n", name, e.message);
+    assert_true(fabric || !strstr(e.message, name));
+  }
+  assert_int_equal(xs_profile_load("h800-nvlink+ib400", &p, &e), XS_NOTFOUND);
+  assert_non_null(strstr(e.message, "not a built-in fabric"));
+}
+
+/* validate megamoe --by-source: the sequential arm predicted again with the
+ * EP constants refitted without some sources. The constants are the fit's
+ * (xs_validate_ep_fit, the same leave-out), the left-out count is the rows
+ * whose source the pattern begins, and refitted on every row (constants
+ * within 2% of the shipped ones) each sequential row stays within 2% of its
+ * shipped prediction; other rows get none. */
+static void test_megamoe_refit(void **st) {
+  (void)st;
+  size_t len, mlen;
+  char *text = data_file(&len), path[1024];
+  snprintf(path, sizeof path, "%s/data/published/megamoe.csv", XSTAGE_SRC);
+  char *mtext = xs_test_read_file(path, &mlen);
+  assert_non_null(mtext);
+  xs_validate_set ep, moe;
+  xs_error e;
+  assert_int_equal(xs_validate_ep(text, len, "ep.csv", &ep, NULL, NULL, &e), XS_OK);
+  assert_int_equal(xs_validate_megamoe(mtext, mlen, "megamoe.csv", &moe, NULL, NULL, &e),
+                   XS_OK);
+  const char *prefix = "deepseek-ai/DeepEP*";
+  double v[XS_EP_CONSTANTS];
+  assert_int_equal(xs_validate_ep_fit(&ep, prefix, v, &e), XS_OK);
+  assert_int_equal(xs_validate_megamoe_refit(&moe, &ep, prefix, &e), XS_OK);
+  size_t out = 0, seq = 0;
+  for (size_t i = 0; i < ep.nrows; i++)
+    out += !strncmp(ep.rows[i].source, prefix, strlen(prefix) - 1);
+  assert_true(moe.refitted);
+  assert_int_equal(moe.refit_left_out, out);
+  assert_true(out > 0 && out < ep.nrows);
+  assert_int_equal(moe.refit_rows, ep.nrows);
+  assert_string_equal(moe.refit_without, prefix);
+  for (size_t i = 0; i < XS_EP_CONSTANTS; i++)
+    assert_memory_equal(&moe.refit[i], &v[i], sizeof v[i]);
+  assert_int_equal(xs_validate_megamoe_refit(&moe, &ep, NULL, &e), XS_OK);
+  for (size_t i = 0; i < moe.nrows; i++) {
+    const xs_validate_row *r = &moe.rows[i];
+    if (strcmp(r->arm, "sequential") || (r->metric[0] && strcmp(r->metric, "time"))) {
+      assert_true(isnan(r->refit_us));
+      continue;
+    }
+    seq++;
+    if (fabs(r->refit_us / r->predicted_us - 1) > 0.02)
+      fprintf(stderr, "line %zu: shipped %.1f us, refitted on every row %.1f us\n", r->line,
+              r->predicted_us, r->refit_us);
+    assert_true(fabs(r->refit_us / r->predicted_us - 1) <= 0.02);
+  }
+  assert_true(seq >= 20);
+  /* a pattern longer than the set keeps is refused, not cut */
+  char longer[200];
+  memset(longer, 'a', sizeof longer - 2);
+  longer[sizeof longer - 2] = '*';
+  longer[sizeof longer - 1] = '\0';
+  assert_int_equal(xs_validate_megamoe_refit(&moe, &ep, longer, &e), XS_INVALID);
+  assert_non_null(strstr(e.message, "leave out"));
+  xs_validate_free(&ep);
+  xs_validate_free(&moe);
+  free(mtext);
   free(text);
 }
 
@@ -919,6 +1005,7 @@ int main(void) {
       cmocka_unit_test(test_validate_honest), cmocka_unit_test(test_constants_fit),
       cmocka_unit_test(test_band_bias),
       cmocka_unit_test(test_by_source_linear),
-      cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes)};
+      cmocka_unit_test(test_validate_errors), cmocka_unit_test(test_moe_across_nodes),
+      cmocka_unit_test(test_megamoe_refit),   cmocka_unit_test(test_unknown_fabric)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,10 +230,10 @@ static void test_header_agrees_with_plan(void **st) {
           "int main(int argc, char **argv) {\n"
           "  for (int i = 1; i < argc; i++) {\n"
           "    const moe_knobs_knobs *k = moe_knobs_lookup(strtoul(argv[i], 0, 10));\n"
-          "    printf(\"%%s %%s %%u %%u %%u %%u %%u %%u %%.6f\\n\", k->schedule_name,\n"
+          "    printf(\"%%s %%s %%u %%u %%u %%u %%u %%u %%.6f %%s %%d\\n\", k->schedule_name,\n"
           "           k->rule, k->block_m, k->block_n,\n"
           "           k->experts_per_wave, k->warmup, k->lag, k->group,\n"
-          "           k->predicted_us);\n"
+          "           k->predicted_us, k->kernel, k->proposal);\n"
           "  }\n  return 0;\n}\n");
   fclose(f);
   /* a second unit that includes it and calls nothing: no unused warnings */
@@ -261,7 +261,9 @@ static void test_header_agrees_with_plan(void **st) {
     json_t *ch = json_object_get(row, "chosen");
     json_t *k = json_object_get(ch, "knobs");
     char want[512], got[512];
-    snprintf(want, sizeof want, "%s %s %lld %lld %lld %lld %lld %lld %.6f\n",
+    /* a knob the schedule lacks is absent from --json, 0 in the header */
+    json_t *kern = json_object_get(ch, "kernel");
+    snprintf(want, sizeof want, "%s %s %lld %lld %lld %lld %lld %lld %.6f %s %d\n",
              json_string_value(json_object_get(ch, "schedule")),
              json_string_value(json_object_get(ch, "rule")),
              json_integer_value(json_object_get(k, "block_m")),
@@ -270,7 +272,9 @@ static void test_header_agrees_with_plan(void **st) {
              json_integer_value(json_object_get(k, "warmup")),
              json_integer_value(json_object_get(k, "lag")),
              json_integer_value(json_object_get(k, "group")),
-             json_number_value(json_object_get(ch, "time_s")) * 1e6);
+             json_number_value(json_object_get(ch, "time_s")) * 1e6,
+             json_string_value(json_object_get(kern, "label")),
+             json_is_string(json_object_get(kern, "proposal")));
     assert_non_null(fgets(got, sizeof got, f));
     if (strcmp(want, got) != 0)
       fail_msg("grid point %zu: plan --json says %s  the header's lookup %s", i,

@@ -237,22 +237,43 @@ static void test_fit_recovers_known_terms(void **st) {
   csv_free(&c);
 }
 
-/* No built-in profile's number is of the kind "fitted": a fit is the
- * user's calibration, never shipped. */
-static void test_builtins_not_fitted(void **st) {
+/* The built-in profiles' fitted numbers say so: a source that tells of a
+ * fit ("fitted", "refitted") is of the kind "fitted" (a fit called
+ * "derived" or "lead" fails here), and none is fitted to MegaMoE kernel
+ * timings (xstage fit megamoe's, the user's calibration, never shipped):
+ * the only ones are the EP programs' per-SM copy rates, fitted to EP
+ * timings (docs/ep.md "Fitted constants"). */
+static void test_builtins_fitted_labelled(void **st) {
   (void)st;
+  size_t fitted = 0;
   for (size_t g = 0; g < xs_builtin_profile_count(); g++) {
     xs_profile *p = load(xs_builtin_profile_name(g));
     for (size_t i = 0; i < xs_profile_source_count(p); i++) {
       const char *k = xs_profile_source_key(p, i);
       const char *s = xs_profile_number_source(p, k);
-      if (s && !strncmp(s, "fitted", 6)) {
-        fprintf(stderr, "%s: %s is fitted\n", xs_builtin_profile_name(g), k);
+      if (!s)
+        continue;
+      int says_fit = strstr(s, "fitted by") || strstr(s, "fitted to") ||
+                     strstr(s, "by xstage validate ep") || strstr(s, "xstage fit");
+      int kind = !strncmp(s, "fitted", 6);
+      /* a number copied from another GPU's fitted one may be a lead */
+      int copied = !strncmp(s, "lead: as ", 9);
+      if (says_fit && !kind && !copied) {
+        fprintf(stderr, "%s: %s tells of a fit but is labelled \"%.*s\"\n",
+                xs_builtin_profile_name(g), k, (int)strcspn(s, ":"), s);
         fail();
       }
+      if (kind && (strstr(s, "bootstrap") || strcmp(k, "compute.ep_sm_streams"))) {
+        fprintf(stderr, "%s: %s is fitted, and not one of the EP constants\n",
+                xs_builtin_profile_name(g), k);
+        fail();
+      }
+      fitted += (size_t)kind;
     }
     xs_profile_free(p);
   }
+  /* h100, h200, h800, h20, h20-3e, b200, gb200 */
+  assert_int_equal(fitted, 7);
 }
 
 /* Each term moves the numbers it names, and only them. */
@@ -463,7 +484,7 @@ static void test_command(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_terms), cmocka_unit_test(test_builtins_not_fitted),
+      cmocka_unit_test(test_terms), cmocka_unit_test(test_builtins_fitted_labelled),
       cmocka_unit_test(test_fit_recovers_known_terms), cmocka_unit_test(test_command),
       cmocka_unit_test(test_holdout)};
   return cmocka_run_group_tests(tests, NULL, NULL);

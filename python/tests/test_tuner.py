@@ -23,8 +23,16 @@ def test_choose_and_observe(tuner):
     c = tuner.choose(200)
     assert c["tokens"] == 256  # 200 is nearer 256 than 64 in log tokens
     assert c["schedule"] in xstage.MOE_SCHEDULES
-    assert set(c["knobs"]) == {"experts_per_wave", "warmup", "lag", "group", "block_m",
-                               "block_n"}
+    # the tile and the schedule's own knobs, as a plan reports them; whole
+    # numbers as int
+    own = {"fused-wave": {"experts_per_wave"}, "fused-interleaved": {"warmup"}}.get(
+        c["schedule"], {"lag", "group"} if c["schedule"] in ("l1-then-l2", "searched",
+                                                             "fused-lag") else set())
+    if "order" in c["knobs"]:
+        own = {"order"}
+    assert set(c["knobs"]) == {"block_m", "block_n"} | own
+    assert all(isinstance(v, int) for k, v in c["knobs"].items() if k != "order")
+    assert isinstance(c["tokens"], int) and c["outside"] is False
     assert c["predicted_s"] > 0 and c["sd"] > 0 and c["best_s"] <= c["predicted_s"] * 1.2
     # the same belief gives the same choice
     assert tuner.choose(200) == c
@@ -180,3 +188,32 @@ def test_outlier_bounded():
         assert abs(now[0] / was[0] - 1) <= 0.05, (k, was, now)
         assert abs(math.log(now[0] / was[0])) <= 1.345 * was[1] * (1 + 1e-9)
     t.close()
+def test_repr_and_the_grid(tuner):
+    assert repr(tuner).startswith("xstage.Tuner('qwen3-235b', 'h200-nvlink', tokens=[64, 256]")
+    assert "observations=" in repr(tuner) and "\n" not in repr(tuner)
+    # a count past the grid is refused, naming the grid, or taken from the
+    # nearest end when asked, and said so
+    with pytest.raises(xstage.Error) as e:
+        tuner.choose(8192)
+    assert "above the grid (64 to 256 tokens)" in e.value.message
+    with pytest.raises(xstage.Error) as e:
+        tuner.choose(16)
+    assert "below the grid" in e.value.message
+    c = tuner.choose(8192, outside="nearest")
+    assert c["tokens"] == 256 and "the choice of the nearest end, 256 tokens" in c["outside"]
+    assert c == dict(tuner.choose(256), outside=c["outside"])
+    with pytest.raises(xstage.Error):
+        tuner.choose(200, outside="extrapolate")
+
+
+def test_an_order_is_observed_as_chosen():
+    # all L1 first is an order, not a lag; observing the choice finds the
+    # library's own option
+    t = xstage.Tuner("deepseek-v3", "h200-nvlink", tokens=[64], schedules=["l1-then-l2"])
+    c = t.choose(64)
+    assert c["knobs"].get("order") == "all-l1-first" and "lag" not in c["knobs"]
+    t.observe(64, c, c["predicted_s"])
+    t.observe(64, {"schedule": c["schedule"], "knobs": dict(c["knobs"])}, c["predicted_s"])
+    assert t.observations == 2
+    t.close()
+    assert "closed" in repr(t)

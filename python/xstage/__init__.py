@@ -27,9 +27,10 @@ from ._errors import (ArgumentTypeError, DeadlineError, Error, InputOutputError,
                       InternalError, InvalidInputError, NotAvailableError, NotFoundError,
                       OutOfMemoryError, ParseError, from_os_error)
 from ._errors import raise_status as _raise
-from ._results import (ChannelUse, FAPlan, FATable, Knobs, MoEConfig, MoEPlan, MoESchedule,
-                       MoETable, Option, Prediction, Recommendation, Result, SendTime, Sweep,
-                       Tabular, Validation, ValidationRow, WorkerTime, format_time)
+from ._results import (Call, ChannelUse, FAPlan, FATable, Knobs, MoEConfig, MoEFit, MoEPlan,
+                       MoESchedule, MoETable, Option, Prediction, Recommendation, Result,
+                       SendTime, Sweep, Tabular, Validation, ValidationRow, WorkerTime,
+                       format_time)
 from ._version import __version__
 
 __all__ = [
@@ -39,11 +40,13 @@ __all__ = [
     "Profile", "Program", "version", "library_path", "profiles", "profile", "program",
     "predict", "simulate", "plan_megamoe", "plan_megamoe_table", "plan_flashattn",
     "plan_flashattn_table", "sweep_megamoe", "sweep_flashattn", "validate_megamoe",
-    "validate_flashattn", "prediction_interval", "moe_presets", "fa_presets", "data_dir", "data_file",
-    "MOE_SCHEDULES", "MODELS", "Tuner",
+    "validate_flashattn", "validate_ep", "fit_megamoe", "prediction_interval", "moe_presets",
+    "fa_presets", "data_dir", "data_file", "MOE_SCHEDULES", "MODELS", "EP_LIBRARIES",
+    "EP_KERNELS", "Tuner",
     "Result", "Tabular", "Prediction", "WorkerTime", "SendTime", "ChannelUse", "MoEConfig",
-    "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
-    "FATable", "Sweep", "ValidationRow", "Validation", "format_time", "__version__",
+    "Knobs", "Call", "MoESchedule", "Option", "Recommendation", "MoEPlan", "MoETable", "FAPlan",
+    "FATable", "Sweep", "ValidationRow", "Validation", "MoEFit", "format_time",
+    "__version__",
 ]
 
 # what the arguments may be (the argument layer checks them at run time)
@@ -53,7 +56,7 @@ ProgramLike = Union["Program", Mapping, Sequence, str, bytes, "os.PathLike[str]"
 ConfigLike = Union[str, Mapping, "os.PathLike[str]"]
 Numbers = Sequence[int]  # or a one-dimensional numpy array
 
-MOE_SCHEDULES = ("sequential", "baseline", "searched", "fused-split", "fused-wave",
+MOE_SCHEDULES = ("sequential", "l1-then-l2", "searched", "fused-split", "fused-wave",
                  "fused-interleaved", "fused-lag")
 MODELS = ("burstgap", "blocking", "serial", "ideal")
 
@@ -361,7 +364,19 @@ def _config_text(config, presets):
                             % (", ".join(presets), type(config).__name__))
 
 
-def _moe_config(config, tokens=None, ep=None):
+EP_LIBRARIES = ("deepep-v1", "deepep-v2", "deepep-hybrid", "pplx-kernels", "uccl-ep")
+EP_KERNELS = ("normal", "low-latency")
+
+
+def _ep_library(c, ep_library, ep_kernel):
+    """--ep-library and --ep-kernel into a config (None: as it has them)."""
+    if ep_library is not None:
+        c.ep_library = _check.choice("ep_library", ep_library, EP_LIBRARIES).encode()
+    if ep_kernel is not None:
+        c.ep_kernel = _check.choice("ep_kernel", ep_kernel, EP_KERNELS).encode()
+
+
+def _moe_config(config, tokens=None, ep=None, ep_library=None, ep_kernel=None):
     if tokens is not None:
         tokens = _check.integer("tokens", tokens, 1, _TOKENS_MAX)
     if ep is not None:
@@ -375,8 +390,28 @@ def _moe_config(config, tokens=None, ep=None):
         c.tokens = float(tokens)
     if ep is not None:
         c.ep = float(ep)
+    _ep_library(c, ep_library, ep_kernel)
     _raise(_lib.xs_moe_config_check(ctypes.byref(c), ctypes.byref(err)), err)
     return c
+
+
+def _profile_on(prof, fabric):
+    """The profile, with a fabric (--fabric: "ib-400", "roce-200",
+    "efa-400", a fabric profile's path, dict or Profile) when one is given:
+    ranks past its node_gpus are on other nodes, over the fabric's NIC."""
+    if fabric is None:
+        return profile(prof)
+    if isinstance(prof, (str, bytes, os.PathLike)) and isinstance(fabric, (str, bytes,
+                                                                          os.PathLike)):
+        # both by name or path: the library's own message for a fabric it
+        # does not know lists the fabrics
+        gpu, fab = _check.path("prof", prof), _check.path("fabric", fabric)
+        return Profile(_call_out(_lib.xs_profile_load_fabric, gpu, fab))
+    pf, fb = profile(prof), profile(fabric)
+    both = Profile.from_dict(pf.to_dict())  # the GPU's, not the caller's, gets the NIC
+    err = _lib.XsError()
+    _raise(_lib.xs_profile_add_fabric(both._h, fb._h, ctypes.byref(err)), err)
+    return both
 
 
 def _schedule_mask(schedules):
@@ -395,18 +430,25 @@ def _schedule_mask(schedules):
 def plan_megamoe(config: ConfigLike, prof: ProfileLike, tokens: Optional[int] = None,
                  ep: Optional[int] = None, tolerance: float = 0.01,
                  schedules: Union[None, str, Sequence[str]] = None,
-                 sensitivity: bool = False) -> MoEPlan:
+                 sensitivity: bool = False, fabric: Optional[ProfileLike] = None,
+                 ep_library: Optional[str] = None,
+                 ep_kernel: Optional[str] = None) -> MoEPlan:
     """Plan one rank of an expert-parallel MoE layer (docs/plan-megamoe.md):
     a :class:`MoEPlan` (`xstage plan megamoe --json`: every schedule's
-    times, knobs and breakdown, and ``recommended``, the option a kernel
-    should follow). config: a preset name, a dict of config keys (with
-    "preset" for the rest) or a JSON file; tokens and ep (whole numbers)
-    override it; schedules: the names to choose among (None: all)."""
+    times, knobs, breakdown and call, and ``recommended``, the option a
+    kernel should follow). config: a preset name, a dict of config keys
+    (with "preset" for the rest) or a JSON file; tokens and ep (whole
+    numbers) override it; schedules: the names to choose among (None: all).
+    fabric (`--fabric`): the network between nodes, "ib-400", "roce-200",
+    "efa-400" or a fabric profile; an ep past the profile's node needs one.
+    ep_library, ep_kernel (`--ep-library`, `--ep-kernel`): the sequential
+    arm's all-to-all (EP_LIBRARIES, EP_KERNELS; default deepep-v2
+    normal)."""
     tol = _check.number("tolerance", tolerance, 0, 1)
     mask = _schedule_mask(schedules)
     sens = _check.flag("sensitivity", sensitivity)
-    c = _moe_config(config, tokens, ep)
-    pf = profile(prof)
+    c = _moe_config(config, tokens, ep, ep_library, ep_kernel)
+    pf = _profile_on(prof, fabric)
     return MoEPlan.from_dict(_call_json(_lib.xs_moe_plan_json, ctypes.byref(c), pf._h, tol,
                                         mask, 1 if sens else 0, None))
 
@@ -414,11 +456,14 @@ def plan_megamoe(config: ConfigLike, prof: ProfileLike, tokens: Optional[int] = 
 def plan_megamoe_table(config: ConfigLike, prof: ProfileLike, tokens: Optional[Numbers] = None,
                        tokens_range: Optional[Tuple[int, int]] = None,
                        ep: Optional[int] = None, tolerance: float = 0.01,
-                       schedules: Union[None, str, Sequence[str]] = None) -> MoETable:
+                       schedules: Union[None, str, Sequence[str]] = None,
+                       fabric: Optional[ProfileLike] = None,
+                       ep_library: Optional[str] = None,
+                       ep_kernel: Optional[str] = None) -> MoETable:
     """A knob table over token counts: a :class:`MoETable` (`xstage plan
     megamoe --tokens-grid --json` with tokens, ascending whole numbers as a
     list or a numpy array, or `--tokens-range` with tokens_range=(min,
-    max))."""
+    max)); fabric, ep_library and ep_kernel as :func:`plan_megamoe`'s."""
     if (tokens is None) == (tokens_range is None):
         raise InvalidInputError("give one of tokens (a list) and tokens_range (min, max)")
     tol = _check.number("tolerance", tolerance, 0, 1)
@@ -440,8 +485,8 @@ def plan_megamoe_table(config: ConfigLike, prof: ProfileLike, tokens: Optional[N
         opts.min_tokens, opts.max_tokens = float(pair[0]), float(pair[1])
     opts.tolerance = tol
     opts.schedules = mask
-    c = _moe_config(config, None, ep)
-    pf = profile(prof)
+    c = _moe_config(config, None, ep, ep_library, ep_kernel)
+    pf = _profile_on(prof, fabric)
     t = _call_out(_lib.xs_moe_plan_table, ctypes.byref(c), pf._h, ctypes.byref(opts))
     try:
         return MoETable.from_dict(_call_json(_lib.xs_moe_table_json, t, ctypes.byref(c), pf._h,
@@ -546,26 +591,47 @@ def _grid_text(grid):
                             % type(grid).__name__)
 
 
-def _sweep(grid, prof, grid_fn, json_fn):
+def _sweep(grid, prof, grid_fn, json_fn, each=None):
+    """each(config pointer, count): what the caller sets in every config
+    of the grid before it is swept (None: nothing)"""
     text, fname = _grid_text(grid)
-    pf = profile(prof)
+    pf = prof if isinstance(prof, Profile) else profile(prof)
     configs = ctypes.c_void_p()
     n = _lib.Z()
     err = _lib.XsError()
     _raise(grid_fn(text, len(text) if text else 0, fname, ctypes.byref(configs),
                    ctypes.byref(n), ctypes.byref(err)), err)
     try:
+        if each is not None:
+            each(configs, n.value)
         return Sweep.from_dict(_call_json(json_fn, pf._h, configs, n.value, None))
     finally:
         _lib.xs_free(configs)
 
 
-def sweep_megamoe(prof: ProfileLike, grid: Union[None, Mapping, PathLike] = None) -> Sweep:
+def sweep_megamoe(prof: ProfileLike, grid: Union[None, Mapping, PathLike] = None,
+                  fabric: Optional[ProfileLike] = None, ep_library: Optional[str] = None,
+                  ep_kernel: Optional[str] = None) -> Sweep:
     """`xstage sweep megamoe --json`: every config of a grid planned, a
     :class:`Sweep` (records(), to_csv(), to_pandas()). grid: None (the 7
     presets x 12 token counts at EP 8), a dict {"presets", "tokens", "ep"}
-    or a JSON file."""
-    return _sweep(grid, prof, _lib.xs_moe_sweep_grid, _lib.xs_moe_sweep_json)
+    or a JSON file; fabric, ep_library and ep_kernel as
+    :func:`plan_megamoe`'s (a grid of "ep": [8, ..., 256] over a fabric)."""
+    if ep_library is not None:
+        _check.choice("ep_library", ep_library, EP_LIBRARIES)
+    if ep_kernel is not None:
+        _check.choice("ep_kernel", ep_kernel, EP_KERNELS)
+
+    def each(configs, n):
+        cs = ctypes.cast(configs, ctypes.POINTER(_lib.MoeConfig))
+        err = _lib.XsError()
+        for i in range(n):
+            _ep_library(cs[i], ep_library, ep_kernel)
+            _raise(_lib.xs_moe_config_check(ctypes.byref(cs[i]), ctypes.byref(err)), err)
+
+    return _sweep(grid, _profile_on(prof, fabric), _lib.xs_moe_sweep_grid,
+                  _lib.xs_moe_sweep_json,
+                  each if ep_library is not None or ep_kernel is not None else None)
 
 
 def sweep_flashattn(prof: ProfileLike,
@@ -618,6 +684,107 @@ def prediction_interval(family: str, arm: str, size: float) -> Dict[str, Any]:
                                        ctypes.byref(err)), err)
     return {"low": iv.low, "high": iv.high, "center": iv.center, "level": iv.level,
             "rows": iv.rows, "sources": iv.sources, "pooled": bool(iv.pooled)}
+
+
+def validate_ep(data_path: Optional[PathLike] = None, by_source: bool = False,
+                models: Union[None, str, Sequence[str]] = None) -> Validation:
+    """`xstage validate ep --json` (docs/ep.md): every row of a CSV of
+    published EP dispatch and combine figures predicted in its own metric,
+    a :class:`Validation` whose summary is per library and mode, library,
+    phase and source. by_source=True (`--by-source`) refits the fitted
+    constants without each source and predicts its rows with them (about
+    20 s); models (`--models`): "all" or a list of blocking, serial, ideal
+    for their errors beside burstgap's. data_path None: the published
+    ep.csv."""
+    loso = _check.flag("by_source", by_source)
+    mask = 1
+    if models is not None:
+        names = list(MODELS[1:]) if models == "all" else _check.names("models", models,
+                                                                        "model names")
+        for i, m in enumerate(names):
+            if m not in MODELS:
+                raise InvalidInputError("models[%d]: %r is not a model (%s, or all)"
+                                        % (i, m, ", ".join(MODELS)))
+            mask |= 1 << MODELS.index(m)
+    text, p = _read("data_path", data_file("published/ep.csv") if data_path is None
+                    else data_path)
+    s = _lib.ValidateSet()
+    err = _lib.XsError()
+    _raise(_lib.xs_validate_ep(text, len(text), p, ctypes.byref(s), None, None,
+                               ctypes.byref(err)), err)
+    try:
+        values = None
+        if loso:
+            nsrc = _lib.xs_validate_distinct(ctypes.byref(s), 1, None, 0)
+            values = (_lib.D * (max(nsrc, 1) * 5))()  # XS_EP_CONSTANTS a source
+            _raise(_lib.xs_validate_ep_by_source(ctypes.byref(s), values, ctypes.byref(err)),
+                   err)
+        # each row's 80% interval, from the other sources' residuals
+        _raise(_lib.xs_validate_intervals(ctypes.byref(s), ctypes.byref(err)), err)
+        return Validation.from_dict(_call_json(_lib.xs_validate_ep_json, ctypes.byref(s),
+                                               mask, values))
+    finally:
+        _lib.xs_validate_free(ctypes.byref(s))
+
+
+_MOE_TERM_NAMES = ("gemm", "tile", "l2", "hbm", "link", "link-issue", "capacity", "latency",
+                   "launch", "barrier", "setup", "host-sync", "a2a")
+
+
+def fit_megamoe(data_path: PathLike, base: ProfileLike,
+                terms: Union[None, str, Sequence[str]] = None, source: Optional[str] = None,
+                bootstrap: int = 0, seed: int = 0) -> MoEFit:
+    """`xstage fit megamoe` (docs/tune.md): the kernel model's terms fitted
+    to the rows of a CSV of kernel timings (the validate format) whose gpu
+    is base's name, a :class:`MoEFit` (each row before and after, each
+    term's scale with its 68% interval, or why it was not fitted) whose
+    ``tuned`` is base with the fitted numbers (an :class:`xstage.Profile`;
+    ``tuned.to_dict()`` is the file `-o` writes). terms: names to fit
+    (None: every term the rows determine); source: only that source's rows;
+    bootstrap: resamples (0: 200); seed: of the resampling (0: a fixed
+    one)."""
+    mask = 0
+    if terms is not None:
+        for i, t in enumerate(_check.names("terms", terms, "term names")):
+            k = _lib.xs_moe_term_from_name(t.encode())
+            if k < 0:
+                raise InvalidInputError("terms[%d]: %r is not a term (%s)"
+                                        % (i, t, ", ".join(_MOE_TERM_NAMES)))
+            mask |= 1 << k
+    src = None if source is None else _check.text("source", source)
+    opts = _lib.MoeFitOptions(mask, src, 0, _check.integer("bootstrap", bootstrap, 0, 100_000),
+                              _check.integer("seed", seed, 0, 2 ** 53))
+    text, p = _read("data_path", data_path)
+    pf = profile(base)
+    r = _lib.MoeFitResult()
+    tuned = ctypes.c_void_p()
+    err = _lib.XsError()
+    _raise(_lib.xs_moe_fit(text, len(text), p, pf._h, ctypes.byref(opts), ctypes.byref(r),
+                           ctypes.byref(tuned), ctypes.byref(err)), err,
+           p.decode("utf-8", "replace"))
+    try:
+        keys = ctypes.create_string_buffer(512)
+        doc = {
+            "profile": pf.name, "data": p.decode("utf-8", "replace"), "rows_fitted": r.nrows,
+            "skipped": r.skipped,
+            "rows": [{"line": r.rows[i].line, "measured_us": r.rows[i].measured_us,
+                      "before_us": r.rows[i].before_us, "after_us": r.rows[i].after_us}
+                     for i in range(r.nrows)],
+            "median_before": r.median_before, "median_after": r.median_after,
+            "max_before": r.max_before, "max_after": r.max_after,
+            "iterations": r.iterations, "evaluations": r.evaluations,
+            "terms": [{"term": _lib.xs_moe_term_name(t.term).decode(), "fitted": bool(t.fitted),
+                       "keys": _lib.xs_moe_term_keys(pf._h, t.term, keys, 512).decode(),
+                       "base": t.base, "value": t.value, "scale": t.scale, "lo": t.lo,
+                       "hi": t.hi, "sensitivity": t.sensitivity,
+                       "why": t.why.decode("utf-8", "replace") or None}
+                      for t in r.terms],
+        }
+    finally:
+        _lib.xs_moe_fit_free(ctypes.byref(r))
+    fit = MoEFit.from_dict(doc)
+    object.__setattr__(fit, "tuned", Profile(tuned))
+    return fit
 
 
 from .tuner import Tuner  # noqa: E402  (docs/tune.md)

@@ -201,10 +201,42 @@ class SimOptions(ctypes.Structure):
 
 
 class ValidateSet(ctypes.Structure):
-    _fields_ = [("rows", ctypes.c_void_p), ("nrows", ctypes.c_size_t)]
+    # xs_validate_set whole: the library writes every field
+    _fields_ = [("rows", ctypes.c_void_p), ("nrows", ctypes.c_size_t),
+                ("refitted", ctypes.c_int), ("refit", ctypes.c_double * 5),
+                ("refit_left_out", ctypes.c_size_t), ("refit_rows", ctypes.c_size_t),
+                ("refit_without", ctypes.c_char * 64)]
 
 
 _D = ctypes.c_double
+
+
+class MoeFitOptions(ctypes.Structure):  # xs_moe_fit_options
+    _fields_ = [("terms", ctypes.c_uint), ("source", ctypes.c_char_p),
+                ("max_iterations", ctypes.c_uint), ("bootstrap", ctypes.c_uint),
+                ("seed", ctypes.c_uint64)]
+
+
+class MoeFitTerm(ctypes.Structure):  # xs_moe_fit_term
+    _fields_ = [("term", ctypes.c_int), ("fitted", ctypes.c_int), ("base", _D), ("value", _D),
+                ("scale", _D), ("lo", _D), ("hi", _D), ("sensitivity", _D),
+                ("why", ctypes.c_char * 192)]
+
+
+class MoeFitRow(ctypes.Structure):  # xs_moe_fit_row
+    _fields_ = [("line", ctypes.c_size_t), ("measured_us", _D), ("before_us", _D),
+                ("after_us", _D)]
+
+
+MOE_TERMS = 13  # XS_MOE_TERMS
+
+
+class MoeFitResult(ctypes.Structure):  # xs_moe_fit_result
+    _fields_ = [("nrows", ctypes.c_size_t), ("skipped", ctypes.c_size_t),
+                ("rows", ctypes.POINTER(MoeFitRow)), ("median_before", _D),
+                ("median_after", _D), ("max_before", _D), ("max_after", _D),
+                ("iterations", ctypes.c_uint), ("evaluations", ctypes.c_uint),
+                ("nfitted", ctypes.c_size_t), ("terms", MoeFitTerm * MOE_TERMS)]
 
 
 class FaRing(ctypes.Structure):
@@ -282,6 +314,21 @@ xs_validate_free = fn("xs_validate_free", None, ctypes.POINTER(ValidateSet))
 xs_validate_json = fn("xs_validate_json", I, ctypes.POINTER(ValidateSet), OUT, E)
 xs_prediction_interval = fn("xs_prediction_interval", I, S, S, D, ctypes.POINTER(Interval), E)
 xs_moe_interval = fn("xs_moe_interval", I, I, D, ctypes.POINTER(Interval), E)
+xs_validate_ep = fn("xs_validate_ep", I, S, Z, S, ctypes.POINTER(ValidateSet), P, P, E)
+xs_validate_distinct = fn("xs_validate_distinct", Z, ctypes.POINTER(ValidateSet), I, P, Z)
+xs_validate_ep_by_source = fn("xs_validate_ep_by_source", I, ctypes.POINTER(ValidateSet),
+                              ctypes.POINTER(D), E)
+xs_validate_intervals = fn("xs_validate_intervals", I, ctypes.POINTER(ValidateSet), E)
+xs_validate_ep_json = fn("xs_validate_ep_json", I, ctypes.POINTER(ValidateSet), U,
+                         ctypes.POINTER(D), OUT, E)
+xs_profile_load_fabric = fn("xs_profile_load_fabric", I, S, S, OUT, E)
+xs_profile_add_fabric = fn("xs_profile_add_fabric", I, P, P, E)
+xs_moe_term_from_name = fn("xs_moe_term_from_name", I, S)
+xs_moe_term_name = fn("xs_moe_term_name", S, I)
+xs_moe_term_keys = fn("xs_moe_term_keys", S, P, I, ctypes.c_char_p, Z)
+xs_moe_fit = fn("xs_moe_fit", I, S, Z, S, P, ctypes.POINTER(MoeFitOptions),
+                ctypes.POINTER(MoeFitResult), OUT, E)
+xs_moe_fit_free = fn("xs_moe_fit_free", None, ctypes.POINTER(MoeFitResult))
 
 
 def check_layouts():
@@ -291,7 +338,10 @@ def check_layouts():
                           ("xs_fa_config", FaConfig),
                           ("xs_moe_table_options", MoeTableOptions),
                           ("xs_sim_options", SimOptions), ("xs_fa_ring", FaRing),
-                          ("xs_fa_table_row", FaTableRow), ("xs_interval", Interval)):
+                          ("xs_fa_table_row", FaTableRow), ("xs_interval", Interval),
+                          ("xs_validate_set", ValidateSet),
+                          ("xs_moe_fit_options", MoeFitOptions),
+                          ("xs_moe_fit_result", MoeFitResult)):
         want = xs_struct_size(cname.encode())
         if want != ctypes.sizeof(mirror):
             raise ImportError(

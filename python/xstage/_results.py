@@ -271,24 +271,67 @@ class MoEConfig(Result):
 
 @dataclass(frozen=True, repr=False)
 class Knobs(Result):
-    """A MegaMoE schedule's knobs (0: not used by that schedule); knobs a
-    newer planner adds are in extra."""
+    """A MegaMoE schedule's knobs: the tile and the schedule's own (None:
+    the schedule has no such knob; order "all-l1-first" where every L1
+    tile comes first, with no lag); knobs a newer planner adds are in
+    extra."""
+    block_m: Optional[int] = None
+    block_n: Optional[int] = None
     experts_per_wave: Optional[int] = None
     warmup: Optional[int] = None
     lag: Optional[int] = None
     group: Optional[int] = None
-    block_m: Optional[int] = None
-    block_n: Optional[int] = None
+    order: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, repr=False)
+class Call(Result):
+    """What a user calls to run an option (docs/plan-megamoe.md "The
+    calls"): the kernel, its version and the sources its model was read
+    from, the calls (each with its arguments under the kernel's own names,
+    and as Python), what the kernel picks by itself, and, for a proposal,
+    the change it needs (None: the kernel runs it as given); validate: the
+    row of `xstage validate megamoe` that predicts it."""
+    label: Optional[str] = None
+    name: Optional[str] = None
+    version: Optional[str] = None
+    source: Optional[str] = None
+    calls: List[Dict[str, Any]] = field(default_factory=list)
+    picks: Optional[Dict[str, int]] = None
+    order: Optional[str] = None
+    proposal: Optional[str] = None
+    validate: Optional[Dict[str, str]] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def python(self):
+        """The calls as Python lines."""
+        return [c.get("python", "") for c in self.calls]
+
+    def __str__(self):
+        lines = ["%s%s" % ("a proposal on " if self.proposal else "", self.version)]
+        lines += ["  " + line for line in self.python]
+        lines.append("  the kernel picks: %s" % self.order)
+        if self.proposal:
+            lines.append("  the change it needs: %s" % self.proposal)
+        return "\n".join(lines)
+
+    def _short(self):
+        return "Call(%s%s)" % (self.label, ", proposal" if self.proposal else "")
+
+
+@dataclass(frozen=True, repr=False)
 class MoESchedule(Result):
+    """One schedule of a plan: its time under each model, its knobs, the
+    call that runs it, and where the burstgap time goes."""
     burstgap_s: Optional[float] = None
     interval_us: Optional[List[float]] = None
     blocking_s: Optional[float] = None
+    serial_s: Optional[float] = None
     ideal_s: Optional[float] = None
     knobs: Optional[Knobs] = None
+    kernel: Optional[Call] = None
     breakdown: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
@@ -302,10 +345,15 @@ class Option(Result):
     time_s: Optional[float] = None
     interval_us: Optional[List[float]] = None
     knobs: Optional[Knobs] = None
+    kernel: Optional[Call] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def __str__(self):
-        return "%s (%s) %s" % (self.schedule, self.rule, format_time(self.time_s))
+        s = "%s (%s) %s" % (self.schedule, self.rule, format_time(self.time_s))
+        if self.kernel is not None:
+            s += " [%s%s]" % ("proposal on " if self.kernel.proposal else "",
+                              self.kernel.label)
+        return s
 
     def _short(self):
         return "Option(%s)" % self
@@ -328,6 +376,7 @@ class Recommendation(Result):
     near: List[Option] = field(default_factory=list)
     certainty: Optional[Dict[str, Any]] = None
     verdict: Optional[Dict[str, Any]] = None
+    fastest_shipping: Optional[Option] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def __str__(self):
@@ -357,11 +406,16 @@ class MoEPlan(Result):
         lines = ["MegaMoE plan: %s, %s tokens per rank, EP %s, on %s"
                  % (self.preset, c.tokens if c else "?", c.ep if c else "?", self.profile)]
         for name, s in self.schedules.items():
-            lines.append("  %-18s %10s (blocking %s, ideal %s)" % (
+            lines.append("  %-18s %10s (blocking %s, ideal %s)%s" % (
                 name, format_time(s.burstgap_s), format_time(s.blocking_s),
-                format_time(s.ideal_s)))
+                format_time(s.ideal_s), "  [%s%s]" % (
+                    "proposal on " if s.kernel.proposal else "", s.kernel.label)
+                if s.kernel is not None else ""))
         if self.recommended is not None:
             lines.append("  recommended " + str(self.recommended))
+            chosen = self.recommended.chosen
+            if chosen is not None and chosen.kernel is not None:
+                lines += ["    " + line for line in str(chosen.kernel).split("\n")]
         return "\n".join(lines)
 
 
@@ -392,16 +446,90 @@ class MoETable(Tabular):
 # ---- attention ----
 
 @dataclass(frozen=True, repr=False)
+class FACall(Result):
+    """What a user calls for one way of a ring (docs/plan-flashattn.md
+    "Kernels and calls"): the attention kernel's function and package, the
+    passes the GPU runs it with, ring-flash-attention's function where it
+    runs the way, and for a proposal the change it needs (None: runs as
+    given)."""
+    label: Optional[str] = None
+    kernel: Optional[str] = None
+    function: Optional[str] = None
+    package: Optional[str] = None
+    passes: Optional[str] = None
+    ring: Optional[str] = None
+    way: Optional[str] = None
+    source: Optional[str] = None
+    ring_source: Optional[str] = None
+    proposal: Optional[str] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self):
+        s = "%s%s" % ("a proposal on " if self.proposal else "", self.label)
+        call = self.ring or self.function
+        return s + (" (%s)" % call if call else "")
+
+    def _short(self):
+        return "FACall(%s%s)" % (self.label, ", proposal" if self.proposal else "")
+
+
+@dataclass(frozen=True, repr=False)
+class FAWay(Result):
+    """One way of moving KV at the plan's layout: its time under each model
+    (None where the plan gives none), where the time goes, its call."""
+    burstgap_s: Optional[float] = None
+    blocking_s: Optional[float] = None
+    serial_s: Optional[float] = None
+    ideal_s: Optional[float] = None
+    breakdown: Optional[Dict[str, Any]] = None
+    kernel: Optional[FACall] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, repr=False)
 class FAPlan(Result):
-    """`xstage plan flashattn --json`."""
+    """`xstage plan flashattn --json`: every way (``paths``) at the
+    config's layout and every ring (way and layout, ``ring``); ``best`` is
+    the fastest way's name (``best_way`` its entry) and ``speedup``
+    piggyback over sequential."""
     preset: Optional[str] = None
     profile: Optional[str] = None
     seq: Optional[int] = None
     cp: Optional[int] = None
     causal: Optional[bool] = None
+    layout: Optional[str] = None
+    kernel: Optional[str] = None
+    backward: Optional[bool] = None
+    batch: Optional[int] = None
+    timing: Optional[str] = None
+    paths: Dict[str, FAWay] = field(default_factory=dict)
+    best: Optional[str] = None
+    speedup: Optional[float] = None
+    speedup_vs_dedicated: Optional[float] = None
+    blocking_speedup: Optional[float] = None
+    ring: List[Dict[str, Any]] = field(default_factory=list)
+    searched: Optional[int] = None
     recommended: Optional[Dict[str, Any]] = None
     sensitivity: Optional[List[Dict[str, Any]]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best_way(self):
+        """The fastest way's entry of ``paths`` (an :class:`FAWay`)."""
+        return self.paths.get(self.best) if self.best else None
+
+    def __str__(self):
+        lines = ["Ring attention plan: %s, %s tokens per rank, CP %s, %s, %s%s %s, on %s" % (
+            self.preset, self.seq, self.cp, "causal" if self.causal else "full mask",
+            "layout %s, " % self.layout if self.causal else "", self.kernel,
+            "forward and backward" if self.backward else "forward", self.profile)]
+        for name, w in self.paths.items():
+            lines.append("  %-17s %10s  %s" % (name, format_time(w.burstgap_s),
+                                                w.kernel if w.kernel is not None else ""))
+        if self.best is not None:
+            lines.append("  fastest: %s; piggyback over sequential %.3fx" % (
+                self.best, self.speedup or float("nan")))
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True, repr=False)
@@ -419,6 +547,19 @@ class FATable(Tabular):
 
     def _row_dicts(self):
         return self.grid
+
+    def __str__(self):
+        lines = ["Ring attention table: %s on %s, CP %s, %s, %d lengths, %s changes"
+                 % (self.preset, self.profile, self.cp, self.kernel, len(self.grid),
+                    self.changes)]
+        for r in self.grid[:20]:
+            c = r.get("chosen") or {}
+            lines.append("  %8s tokens: %s, %s %s" % (r.get("seq"), c.get("path"),
+                                                     c.get("layout"),
+                                                     format_time(c.get("time_s"))))
+        if len(self.grid) > 20:
+            lines.append("  ... %d rows in all" % len(self.grid))
+        return "\n".join(lines)
 
 
 # ---- sweeps and validation ----
@@ -470,16 +611,56 @@ class Validation(Tabular):
 
     def __str__(self):
         s = self.summary or {}
-        lines = ["validation: %d rows, median |error| %.1f%%, largest %.1f%%" % (
-            len(self.rows), 100 * s.get("median_abs_error", float("nan")),
-            100 * s.get("max_abs_error", float("nan")))]
-        for arm, a in (s.get("by_arm") or {}).items():
-            lines.append("  %-20s %3d rows, median |error| %.1f%%"
-                         % (arm, a.get("rows", 0), 100 * a.get("median_abs_error", 0)))
+
+        def pct(v):
+            return "-" if v is None else "%.1f%%" % (100 * v)
+        lines = ["validation: %d rows, median |error| %s, largest %s" % (
+            len(self.rows), pct(s.get("median_abs_error")), pct(s.get("max_abs_error")))]
+        # an arm (megamoe, flashattn) or a library and kernel mode (ep)
+        for arm, a in (s.get("by_arm") or s.get("by_library_kernel") or {}).items():
+            line = "  %-26s %3d rows, median |error| %s" % (arm, a.get("rows", 0),
+                                                            pct(a.get("median_abs_error")))
+            if "loso_median_abs_error" in a:
+                line += ", its source left out %s" % pct(a["loso_median_abs_error"])
+            lines.append(line)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False)
+class MoEFit(Result):
+    """`xstage fit megamoe`: the rows fitted (each row's line, measured,
+    before and after), the |error| over them before and after, and per term
+    whether it was fitted, its scale with the 68% bootstrap interval (lo,
+    hi), the numbers it moved (keys, base, value), its sensitivity, or why
+    not; ``tuned`` is the profile with the fitted numbers."""
+    profile: Optional[str] = None
+    data: Optional[str] = None
+    rows_fitted: Optional[int] = None
+    skipped: Optional[int] = None
+    rows: List[Dict[str, Any]] = field(default_factory=list)
+    median_before: Optional[float] = None
+    median_after: Optional[float] = None
+    max_before: Optional[float] = None
+    max_after: Optional[float] = None
+    iterations: Optional[int] = None
+    evaluations: Optional[int] = None
+    terms: List[Dict[str, Any]] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self):
+        lines = ["fit megamoe: %s rows of gpu %s in %s (%s other rows skipped)" % (
+            self.rows_fitted, self.profile, self.data, self.skipped),
+            "  |error| over these rows: median %.1f%% before, %.1f%% after; largest %.1f%% "
+            "before, %.1f%% after" % (100 * self.median_before, 100 * self.median_after,
+                                       100 * self.max_before, 100 * self.max_after)]
+        for t in self.terms:
+            if t["fitted"]:
+                lines.append("  %-10s x%.3f (x%.3f-x%.3f) %s: %.4g -> %.4g" % (
+                    t["term"], t["scale"], t["lo"], t["hi"], t["keys"], t["base"], t["value"]))
         return "\n".join(lines)
 
 
 __all__ = ["Result", "Tabular", "Prediction", "WorkerTime", "SendTime", "ChannelUse",
-           "MoEConfig", "Knobs", "MoESchedule", "Option", "Recommendation", "MoEPlan",
-           "MoETable", "FAPlan", "FATable", "Sweep", "ValidationRow", "Validation",
-           "format_time"]
+           "MoEConfig", "Knobs", "Call", "MoESchedule", "Option", "Recommendation", "MoEPlan",
+           "MoETable", "FACall", "FAWay", "FAPlan", "FATable", "Sweep", "ValidationRow",
+           "Validation", "MoEFit", "format_time"]

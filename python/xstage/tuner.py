@@ -24,11 +24,11 @@ import threading
 from . import _check, library_path
 from ._errors import ArgumentTypeError, InvalidInputError, NotFoundError, from_status
 from ._errors import raise_status as _raise
-from ._lib import XsError
+from ._lib import MoeConfig, XsError
 
 __all__ = ["Tuner"]
 
-_SCHEDULES = ["sequential", "baseline", "searched", "fused-split", "fused-wave",
+_SCHEDULES = ["sequential", "l1-then-l2", "searched", "fused-split", "fused-wave",
               "fused-interleaved", "fused-lag"]
 _TERMS = ["gemm", "tile", "l2", "hbm", "link", "link-issue", "capacity", "latency",
           "launch", "barrier", "setup", "host-sync", "a2a"]
@@ -105,6 +105,38 @@ def _library():
 _KNOB_MAX = 2 ** 32 - 1  # xs_moe_pattern's fields are unsigned ints
 _TOKENS_MAX = 10_000_000  # xs_tuner_options' grid: 1 to 1e7 tokens
 _POINTS_MAX = 64  # XS_TUNER_MAX_POINTS
+class Choice(dict):
+    """What :meth:`Tuner.choose` returns: a dict (schedule, knobs, ...),
+    which also holds the library's own knob values for :meth:`Tuner.observe`
+    (an order of all L1 first is a lag the library counts, not a knob the
+    kernel has)."""
+
+    def __init__(self, d, pattern):
+        super().__init__(d)
+        self.pattern = pattern
+
+
+def _whole(x):
+    """A count as int when it is whole."""
+    return int(x) if float(x).is_integer() else x
+
+
+# the knobs of each schedule, as a plan reports them (a knob the kernel
+# lacks is absent; docs/plan-megamoe.md "The calls")
+_OWN_KNOBS = {"fused-wave": ("experts_per_wave",), "fused-interleaved": ("warmup",),
+              "l1-then-l2": ("lag", "group"), "searched": ("lag", "group"),
+              "fused-lag": ("lag", "group")}
+_LAG_ALL = 16777215  # XS_MOE_LAG_ALL: every L1 tile first
+
+
+def _knobs_of(schedule, k):
+    out = {"block_m": k.block_m, "block_n": k.block_n}
+    for name in _OWN_KNOBS.get(schedule, ()):
+        out[name] = getattr(k, name)
+    if out.get("lag", 0) >= _LAG_ALL:  # an order, not a lag
+        del out["lag"], out["group"]
+        out["order"] = "all-l1-first"
+    return out
 
 
 def _names(values, known, what):
@@ -184,10 +216,15 @@ class Tuner:
             self._grid = (_D * len(grid))(*grid)
             o.tokens, o.ntokens = self._grid, len(grid)
         err = XsError()
-        cfg = ctypes.create_string_buffer(lib.xs_struct_size(b"xs_moe_config"))
+        cfg = MoeConfig()
         text = _check.json_text("config", config)
-        _raise(lib.xs_moe_config_parse(text, len(text), b"config", cfg, ctypes.byref(err)),
-               err)
+        _raise(lib.xs_moe_config_parse(text, len(text), b"config", ctypes.byref(cfg),
+                                       ctypes.byref(err)), err)
+        # what repr() and choose() say: the config, the profile, the grid
+        self._config = config.get("preset", "config")
+        self._profile = profile if isinstance(profile, str) else (
+            profile.get("name", "profile") if isinstance(profile, dict) else str(profile))
+        self._tokens = sorted(grid) if grid else [cfg.tokens]
         prof = ctypes.c_void_p()
         if isinstance(profile, dict):
             text = _check.json_text("profile", profile)
@@ -199,42 +236,84 @@ class Tuner:
         _raise(st, err)
         try:
             t = ctypes.c_void_p()
-            _raise(lib.xs_tuner_create(cfg, prof, ctypes.byref(o), ctypes.byref(t),
-                                       ctypes.byref(err)), err)
+            _raise(lib.xs_tuner_create(ctypes.byref(cfg), prof, ctypes.byref(o),
+                                       ctypes.byref(t), ctypes.byref(err)), err)
             self._t = t
         finally:
             lib.xs_profile_free(prof)
 
-    def choose(self, tokens):
+    def choose(self, tokens, outside="refuse"):
         """The option to launch for a batch of ``tokens`` per rank: a dict
-        of "schedule", "rule", "knobs" (experts_per_wave, warmup, lag,
-        group, block_m, block_n), "tokens" (the grid point it was made
-        at), "predicted_s", "sd" (relative), "best_s" and "explore"."""
-        n = _check.number("choose: tokens", tokens)
+        of "schedule", "rule", "knobs" (block_m, block_n and the schedule's
+        own, as a plan's: experts_per_wave, warmup, or lag and group; a knob
+        the schedule lacks is absent), "tokens" (the grid point it was made
+        at), "predicted_s", "sd" (relative), "best_s", "explore" and
+        "outside" (False, or what was done with a count past the grid).
+        Whole numbers are int. A count outside the grid the tuner was built
+        for (min to max of ``tokens``) is refused (InvalidInputError naming
+        the grid) unless ``outside="nearest"``: the nearest end's choice, said
+        so in "outside"."""
+        if outside not in ("refuse", "nearest"):
+            raise InvalidInputError("choose: outside: expected \"refuse\" or \"nearest\", "
+                                    "got %r" % (outside,))
+        t = _check.number("choose: tokens", tokens)
+        lo, hi = self._tokens[0], self._tokens[-1]
+        past = None
+        if t == t and t > 0 and (t < lo or t > hi):
+            past = "%g tokens is %s the grid (%g to %g tokens)" % (
+                t, "below" if t < lo else "above", lo, hi)
+            if outside == "refuse":
+                raise InvalidInputError("choose: %s: the tuner chooses within the grid it "
+                                        "was built for; build it with tokens that reach %g, "
+                                        "or pass outside=\"nearest\" to take the nearest "
+                                        "end's choice" % (past, t))
         c = _Choice()
         with self._lock:
-            st = self._lib.xs_tuner_choose(self._handle(), n, ctypes.byref(c))
+            st = self._lib.xs_tuner_choose(self._handle(), t, ctypes.byref(c))
         if st:
             raise from_status(st, "choose: tokens %r: expected a positive count" % (tokens,)
                               if st == 1 else "choose: an observation in progress for over "
                               "0.1 s")
         rule = self._lib.xs_moe_rule_name(c.schedule, c.rule)
-        return {"schedule": _SCHEDULES[c.schedule], "rule": rule.decode() if rule else None,
-                "knobs": {k: getattr(c.knobs, k) for k in _KNOBS}, "tokens": c.tokens,
+        schedule = _SCHEDULES[c.schedule]
+        return Choice({"schedule": schedule, "rule": rule.decode() if rule else None,
+                "knobs": _knobs_of(schedule, c.knobs), "tokens": _whole(c.tokens),
                 "predicted_s": c.predicted_s, "sd": c.sd, "best_s": c.best_s,
-                "explore": bool(c.explore)}
+                "explore": bool(c.explore),
+                "outside": False if past is None else
+                past + ": the choice of the nearest end, %g tokens" % _whole(c.tokens)},
+                      {k: getattr(c.knobs, k) for k in _KNOBS})
+
+    def __repr__(self):
+        shown = ", ".join("%g" % t for t in self._tokens[:8]) + (
+            ", ..." if len(self._tokens) > 8 else "")
+        return ("xstage.Tuner(%r, %r, tokens=[%s], observations=%d, state_bytes=%d)"
+                % (self._config, self._profile, shown,
+                   self.observations if self._t else 0,
+                   self.state_bytes if self._t else 0)) if self._t else \
+            "xstage.Tuner(%r, %r, closed)" % (self._config, self._profile)
 
     def observe(self, tokens, choice, measured_s):
         """A launch of ``choice`` (a dict from :meth:`choose`, or one with
         "schedule" and "knobs", a dict of whole numbers; a knob left out is
-        0) at ``tokens`` took ``measured_s`` seconds (1e-9 to 1e6; the
-        library refuses a time outside them)."""
+        0, and an "order" of "all-l1-first" is the lag the library counts)
+        at ``tokens`` took ``measured_s`` seconds (1e-9 to 1e6; the library
+        refuses a time outside them)."""
         if not isinstance(choice, dict):
             raise ArgumentTypeError("observe: choice: expected the dict choose() returned, "
                                     "got %s" % type(choice).__name__)
         sched = _check.choice("observe: choice[\"schedule\"]", choice.get("schedule"),
                               _SCHEDULES)
-        knobs = _knobs(choice.get("knobs"))
+        raw = getattr(choice, "pattern", None)
+        if raw is not None:  # choose()'s own: the library's knob values
+            knobs = _Pattern(**raw)
+        else:  # a dict of the caller's: its knobs, an order as the lag it is
+            given = choice.get("knobs")
+            if isinstance(given, dict) and given.get("order") == "all-l1-first":
+                given = {k: v for k, v in given.items() if k != "order"}
+                given["lag"] = _LAG_ALL
+                given.setdefault("group", 4)
+            knobs = _knobs(given)
         n = _check.number("observe: tokens", tokens)
         secs = _check.number("observe: measured_s", measured_s)
         err = XsError()

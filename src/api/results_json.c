@@ -26,6 +26,9 @@ size_t xs_struct_size(const char *name) {
   XS__SIZE(xs_fa_ring)
   XS__SIZE(xs_fa_table_row)
   XS__SIZE(xs_validate_group)
+  XS__SIZE(xs_validate_set)
+  XS__SIZE(xs_moe_fit_options)
+  XS__SIZE(xs_moe_fit_result)
   XS__SIZE(xs_tuner_options)
   XS__SIZE(xs_tuner_choice)
   XS__SIZE(xs_interval)
@@ -79,12 +82,101 @@ xs_status xs__api_dump(json_t *doc, size_t precision, char **out, xs_error *err)
 
 /* ---- MegaMoE ---- */
 
-json_t *xs__api_moe_knobs(const xs_moe_pattern *k) {
-  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "experts_per_wave",
-                   (json_int_t)k->experts_per_wave, "warmup",
-                   (json_int_t)k->warmup, "lag", (json_int_t)k->lag, "group",
-                   (json_int_t)k->group, "block_m", (json_int_t)k->block_m,
-                   "block_n", (json_int_t)k->block_n);
+/* A schedule's knobs: the tile, and the knob of its kernel (experts per
+ * wave, warm-up waves, lag and group); a knob the schedule lacks is
+ * absent, and an order of all L1 first (lag of every unit) is that
+ * order, not a lag. */
+json_t *xs__api_moe_knobs(xs_moe_schedule s, const xs_moe_pattern *k) {
+  json_t *o = json_pack("{s:I,s:I}", "block_m", (json_int_t)k->block_m, "block_n",
+                        (json_int_t)k->block_n);
+  switch (s) {
+  case XS_MOE_FUSED_WAVE:
+    json_object_set_new(o, "experts_per_wave", json_integer(k->experts_per_wave));
+    break;
+  case XS_MOE_FUSED_DYNAMIC:
+    json_object_set_new(o, "warmup", json_integer(k->warmup));
+    break;
+  case XS_MOE_L1_THEN_L2:
+  case XS_MOE_INTERLEAVED:
+  case XS_MOE_FUSED_LAG:
+    if (k->lag >= XS_MOE_LAG_ALL) {
+      json_object_set_new(o, "order", json_string("all-l1-first"));
+    } else {
+      json_object_set_new(o, "lag", json_integer(k->lag));
+      json_object_set_new(o, "group", json_integer(k->group));
+    }
+    break;
+  default:
+    break;
+  }
+  return o;
+}
+
+static json_t *call_arg_json(const xs_moe_call_arg *a) {
+  if (a->kind == XS_MOE_ARG_BOOL)
+    return json_boolean(a->value[0]);
+  if (a->kind == XS_MOE_ARG_TUPLE) {
+    json_t *t = json_array();
+    for (unsigned j = 0; j < a->count && j < 3; j++)
+      json_array_append_new(t, json_integer(a->value[j]));
+    return t;
+  }
+  return json_integer(a->value[0]);
+}
+
+json_t *xs__api_moe_call(const xs_moe_call *k) {
+  json_t *calls = json_array();
+  for (size_t i = 0; i < k->nsteps; i++) {
+    const xs_moe_call_step *st = &k->steps[i];
+    json_t *args = json_object();
+    for (size_t j = 0; j < st->nargs; j++)
+      json_object_set_new(args, st->args[j].name, call_arg_json(&st->args[j]));
+    char py[512];
+    json_array_append_new(calls, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "call",
+        st->function, "returns", st->assign, "given", st->tensors, "arguments", args,
+        "does", st->does, "python", xs_moe_call_step_text(st, py, sizeof py)));
+  }
+  json_t *picks = json_object();
+  static const struct {
+    unsigned bit;
+    const char *name;
+    size_t at;
+  } knob[] = {{XS_MOE_KNOB_BLOCK_M, "block_m", offsetof(xs_moe_pattern, block_m)},
+              {XS_MOE_KNOB_BLOCK_N, "block_n", offsetof(xs_moe_pattern, block_n)},
+              {XS_MOE_KNOB_EXPERTS_PER_WAVE, "experts_per_wave",
+               offsetof(xs_moe_pattern, experts_per_wave)},
+              {XS_MOE_KNOB_WARMUP, "warmup", offsetof(xs_moe_pattern, warmup)},
+              {XS_MOE_KNOB_LAG, "lag", offsetof(xs_moe_pattern, lag)},
+              {XS_MOE_KNOB_GROUP, "group", offsetof(xs_moe_pattern, group)}};
+  for (size_t i = 0; i < sizeof knob / sizeof knob[0]; i++)
+    if (k->picks_mask & knob[i].bit)
+      json_object_set_new(picks, knob[i].name,
+          json_integer(*(const unsigned *)((const char *)&k->picks + knob[i].at)));
+  return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:o,s:o}", "label", k->label,
+                   "name", k->kernel, "version", k->version, "source", k->source,
+                   "calls", calls, "picks", picks, "order", k->order, "proposal",
+                   k->proposal ? json_string(k->change) : json_null(), "validate",
+                   k->arm[0] ? json_pack("{s:s,s:s}", "arm", k->arm, "knobs", k->knobs)
+                             : json_null());
+}
+
+/* the call of schedule s with knobs k in x's config, or null */
+json_t *xs__api_moe_call_in(xs__moe_calls *x, xs_moe_schedule s, const xs_moe_pattern *k) {
+  xs_moe_call call;
+  xs_error e;
+  if (!x || xs__moe_calls_of(x, s, k, &call, &e))
+    return json_null();
+  return xs__api_moe_call(&call);
+}
+
+/* the calls of config c on prof, made once for a document's options (NULL
+ * when there are none to make: every call is then null) */
+static xs__moe_calls *calls_open(const xs_moe_config *c, const xs_profile *prof) {
+  xs__moe_calls *x = NULL;
+  xs_error e;
+  if (c && prof && xs__moe_calls_open(c, prof, &x, &e))
+    x = NULL;
+  return x;
 }
 
 json_t *xs__api_moe_breakdown(const xs_moe_breakdown *b) {
@@ -106,28 +198,35 @@ json_t *xs__api_moe_interval_us(int schedule, double tokens, double time_s) {
   return json_pack("[f,f]", time_s * iv.low * 1e6, time_s * iv.high * 1e6);
 }
 
-json_t *xs__api_moe_schedules(const xs_moe_result *r, double tokens) {
+json_t *xs__api_moe_schedules(const xs_moe_config *c, const xs_profile *prof,
+                              const xs_moe_result *r) {
   json_t *s = json_object();
+  xs__moe_calls *x = calls_open(c, prof);
   for (int k = 0; k < XS_MOE_SCHEDULES; k++)
     json_object_set_new(s, xs_moe_schedule_name((xs_moe_schedule)k),
-        json_pack("{s:f,s:o,s:f,s:f,s:f,s:o,s:o}", "burstgap_s", r->time_s[k][0],
-                  "interval_us", xs__api_moe_interval_us(k, tokens, r->time_s[k][0]),
+        json_pack("{s:f,s:o,s:f,s:f,s:f,s:o,s:o,s:o}", "burstgap_s", r->time_s[k][0],
+                  "interval_us", xs__api_moe_interval_us(k, c->tokens, r->time_s[k][0]),
                   "blocking_s", r->time_s[k][1], "serial_s", r->time_s[k][2],
                   "ideal_s", r->time_s[k][3], "knobs",
-                  xs__api_moe_knobs(&r->knobs[k]), "breakdown",
-                  xs__api_moe_breakdown(&r->breakdown[k])));
+                  xs__api_moe_knobs((xs_moe_schedule)k, &r->knobs[k]), "kernel",
+                  xs__api_moe_call_in(x, (xs_moe_schedule)k, &r->knobs[k]),
+                  "breakdown", xs__api_moe_breakdown(&r->breakdown[k])));
+  xs__moe_calls_close(x);
   return s;
 }
 
-static json_t *option_json(const xs_moe_option *o, double tokens) {
+/* An option, with its call in x (the config at the option's token count
+ * on the profile) and its 80% interval there */
+static json_t *option_json(const xs_moe_option *o, xs__moe_calls *x, double tokens) {
   if (isnan(o->time_s))
     return json_null();
   const char *rule = xs_moe_rule_name(o->schedule, o->rule);
-  return json_pack("{s:s,s:s,s:i,s:f,s:o,s:o}", "schedule",
+  return json_pack("{s:s,s:s,s:i,s:f,s:o,s:o,s:o}", "schedule",
                    xs_moe_schedule_name(o->schedule), "rule", rule ? rule : "finer",
                    "away", (int)o->away, "time_s", o->time_s, "interval_us",
                    xs__api_moe_interval_us(o->schedule, tokens, o->time_s), "knobs",
-                   xs__api_moe_knobs(&o->knobs));
+                   xs__api_moe_knobs(o->schedule, &o->knobs), "kernel",
+                   xs__api_moe_call_in(x, o->schedule, &o->knobs));
 }
 
 /* whether the pick is a clear win over its runner-up (xs_moe_verdict_of) */
@@ -141,15 +240,22 @@ static json_t *verdict_json(const xs_moe_pick *p) {
                    v.interval.pooled);
 }
 
-static json_t *pick_json(const xs_moe_pick *p, double tol) {
+static json_t *pick_json(const xs_moe_pick *p, double tol, const xs_moe_config *config,
+                         const xs_profile *prof) {
+  xs_moe_config c = *config;
+  c.tokens = p->tokens;
+  xs__moe_calls *x = calls_open(&c, prof);
   json_t *near = json_array();
   double t = p->tokens;
   for (size_t i = 0; i < p->near; i++)
-    json_array_append_new(near, option_json(&p->near_set[i], t));
-  return json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:o}", "tokens", t, "lo", p->lo,
-                   "tolerance", tol, "chosen", option_json(&p->chosen, t), "best",
-                   option_json(&p->best, t), "runner_up", option_json(&p->runner_up, t),
-                   "near", near, "verdict", verdict_json(p));
+    json_array_append_new(near, option_json(&p->near_set[i], x, t));
+  json_t *o = json_pack("{s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:o}", "tokens", t, "lo", p->lo,
+                        "tolerance", tol, "chosen", option_json(&p->chosen, x, t), "best",
+                        option_json(&p->best, x, t), "runner_up",
+                        option_json(&p->runner_up, x, t), "near", near, "verdict",
+                        verdict_json(p));
+  xs__moe_calls_close(x);
+  return o;
 }
 
 /* A sensitivity row (xs_moe_sensitivity and xs_fa_sensitivity share its
@@ -176,18 +282,20 @@ static json_t *sens_row(const xs_profile *prof, const char *param, double value,
   return row;
 }
 
-static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_sensitivity *s,
-                                size_t n, double tokens) {
+static json_t *sensitivity_json(const xs_profile *prof, const xs_moe_config *c,
+                                const xs_moe_sensitivity *s, size_t n) {
   json_t *a = json_array();
+  xs__moe_calls *x = calls_open(c, prof);
   for (size_t i = 0; i < n; i++) {
     json_t *ch = json_array();
     for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
-      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k], tokens)
+      json_array_append_new(ch, s[i].changed[k] ? option_json(&s[i].choice[k], x, c->tokens)
                                                 : json_null());
     json_array_append_new(a, sens_row(prof, s[i].param, s[i].value, s[i].kind, s[i].lo,
                                       s[i].hi, s[i].settle, s[i].factor, s[i].time_change,
                                       s[i].replan_change, ch));
   }
+  xs__moe_calls_close(x);
   return a;
 }
 
@@ -207,7 +315,7 @@ static json_t *moe_plan_doc(const xs_moe_config *c, const xs_profile *prof,
       "flops", w->flops, "weights_B", w->weights_B, "mma_flops_per_s",
       w->mma_flops_per_s, "l2_Bps", w->l2_Bps, "dispatch_B", w->dispatch_B,
       "combine_B", w->combine_B));
-  json_object_set_new(o, "schedules", xs__api_moe_schedules(r, c->tokens));
+  json_object_set_new(o, "schedules", xs__api_moe_schedules(c, prof, r));
   json_object_set_new(o, "best_fused",
                       json_string(xs_moe_schedule_name(r->best_fused)));
   json_object_set_new(o, "programs_evaluated", json_integer(r->searched));
@@ -245,16 +353,25 @@ xs_status xs_moe_plan_json(const xs_moe_config *config, const xs_profile *profil
     st = xs_moe_certainty_of(config, profile, &pick, tolerance, &cert, err);
   if (!st) {
     json_t *o = moe_plan_doc(config, profile, &r);
-    json_t *rec = pick_json(&pick, tolerance);
+    json_t *rec = pick_json(&pick, tolerance, config, profile);
+    xs__moe_calls *x = calls_open(config, profile);
     json_object_set_new(rec, "certainty", json_pack("{s:o,s:o,s:I,s:b}",
         "runner_up_margin", isnan(cert.runner_up_margin) ? json_null()
                                                          : json_real(cert.runner_up_margin),
-        "finer", option_json(&cert.finer, pick.tokens), "settings", (json_int_t)cert.settings,
+        "finer", option_json(&cert.finer, x, pick.tokens), "settings",
+        (json_int_t)cert.settings,
         "holds", cert.holds));
+    xs_moe_option ship;
+    if (!(st = xs_moe_fastest_shipping(config, profile, schedules, &ship, err)))
+      json_object_set_new(rec, "fastest_shipping", option_json(&ship, x, config->tokens));
+    xs__moe_calls_close(x);
     json_object_set_new(o, "recommended", rec);
     if (sens)
-      json_object_set_new(o, "sensitivity", sensitivity_json(profile, sens, nsens, config->tokens));
-    st = xs__api_dump(o, 12, out, err);
+      json_object_set_new(o, "sensitivity", sensitivity_json(profile, config, sens, nsens));
+    if (st)
+      json_decref(o);
+    else
+      st = xs__api_dump(o, 12, out, err);
   }
   free(sens);
   if (!st && result)
@@ -271,7 +388,8 @@ xs_status xs_moe_table_json(const xs_moe_table *table, const xs_moe_config *conf
                                    &xs_moe_table_pick(table, i)->chosen);
   json_t *rows = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(rows, pick_json(xs_moe_table_pick(table, i), tolerance));
+    json_array_append_new(rows, pick_json(xs_moe_table_pick(table, i), tolerance, config,
+                                          profile));
   json_t *doc = json_pack("{s:s,s:s,s:f,s:f,s:i,s:o}", "preset", config->name,
                           "profile", xs_profile_name(profile), "ep", config->ep,
                           "tolerance", tolerance, "changes", (int)changes, "grid", rows);
@@ -288,16 +406,33 @@ static json_t *breakdown_json(const xs_fa_breakdown *b) {
                    "forward_sms", (int)b->forward_sms, "bound", b->bound ? b->bound : "");
 }
 
-static json_t *ring_one(const xs_fa_ring *r) {
-  return json_pack("{s:s,s:s,s:f,s:o}", "path", xs_fa_path_name(r->path), "layout",
-                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
-                   "time_s", r->time_s, "breakdown", breakdown_json(&r->breakdown));
+json_t *xs__api_fa_call(const xs_fa_call *k) {
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "label", k->label,
+                   "kernel", k->kernel, "function", k->function, "package", k->package,
+                   "passes", k->passes, "ring", k->ring, "way", k->way, "source",
+                   k->source, "ring_source", k->ring_source ? k->ring_source : "",
+                   "proposal", k->proposal ? json_string(k->change) : json_null());
 }
 
-json_t *xs__api_rings(const xs_fa_ring *r, size_t n) {
+/* a ring with what to call for it (config c on prof; null when unknown) */
+static json_t *ring_one(const xs_fa_ring *r, const xs_fa_config *c,
+                        const xs_profile *prof) {
+  xs_fa_call call;
+  xs_error e;
+  json_t *k = c && prof && !xs_fa_call_of(c, prof, r->path, r->layout, &call, &e)
+                  ? xs__api_fa_call(&call)
+                  : json_null();
+  return json_pack("{s:s,s:s,s:f,s:o,s:o}", "path", xs_fa_path_name(r->path), "layout",
+                   r->layout < 0 ? "-" : xs_fa_layout_name((xs_fa_layout)r->layout),
+                   "time_s", r->time_s, "breakdown", breakdown_json(&r->breakdown),
+                   "kernel", k);
+}
+
+json_t *xs__api_rings(const xs_fa_ring *r, size_t n, const xs_fa_config *c,
+                      const xs_profile *prof) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, ring_one(&r[i]));
+    json_array_append_new(a, ring_one(&r[i], c, prof));
   return a;
 }
 
@@ -339,6 +474,12 @@ static json_t *fa_plan_doc(const xs_fa_config *config, const xs_profile *profile
       json_object_set_new(po, k, json_real(r->time_s[p][m]));
     }
     json_object_set_new(po, "breakdown", breakdown_json(&r->breakdown[p]));
+    xs_fa_call call;
+    xs_error e;
+    json_object_set_new(po, "kernel",
+                        xs_fa_call_of(config, profile, (xs_fa_path)p, -1, &call, &e)
+                            ? json_null()
+                            : xs__api_fa_call(&call));
     json_object_set_new(paths, xs_fa_path_name((xs_fa_path)p), po);
   }
   json_object_set_new(o, "paths", paths);
@@ -348,7 +489,7 @@ static json_t *fa_plan_doc(const xs_fa_config *config, const xs_profile *profile
   json_object_set_new(o, "speedup", json_real(sp));
   json_object_set_new(o, "speedup_vs_dedicated", json_real(sd));
   json_object_set_new(o, "blocking_speedup", json_real(sb));
-  json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings));
+  json_object_set_new(o, "ring", xs__api_rings(r->rings, r->nrings, config, profile));
   json_object_set_new(o, "searched", json_integer((json_int_t)r->searched));
   return o;
 }
@@ -364,6 +505,14 @@ static xs_status fa_plan_json(const xs_fa_config *config, const xs_profile *prof
   xs_fa_ring base;
   size_t n = 0;
   xs_status st = XS_OK;
+  /* the kernel the GPU runs, which the document names */
+  xs_fa_config rc;
+  if ((st = xs_fa_kernel_resolve(config, profile, &rc, err))) {
+    free(r);
+    free(rows);
+    return st;
+  }
+  config = &rc;
   if (!r || (sens && !rows))
     st = xs__fail(err, XS_NOMEM, "out of memory");
   if (!st && sens)
@@ -374,13 +523,15 @@ static xs_status fa_plan_json(const xs_fa_config *config, const xs_profile *prof
     json_t *o = fa_plan_doc(config, profile, r);
     if (o && sens) {
       json_object_set_new(o, "recommended", json_pack("{s:f,s:o}", "tolerance", tolerance,
-                                                      "chosen", ring_one(&base)));
+                                                      "chosen", ring_one(&base, config,
+                                                                         profile)));
       json_t *a = json_array();
       for (size_t i = 0; i < n; i++) {
         const xs_fa_sensitivity *s = &rows[i];
         json_t *ch = json_array();
         for (int k = 0; k < XS_MOE_SENS_FACTORS; k++)
-          json_array_append_new(ch, s->changed[k] ? ring_one(&s->choice[k]) : json_null());
+          json_array_append_new(ch, s->changed[k] ? ring_one(&s->choice[k], config, profile)
+                                                  : json_null());
         json_array_append_new(a, sens_row(profile, s->param, s->value, s->kind, s->lo, s->hi,
                                           s->settle, s->factor, s->time_change,
                                           s->replan_change, ch));
@@ -435,10 +586,12 @@ xs_status xs_fa_table(const xs_fa_config *config, const xs_profile *profile,
   return XS_OK;
 }
 
-static char *fa_table_header(const xs_fa_config *c, const xs_profile *prof,
+static char *fa_table_header(const xs_fa_config *config, const xs_profile *prof,
                          const xs_fa_table_row *rows, size_t n, double tol,
                          const char *P) {
-  if (xs_c_header_prefix(P, NULL))
+  xs_fa_config c[1];
+  xs_error e;
+  if (xs_c_header_prefix(P, NULL) || xs_fa_kernel_resolve(config, prof, c, &e))
     return NULL;
   char up[65];
   xs__c_upper(P, up);
@@ -490,26 +643,31 @@ static char *fa_table_header(const xs_fa_config *c, const xs_profile *prof,
 }
 
 /* numbers with a point whatever the host's locale */
-char *xs_fa_table_header(const xs_fa_config *c, const xs_profile *prof,
+char *xs_fa_table_header(const xs_fa_config *config, const xs_profile *prof,
                          const xs_fa_table_row *rows, size_t n, double tol,
                          const char *P) {
   void *loc = xs__numeric_c();
-  char *s = fa_table_header(c, prof, rows, n, tol, P);
+  char *s = fa_table_header(config, prof, rows, n, tol, P);
   xs__numeric_restore(loc);
   return s;
 }
 
-xs_status xs_fa_table_json(const xs_fa_config *c, const xs_profile *profile,
+xs_status xs_fa_table_json(const xs_fa_config *config, const xs_profile *profile,
                            const xs_fa_table_row *rows, size_t n, double tolerance,
                            char **out, xs_error *err) {
+  xs_fa_config c[1];
+  xs_status st = xs_fa_kernel_resolve(config, profile, c, err);
+  if (st)
+    return st;
   size_t changes = 0;
   for (size_t i = 1; i < n; i++)
     changes += !xs_fa_same_ring(&rows[i].chosen, &rows[i - 1].chosen);
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(a, json_pack("{s:f,s:o,s:o,s:i}", "seq", rows[i].seq,
-                                       "chosen", ring_one(&rows[i].chosen), "fastest",
-                                       ring_one(&rows[i].fastest), "near",
+                                       "chosen", ring_one(&rows[i].chosen, c, profile),
+                                       "fastest", ring_one(&rows[i].fastest, c, profile),
+                                       "near",
                                        (int)rows[i].near));
   json_t *doc = json_pack("{s:s,s:s,s:f,s:b,s:s,s:b,s:f,s:i,s:o}", "preset", c->name,
                           "profile", xs_profile_name(profile), "cp", c->cp, "causal",
@@ -645,11 +803,13 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
     if (r->metric[0] && strcmp(r->metric, "time"))
       bad |= xs__jappend(pulls, json_pack("{s:I,s:s,s:s,s:f,s:o,s:f,s:f,s:f}",
           "line", (json_int_t)r->line, "metric", r->metric, "arm", r->arm, "tokens",
-          r->tokens, "knobs", xs__api_moe_knobs(&r->knobs), "measured_us", r->measured_us,
+          r->tokens, "knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->knobs), "measured_us", r->measured_us,
           "predicted_us", r->predicted_us, "error", r->error));
   }
-  /* leave one out: no constant is fitted to kernel timings, so the
-   * medians without a source's or a kernel's rows are their own */
+  /* leave one out: no constant is fitted to these rows, so the medians
+   * without a source's or a kernel's rows are their own; the sequential
+   * arm's EP constants are fitted to EP timings (fitted_constants, and
+   * refit below) */
   for (size_t k = 0; k < nsources + narms && !bad; k++) {
     const xs_validate_group *g = k < nsources ? &sources[k] : &arms[k - nsources];
     bad |= xs__jput(k < nsources ? bysrc : byk, g->name,
@@ -666,7 +826,56 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
       real_or_null(ps.max_ratio_error), "wide", (json_int_t)ps.wide, "wide_kept",
       (json_int_t)ps.wide_kept, "list", pl));
   bad |= xs__jput(sum, "pull_end", pulls);
-  bad |= xs__jput(sum, "fitted_constants", json_array());
+  /* the constants the sequential arm takes, fitted to EP timings */
+  json_t *fc = json_array();
+  for (size_t i = 0; i < XS_EP_CONSTANTS && !bad; i++)
+    bad |= xs__jappend(fc, json_pack("{s:s,s:f,s:s,s:s,s:s}", "name", xs_ep_constant_name(i),
+        "value", xs_ep_constant_value(i), "about", xs_ep_constant_about(i), "fitted_to",
+        "published EP dispatch and combine timings (data/published/ep.csv; docs/ep.md "
+        "\"Fitted constants\")", "used_by", "sequential"));
+  bad |= xs__jput(sum, "fitted_constants", fc);
+  if (set->refitted && !bad) {
+    /* the sequential rows with the constants refitted without some EP
+     * sources (xs_validate_megamoe_refit) */
+    json_t *rc = json_object(), *rbs = json_object();
+    for (size_t i = 0; i < XS_EP_CONSTANTS; i++)
+      bad |= xs__jput(rc, xs_ep_constant_name(i), json_real(set->refit[i]));
+    double *a = malloc((set->nrows + 1) * sizeof *a), *b = malloc((set->nrows + 1) * sizeof *b);
+    size_t n = 0;
+    for (size_t i = 0; a && b && i < set->nrows; i++)
+      if (set->rows[i].kind == 0 && !isnan(set->rows[i].refit_us) && set->rows[i].refit_us > 0) {
+        a[n] = fabs(set->rows[i].refit_us / set->rows[i].measured_us - 1);
+        b[n++] = fabs(set->rows[i].error);
+      }
+    for (size_t k = 0; a && b && k < nsources && !bad; k++) {
+      size_t m = 0;
+      double *ra = malloc((set->nrows + 1) * sizeof *ra), *rb = malloc((set->nrows + 1) * sizeof *rb);
+      for (size_t i = 0; ra && rb && i < set->nrows; i++) {
+        const xs_validate_row *r = &set->rows[i];
+        if (r->kind == 0 && !isnan(r->refit_us) && r->refit_us > 0 &&
+            !strcmp(r->source, sources[k].name)) {
+          ra[m] = fabs(r->refit_us / r->measured_us - 1);
+          rb[m++] = fabs(r->error);
+        }
+      }
+      if (m && ra && rb)
+        bad |= xs__jput(rbs, sources[k].name, json_pack("{s:I,s:o,s:o}", "rows",
+            (json_int_t)m, "median_abs_error", real_or_null(xs__median_of(ra, m)),
+            "shipped_median_abs_error", real_or_null(xs__median_of(rb, m))));
+      free(ra);
+      free(rb);
+    }
+    if (!a || !b)
+      bad = 1;
+    else
+      bad |= xs__jput(sum, "refit", json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:o,s:o},s:o}",
+          "without", set->refit_without, "left_out_rows", (json_int_t)set->refit_left_out,
+          "of_rows", (json_int_t)set->refit_rows, "constants", rc, "sequential", "rows",
+          (json_int_t)n, "median_abs_error", real_or_null(xs__median_of(a, n)),
+          "shipped_median_abs_error", real_or_null(xs__median_of(b, n)), "by_source", rbs));
+    free(a);
+    free(b);
+  }
   bad |= xs__jput(sum, "leave_one_out", json_pack("{s:o,s:o}", "by_source", bysrc,
                                                   "by_kernel", byk));
   return bad;
@@ -748,7 +957,7 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       bad |= xs__jput(o, "experts", json_real(c->experts));
       bad |= xs__jput(o, "topk", json_real(c->topk));
       bad |= xs__jput(o, "metric", json_string(r->metric[0] ? r->metric : "time"));
-      bad |= xs__jput(o, "knobs", xs__api_moe_knobs(&r->knobs));
+      bad |= xs__jput(o, "knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->knobs));
       json_t *m = json_object();
       static const char *const mn[XS_MODEL_COUNT] = {"burstgap_us", "blocking_us",
                                                      "serial_us", "ideal_us"};
@@ -757,10 +966,12 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
       bad |= xs__jput(o, "models", m);
       if (!isnan(r->alt_us)) {
         bad |= xs__jput(o, "other_bound_us", json_real(r->alt_us));
-        bad |= xs__jput(o, "other_bound_knobs", xs__api_moe_knobs(&r->alt_knobs));
+        bad |= xs__jput(o, "other_bound_knobs", xs__api_moe_knobs((xs_moe_schedule)xs_moe_schedule_from_name(r->arm), &r->alt_knobs));
       }
       if (r->breakdown.bound)
         bad |= xs__jput(o, "breakdown", xs__api_moe_breakdown(&r->breakdown));
+      if (set->refitted && !isnan(r->refit_us) && r->refit_us > 0)
+        bad |= xs__jput(o, "refit_us", json_real(r->refit_us));
     }
     if (o && r->kind == 1)
       bad |= fa_row_json(o, r);
@@ -798,6 +1009,149 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
   if (bad) {
     json_decref(root);
     return st ? st : xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  return xs__api_dump(root, 10, out, err);
+}
+
+/* ---- validate ep ---- */
+
+/* the summary of rows idx[0..n) (idx NULL: all) */
+static json_t *ep_group_json(const xs_validate_set *set, const size_t *idx, size_t n,
+                             int loso) {
+  size_t k;
+  double mx, med = xs_validate_ep_median(set, idx, n, XS_MODEL_BURSTGAP, &k, &mx);
+  json_t *o = json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)k, "median_abs_error",
+                        real_or_null(med), "max_abs_error", real_or_null(mx));
+  if (o && loso &&
+      xs__jput(o, "loso_median_abs_error",
+               real_or_null(xs_validate_ep_median(set, idx, n, -1, NULL, NULL)))) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* the rows of group k, for xs_validate_ep_median */
+#define EP_GROUP(g, k) (g).idx + (g).first[k], (g).first[(k) + 1] - (g).first[k]
+
+xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
+                              const double *values, char **out, xs_error *err) {
+  static const char *const fields[] = {"by_library_kernel", "by_library", "by_phase",
+                                       "by_source"};
+  *out = NULL;
+  int loso = values != NULL, others = (models_mask & ~1u) != 0;
+  /* every object goes into its parent as it is made, so that freeing the
+   * root frees whatever was built when something fails */
+  json_t *root = json_object(), *rows = json_array(), *sum = json_object();
+  int bad = xs__jput(root, "rows", rows) | xs__jput(root, "summary", sum);
+  for (size_t i = 0; i < set->nrows && !bad; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    const xs_validate_ep_row *e = &r->ep;
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:s,s:f,s:f,s:f,s:f,s:f}",
+        "source", r->source, "gpu", r->gpu, "fabric", e->fabric, "library", e->library,
+        "kernel", e->mode, "phase", e->phase, "ep", e->ep, "tokens", r->tokens, "hidden",
+        e->hidden, "topk", e->topk, "experts", e->experts,
+        /* the dtype column, as its element size stands for it */
+        "dtype", e->elem_bytes == 1 ? "fp8" : "bf16", "sms", e->sms, "metric", e->metric,
+        "measured", e->measured, "predicted", e->predicted, "error", r->error,
+        "measured_us", r->measured_us, "predicted_us", r->predicted_us);
+    bad |= xs__jappend(rows, o);
+    if (!bad && others) {
+      json_t *bm = json_object();
+      bad |= xs__jput(o, "by_model", bm);
+      for (int m = 0; m < XS_MODEL_COUNT && !bad; m++)
+        if (models_mask >> m & 1u)
+          bad |= xs__jput(bm, xs_model_name((xs_model)m), real_or_null(e->model[m]));
+    }
+    if (!bad && loso)
+      bad |= xs__jput(o, "loso", json_pack("{s:o,s:o}", "predicted", real_or_null(e->loso),
+                                           "error", real_or_null(e->loso_error)));
+    if (!bad)
+      bad |= xs__jput(o, "interval_us",
+                      isfinite(r->interval_us[0])
+                          ? json_pack("[f,f]", r->interval_us[0], r->interval_us[1])
+                          : json_null());
+  }
+  if (!bad) {
+    bad |= xs__jput(sum, "rows", json_integer((json_int_t)set->nrows));
+    json_t *all = ep_group_json(set, NULL, 0, loso);
+    bad |= !all || json_object_update(sum, all);
+    json_decref(all);
+  }
+  xs_validate_ep_groups g[4] = {{0}};
+  for (int f = 0; f < 4 && !bad; f++) {
+    xs_status gst = xs_validate_ep_group(set, f, &g[f], err);
+    if (gst) {
+      for (int h = 0; h < f; h++)
+        xs_validate_ep_groups_free(&g[h]);
+      json_decref(root);
+      return gst;
+    }
+  }
+  for (int f = 0; f < 4 && !bad; f++) {
+    json_t *by = json_object();
+    bad |= xs__jput(sum, fields[f], by);
+    for (size_t k = 0; k < g[f].n && !bad; k++)
+      bad |= xs__jput(by, g[f].name[k], ep_group_json(set, EP_GROUP(g[f], k), loso));
+  }
+  if (!bad) {
+    /* the signed median per library and mode and token band */
+    json_t *bias = json_array();
+    bad |= xs__jput(sum, "bias", bias);
+    for (size_t k = 0; k < g[0].n && !bad; k++)
+      for (int b = 0; b < XS_VALIDATE_EP_BANDS && !bad; b++) {
+        const char *label;
+        size_t n;
+        double v = xs_validate_ep_band_bias(set, g[0].name[k], b, &label, &n);
+        if (!isnan(v))
+          bad |= xs__jappend(bias, json_pack("{s:s,s:s,s:I,s:f}", "arm", g[0].name[k],
+                                             "band", label, "rows", (json_int_t)n,
+                                             "signed_median_error", v));
+      }
+  }
+  if (!bad && others) {
+    /* by_model: median and largest |error| per library and kernel mode */
+    json_t *bm = json_object();
+    bad |= xs__jput(sum, "by_model", bm);
+    for (int m = 0; m < XS_MODEL_COUNT && !bad; m++) {
+      if (!(models_mask >> m & 1u))
+        continue;
+      json_t *mo = json_object();
+      bad |= xs__jput(bm, xs_model_name((xs_model)m), mo);
+      for (size_t k = 0; k < g[0].n && !bad; k++) {
+        size_t n;
+        double mx, med = xs_validate_ep_median(set, EP_GROUP(g[0], k), m, &n, &mx);
+        bad |= xs__jput(mo, g[0].name[k],
+                        json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n, "median_abs_error",
+                                  real_or_null(med), "max_abs_error", real_or_null(mx)));
+      }
+    }
+  }
+  json_t *consts = json_array();
+  bad |= xs__jput(sum, "fitted_constants", consts);
+  /* the sources in order of first appearance, as xs_validate_ep_by_source
+   * numbers them */
+  for (size_t i = 0; i < XS_EP_CONSTANTS && !bad; i++) {
+    json_t *c = json_pack("{s:s,s:s,s:f}", "name", xs_ep_constant_name(i), "about",
+                          xs_ep_constant_about(i), "value", xs_ep_constant_value(i));
+    bad |= xs__jappend(consts, c);
+    if (!bad && loso) {
+      json_t *lo = json_object();
+      bad |= xs__jput(c, "without_source", lo);
+      for (size_t k = 0; k < g[3].n && !bad; k++)
+        bad |= xs__jput(lo, g[3].name[k], real_or_null(values[k * XS_EP_CONSTANTS + i]));
+    }
+  }
+  for (int f = 0; f < 4; f++)
+    xs_validate_ep_groups_free(&g[f]);
+  if (!bad) {
+    json_t *iv = xs__api_intervals_json(set);
+    bad |= !iv || xs__jput(sum, "intervals", iv);
+  }
+  if (bad) {
+    json_decref(root);
+    return xs__fail(err, XS_NOMEM, "out of memory, or text that is not UTF-8");
   }
   return xs__api_dump(root, 10, out, err);
 }

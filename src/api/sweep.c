@@ -68,8 +68,16 @@ xs_status xs_moe_sweep_grid(const char *text, size_t length, const char *filenam
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
+      if (!strcmp(key, "profile")) { /* xs_sweep_grid_profile's */
+        if (!json_is_string(v)) {
+          st = xs__jfail(grid_at(&g, key, -1), "expected a profile's name");
+          goto done;
+        }
+        continue;
+      }
       if (strcmp(key, "presets") && strcmp(key, "tokens") && strcmp(key, "ep")) {
-        st = xs__jfail(grid_at(&g, key, -1), "unknown key \"%s\" (presets, tokens, ep)", key);
+        st = xs__jfail(grid_at(&g, key, -1), "unknown key \"%s\" (presets, tokens, ep, "
+                       "profile)", key);
         goto done;
       }
       if (!json_is_array(v) || json_array_size(v) == 0 ||
@@ -163,6 +171,24 @@ done:
   return st;
 }
 
+xs_status xs_sweep_grid_profile(const char *text, size_t length, const char *filename,
+                                char *buf, size_t size, xs_error *err) {
+  xs__jdoc g = {filename ? filename : "grid", text, length, {0}, err};
+  if (size)
+    buf[0] = '\0';
+  xs_status st;
+  json_t *root = grid_root(&g, "presets and the rest", &st);
+  if (st || !root)
+    return st;
+  json_t *v = json_object_get(root, "profile");
+  if (v && (!json_is_string(v) || strlen(json_string_value(v)) >= size))
+    st = xs__jfail(grid_at(&g, "profile", -1), "expected a profile's name");
+  else if (v)
+    snprintf(buf, size, "%s", json_string_value(v));
+  json_decref(root);
+  return st;
+}
+
 /* a grid list of numbers (its size checked already) */
 static xs_status grid_numbers(xs__jdoc *g, const char *key, const char *what,
                               json_t *a, double *out, size_t *n) {
@@ -195,11 +221,18 @@ xs_status xs_fa_sweep_grid(const char *text, size_t length, const char *filename
   if (root) {
     const char *k;
     json_object_foreach(root, k, v) {
+      if (!strcmp(k, "profile")) { /* xs_sweep_grid_profile's */
+        if (!json_is_string(v)) {
+          st = xs__jfail(grid_at(&g, k, -1), "expected a profile's name");
+          goto done;
+        }
+        continue;
+      }
       size_t lim = !strcmp(k, "presets") ? 8 : !strcmp(k, "seq") ? 32 : !strcmp(k, "cp") ? 16
                  : !strcmp(k, "causal") ? 2 : !strcmp(k, "kernel") ? 3 : 0;
       if (!lim || !json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > lim) {
         st = xs__jfail(grid_at(&g, k, -1), "expected presets, seq, cp, causal or kernel, "
-                       "each a short non-empty array");
+                       "each a short non-empty array (and a profile's name)");
         goto done;
       }
     }
@@ -364,7 +397,7 @@ void xs_moe_sweep_summary(const xs_moe_result *results, size_t n, xs_sweep_summa
     const xs_moe_result *r = &results[i];
     const double *il = r->time_s[r->best_interleaved], *pl = r->time_s[r->best_plain];
     double s = pl[XS_MODEL_BURSTGAP] / il[XS_MODEL_BURSTGAP];
-    double o = r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0];
+    double o = r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0];
     lg += log(s);
     lb += log(pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING]);
     li += log(il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL]);
@@ -433,9 +466,9 @@ xs_status xs_moe_sweep_json(const xs_profile *prof, const xs_moe_config *configs
         "best_plain", xs_moe_schedule_name(r->best_plain),
         "speedup", speedup, "speedup_interval", sp_iv,
         "blocking_speedup", pl[XS_MODEL_BLOCKING] / il[XS_MODEL_BLOCKING],
-        "order_gain", r->time_s[XS_MOE_BASELINE][0] / r->time_s[XS_MOE_INTERLEAVED][0],
+        "order_gain", r->time_s[XS_MOE_L1_THEN_L2][0] / r->time_s[XS_MOE_INTERLEAVED][0],
         "ideal_ratio", il[XS_MODEL_BURSTGAP] / il[XS_MODEL_IDEAL],
-        "schedules", xs__api_moe_schedules(r, c->tokens), "best_fused",
+        "schedules", xs__api_moe_schedules(c, prof, r), "best_fused",
         xs_moe_schedule_name(r->best_fused)));
   }
   json_object_set_new(root, "configs", cs);
@@ -466,7 +499,12 @@ xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
   json_object_set_new(root, "profile", json_string(xs_profile_name(prof)));
   for (size_t i = 0; i < n; i++) {
     const xs_fa_result *r = &results[i];
-    const xs_fa_config *c = &configs[i];
+    xs_fa_config c[1];
+    xs_fa_call best;
+    xs_error e;
+    /* the kernel the GPU runs, and what to call for the fastest way */
+    int named = !xs_fa_kernel_resolve(&configs[i], prof, c, &e) &&
+                !xs_fa_call_of(c, prof, r->best, -1, &best, &e);
     double sp, sd, sb;
     xs__api_fa_speedups(r, &sp, &sd, &sb);
     const double(*t)[XS_MODEL_COUNT] = r->time_s;
@@ -479,6 +517,7 @@ xs_status xs_fa_sweep_json(const xs_profile *prof, const xs_fa_config *configs,
         t[XS_FA_PATH_PIGGYBACK][XS_MODEL_IDEAL], "speedup", sp, "speedup_vs_dedicated",
         sd, "blocking_speedup", sb, "best", xs_fa_path_name(r->best), "free_s",
         r->breakdown[XS_FA_PATH_PIGGYBACK].free_s);
+    json_object_set_new(o, "best_kernel", named ? xs__api_fa_call(&best) : json_null());
     json_array_append_new(cs, o);
   }
   json_object_set_new(root, "configs", cs);

@@ -162,6 +162,16 @@ char *xs__strdup(const char *s) {
   return d;
 }
 
+void xs__first_reason(int *set, char *buf, size_t n, const char *fmt, ...) {
+  if (*set)
+    return;
+  *set = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+}
+
 size_t xs__utf8_prefix(const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
   size_t i = 0;

@@ -75,6 +75,7 @@ struct xs_profile {
   named_channel *channels;
   size_t nchannels, channels_cap;
   unsigned sms;
+  unsigned arch; /* compute capability x 10 (90: sm90); 0: not stated */
   double efficiency, hbm_Bps;
   rate_table flops, attn[XS_ATTN_TABLES];
   xs_kernel_costs costs;
@@ -265,6 +266,7 @@ xs_status xs_profile_copy_compute(xs_profile *to, const xs_profile *from,
   for (int t = 0; t < XS_ATTN_TABLES; t++)
     rates_free(&to->attn[t]);
   xs_status st = xs_profile_set_compute(to, from->sms, from->efficiency, from->hbm_Bps, err);
+  to->arch = from->arch;
   for (size_t i = 0; !st && i < from->flops.n; i++)
     st = xs_profile_set_flops(to, from->flops.e[i].dtype, from->flops.e[i].flops_per_s, err);
   for (int t = 0; t < XS_ATTN_TABLES; t++)
@@ -445,6 +447,28 @@ double xs_profile_flops_per_s(const xs_profile *p, const char *dtype) {
 #define NODE_GPUS_DEFAULT 8
 #define NODE_GPUS_MAX 65536
 
+unsigned xs_profile_arch(const xs_profile *p) { return p->arch; }
+
+/* the architectures xstage's planners know kernels for: Ampere, Ada,
+ * Hopper, Blackwell (datacenter, Ultra, consumer) */
+static int arch_known(unsigned a) {
+  static const unsigned known[] = {80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (a == known[i])
+      return 1;
+  return 0;
+}
+
+xs_status xs_profile_set_arch(xs_profile *p, unsigned arch, xs_error *err) {
+  if (arch && !arch_known(arch))
+    return xs__fail(err, XS_INVALID,
+                    "arch sm%u is not one xstage knows (sm80, sm86, sm87, sm89, "
+                    "sm90, sm100, sm101, sm103, sm110, sm120, sm121)",
+                    arch);
+  p->arch = arch;
+  return XS_OK;
+}
+
 unsigned xs_profile_node_gpus(const xs_profile *p) {
   return p->node_gpus ? p->node_gpus : NODE_GPUS_DEFAULT;
 }
@@ -579,7 +603,8 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
       "comm_cta_Bps", "forward_sm_Bps", "ep_sm_streams", "host_op_s",
       "kernel_gap_s", "nccl_p2p_s",     "grid_sync_s",
       "signal_s",     "pdl_saving_s",   "atomic_s",
-      "flag_s",       "l2_B",           NULL};
+      "flag_s",       "l2_B",           "arch",
+      NULL};
   if (!json_is_object(obj))
     return xs__jfail(d, "expected an object, got %s", xs__jtype(obj));
   xs_status st = xs__jkeys(d, obj, keys);
@@ -603,6 +628,22 @@ static xs_status parse_compute(xs__jdoc *d, xs_profile *p, json_t *obj) {
   p->sms = (unsigned)sms;
   p->efficiency = eff;
   p->hbm_Bps = hbm;
+  const char *arch;
+  if ((st = xs__jstring(d, obj, "arch", &arch, &have)))
+    return st;
+  if (have) {
+    /* "sm90", "sm100": the GPU's compute capability, which says which
+     * kernels it runs (docs/formats.md) */
+    char *end;
+    unsigned long a = strncmp(arch, "sm", 2) ? 0 : strtoul(arch + 2, &end, 10);
+    xs_error e2;
+    if (!a || *end || a > 1000 || xs_profile_set_arch(p, (unsigned)a, &e2)) {
+      xs__jpath_key(&d->path, "arch");
+      return xs__jfail(d, "expected an architecture such as \"sm90\" (sm80, sm86, "
+                          "sm87, sm89, sm90, sm100, sm101, sm103, sm110, sm120, "
+                          "sm121), got \"%s\"", arch);
+    }
+  }
   xs_kernel_costs k = {0};
   xs__jfield costs[NCOSTS];
   for (size_t i = 0; i < NCOSTS; i++)
@@ -918,6 +959,11 @@ char *xs_profile_to_json(const xs_profile *p) {
     json_t *c = json_object();
     if (p->sms)
       bad |= xs__jput(c, "sms", json_integer(p->sms));
+    if (p->arch) {
+      char a[16];
+      snprintf(a, sizeof a, "sm%u", p->arch);
+      bad |= xs__jput(c, "arch", json_string(a));
+    }
     bad |= set_rates(c, "flops_per_s", &p->flops);
     bad |= set_num(c, "efficiency", p->efficiency);
     if (p->hbm_Bps)
@@ -971,6 +1017,7 @@ xs_status xs__profile_copy(const xs_profile *p, xs_profile **out,
   if (!st && p->default_channel)
     st = xs_profile_set_default_channel(q, p->default_channel, err);
   q->sms = p->sms;
+  q->arch = p->arch;
   q->efficiency = p->efficiency;
   q->hbm_Bps = p->hbm_Bps;
   q->costs = p->costs;
@@ -1031,6 +1078,29 @@ xs_status xs__profile_set_text(xs_profile *p, const char *name,
   return XS_OK;
 }
 
+/* A fabric that is neither a file nor built in: the message lists the
+ * built-in fabrics only (the profiles with a "nic" channel and no compute
+ * section), not every built-in profile as xs_profile_load's does. */
+static xs_status unknown_fabric(const char *fabric, xs_error *err) {
+  char list[256] = "";
+  size_t n = 0;
+  for (size_t i = 0; i < xs__builtin_count; i++) {
+    xs_profile *b;
+    xs_error e;
+    if (xs_profile_load(xs__builtin_names[i], &b, &e))
+      continue;
+    if (xs_profile_find_channel(b, "nic") >= 0 && !xs_profile_sms(b)) {
+      int w = snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", xs__builtin_names[i]);
+      if (w > 0 && (size_t)w < sizeof list - n)
+        n += (size_t)w;
+    }
+    xs_profile_free(b);
+  }
+  return xs__fail(err, XS_NOTFOUND,
+                  "unknown fabric \"%s\": no such file, and not a built-in fabric (%s)",
+                  fabric, list);
+}
+
 xs_status xs_profile_load_fabric(const char *gpu, const char *fabric,
                                  xs_profile **out, xs_error *err) {
   *out = NULL;
@@ -1044,6 +1114,8 @@ xs_status xs_profile_load_fabric(const char *gpu, const char *fabric,
   }
   if ((st = xs_profile_load(fabric, &f, err))) {
     xs_profile_free(p);
+    if (st == XS_NOTFOUND)
+      return unknown_fabric(fabric, err);
     return st;
   }
   st = xs_profile_add_fabric(p, f, err);

@@ -80,7 +80,7 @@ xs_status xs_moe_parse_schedules(const char *text, unsigned *mask, xs_error *err
     if (k < 0) {
       *mask = 0;
       return xs__fail(err, XS_INVALID, "\"%.*s\" is not a schedule (sequential, "
-                      "baseline, searched, fused-split, fused-wave, fused-interleaved, "
+                      "l1-then-l2, searched, fused-split, fused-wave, fused-interleaved, "
                       "fused-lag)", (int)(len < 64 ? len : 64), p);
     }
     *mask |= 1u << k;
@@ -658,7 +658,8 @@ void xs__c_lookup(xs__sbuf *b, const char *row_type, const char *P, const char *
       P, row_type, P, arg, up, P, arg, P);
 }
 
-static char *table_header(const xs_moe_table *t, const char *prefix,
+static char *table_header(const xs_moe_table *t, const xs_moe_config *config,
+                          const xs_profile *profile, const char *prefix,
                           const char *comment) {
   if (xs_c_header_prefix(prefix, NULL))
     return NULL;
@@ -694,7 +695,8 @@ static char *table_header(const xs_moe_table *t, const char *prefix,
       " * %s_lookup(tokens) returns the knobs for a token count per rank:\n"
       " * the row with the largest lo <= tokens (the first row below it).\n"
       " * Needs nothing but a C99 or C11 compiler; no xstage library.\n"
-      " * Knob meanings: docs/plan-megamoe.md in xstage (\"Schedules\").\n"
+      " * Knob meanings: docs/plan-megamoe.md in xstage (\"Schedules\"); the\n"
+      " * kernel to call and its arguments: \"The calls\" there.\n"
       " */\n"
       "#ifndef %s_H\n#define %s_H\n\n",
       P, up, up);
@@ -718,10 +720,14 @@ static char *table_header(const xs_moe_table *t, const char *prefix,
       "  unsigned block_m, block_n;           /* the tile                  */\n"
       "  unsigned experts_per_wave;           /* fused-wave                */\n"
       "  unsigned warmup;                     /* fused-interleaved         */\n"
-      "  unsigned lag, group;                 /* fused-lag, searched       */\n"
+      "  unsigned lag, group;                 /* fused-lag, searched; 0, 0:\n"
+      "                                          all L1 first, no lag      */\n"
       "  double predicted_us;   /* burstgap, at the grid point              */\n"
       "  int runner_up;         /* the fastest other schedule, -1: none     */\n"
       "  double runner_up_us;\n"
+      "  const char *kernel;    /* the kernel to call, and the call in      */\n"
+      "  const char *call;      /* Python (its steps, \"; \" between)         */\n"
+      "  int proposal;          /* 1: no kernel runs it as given            */\n"
       "} %s_knobs;\n\n"
       "static const %s_knobs %s_table[%s_ROWS] = {\n",
       P, up, P, P, P, up);
@@ -735,14 +741,41 @@ static char *table_header(const xs_moe_table *t, const char *prefix,
         !xs__c_value_ok(c->time_s * 1e6, 0) ||
         (ru >= 0 && !xs__c_value_ok(p->runner_up.time_s * 1e6, 0)))
       b.oom = 1;
+    /* the call, at the row's token count: its steps as Python, with no
+     * character a C string would need escaped */
+    xs_moe_call call;
+    char steps[1024] = "";
+    const char *label = "";
+    int proposal = 0;
+    if (config && profile) {
+      xs_moe_config at = *config;
+      at.tokens = p->tokens;
+      xs_error e;
+      if (!xs_moe_call_of(&at, profile, c->schedule, kn, &call, &e)) {
+        label = call.label;
+        proposal = call.proposal;
+        size_t used = 0;
+        for (size_t j = 0; j < call.nsteps; j++) {
+          char one[512];
+          xs_moe_call_step_text(&call.steps[j], one, sizeof one);
+          int w = snprintf(steps + used, sizeof steps - used, "%s%s", j ? "; " : "", one);
+          if (w < 0 || (size_t)w >= sizeof steps - used)
+            break;
+          used += (size_t)w;
+        }
+      }
+    }
+    if (strpbrk(steps, "\"\\") || strpbrk(label, "\"\\"))
+      b.oom = 1;
+    int all_first = kn->lag >= XS_MOE_LAG_ALL;
     xs__sb_printf(&b,
         "  {%.0f, %.0f, %d, \"%s\", \"%s\", %u, %u, %u, %u, %u, %u, %.17g, "
-        "%d, %.17g},\n",
+        "%d, %.17g, \"%s\", \"%s\", %d},\n",
         p->lo, p->tokens, (int)c->schedule, xs_moe_schedule_name(c->schedule),
         xs_moe_rule_name(c->schedule, c->rule), kn->block_m, kn->block_n,
-        kn->experts_per_wave, kn->warmup, kn->lag, kn->group, c->time_s * 1e6,
-        ru,
-        ru < 0 ? 0.0 : p->runner_up.time_s * 1e6);
+        kn->experts_per_wave, kn->warmup, all_first ? 0 : kn->lag,
+        all_first ? 0 : kn->group, c->time_s * 1e6, ru,
+        ru < 0 ? 0.0 : p->runner_up.time_s * 1e6, label, steps, proposal);
   }
   xs__c_lookup(&b, "knobs", P, up, "tokens");
   if (b.oom) {
@@ -753,10 +786,11 @@ static char *table_header(const xs_moe_table *t, const char *prefix,
 }
 
 /* numbers with a point whatever the host's locale */
-char *xs_moe_table_header(const xs_moe_table *t, const char *prefix,
+char *xs_moe_table_header(const xs_moe_table *t, const xs_moe_config *config,
+                          const xs_profile *profile, const char *prefix,
                           const char *comment) {
   void *loc = xs__numeric_c();
-  char *s = table_header(t, prefix, comment);
+  char *s = table_header(t, config, profile, prefix, comment);
   xs__numeric_restore(loc);
   return s;
 }

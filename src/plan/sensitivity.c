@@ -237,13 +237,17 @@ void xs__sens_range(const xs_profile *prof, const xs__sens_param *p,
       hi = 3;
     }
   } else if (!strcmp(kind, "fitted")) {
-    /* the fit's 68% interval of its factor, about the number now */
+    /* the fit's 68% interval of its factor (xstage fit megamoe), or the
+     * spread of its refits without each source (the EP programs'
+     * constants), about the number now */
     const char *q = strstr(src, "fitted: x");
-    double scale = 0, l = 0, h = 0;
+    double scale = 1, l = 0, h = 0;
     if (q && xs__decimal(q + 9, &scale, NULL))
       scale = 0;
-    const char *iv = strstr(src, "interval x"), *end;
-    if (iv && !xs__decimal(iv + 10, &l, &end)) {
+    const char *iv = strstr(src, "interval x"), *at = iv ? iv + 10 : NULL, *end;
+    if (!iv && (iv = strstr(src, "without each source x")))
+      at = iv + 21;
+    if (at && !xs__decimal(at, &l, &end)) {
       const char *to = strstr(end, " to x");
       if (!to || xs__decimal(to + 5, &h, NULL))
         h = 0;

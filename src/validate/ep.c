@@ -309,9 +309,9 @@ static xs_status ep_row(void *user, const xs__csv_field **F, size_t lineno,
       (st = field_copy(j, F[C_METRIC], lineno, "metric", e->metric,
                        sizeof e->metric, err)))
     return st;
-  /* a long source cut short, never inside a character (--json's text) */
-  snprintf(row->source, sizeof row->source, "%.*s",
-           (int)xs__utf8_cut(F[C_SOURCE]->s, sizeof row->source - 1), F[C_SOURCE]->s);
+  /* the whole source: two of one repository differ past any length */
+  if (!(row->source = xs__strdup(F[C_SOURCE]->s)))
+    return xs__fail(err, XS_NOMEM, "out of memory");
   /* known names (checked below) fit: "deepep-hybrid/low-latency" at most */
   snprintf(row->arm, sizeof row->arm, "%.15s/%.15s", e->library, e->mode);
   const struct {
@@ -452,9 +452,15 @@ typedef struct {
   double *lin_l0, *lin_g; /* per row: log time at lin_v0; d log t / d log v */
   double *err_of, *gsum;  /* scratch: n and ngroups */
   size_t *gn, *order;     /* scratch: ngroups each */
+  unsigned char *out;     /* per source: 1 when a pattern leaves it out (NULL: none) */
 } refit;
 
 #define NONE UINT32_MAX /* no source left out */
+
+/* whether row i is left out: its source is leave, or a pattern's */
+static int skipped(const refit *rf, size_t i, uint32_t leave) {
+  return rf->source[i] == leave || (rf->out && rf->out[rf->source[i]]);
+}
 
 /* a row's burstgap time (s) with the constants par and those applied to
  * the job's profiles */
@@ -480,6 +486,7 @@ static void refit_free(refit *rf) {
   free(rf->gsum);
   free(rf->gn);
   free(rf->order);
+  free(rf->out);
   memset(rf, 0, sizeof *rf);
 }
 
@@ -527,6 +534,17 @@ static xs_status refit_init(refit *rf, const xs_validate_set *set, xs_error *err
   return st;
 }
 
+/* whether a row of source src is left out: leave_out names it, or ends in
+ * '*' and begins it */
+static int left_out(const char *src, const char *leave_out) {
+  if (!leave_out)
+    return 0;
+  size_t n = strlen(leave_out);
+  if (n && leave_out[n - 1] == '*')
+    return !strncmp(src, leave_out, n - 1);
+  return !strcmp(src, leave_out);
+}
+
 /* The fit's objective: the mean over (library, mode) of each one's mean
  * |log(predicted / measured)|, each row's capped at log 1.5 so that a row
  * the model cannot follow (a published figure that contradicts its
@@ -552,7 +570,7 @@ static xs_status objective(ep_job *j, const xs_validate_set *set, refit *rf,
     rf->gn[g] = 0;
   for (size_t i = 0; i < rf->n && !st; i++) {
     int g = rf->group[i];
-    if (g < 0 || rf->source[i] == leave)
+    if (g < 0 || skipped(rf, i, leave))
       continue;
     double e;
     if (rf->lin_v0) {
@@ -587,7 +605,7 @@ static int constant_used(const xs_validate_set *set, const refit *rf, uint32_t l
                          size_t i) {
   for (size_t r = 0; r < set->nrows; r++) {
     const xs_validate_row *row = &set->rows[r];
-    if (row->kind != 2 || rf->source[r] == leave)
+    if (row->kind != 2 || skipped(rf, r, leave))
       continue;
     if (!constants[i].profiles ? i != 1 || row->ep.api_time
                                : in_list(constants[i].profiles, row->gpu))
@@ -674,12 +692,14 @@ xs_status xs_validate_ep_fit(const xs_validate_set *set, const char *leave_out,
   ep_job j = {"<set>", {{{0}, {0}, NULL, 0}}, 0};
   refit rf;
   xs_status st = refit_init(&rf, set, err);
-  uint32_t leave = NONE;
-  for (size_t i = 0; !st && leave_out && i < set->nrows && leave == NONE; i++)
-    if (!strcmp(set->rows[i].source, leave_out))
-      leave = rf.source[i];
+  /* the sources leave_out names (one, or those a pattern begins) */
+  if (!st && leave_out && !(rf.out = calloc(rf.nsources + 1, 1)))
+    st = xs__fail(err, XS_NOMEM, "out of memory");
+  for (size_t i = 0; !st && leave_out && i < set->nrows; i++)
+    if (left_out(set->rows[i].source, leave_out))
+      rf.out[rf.source[i]] = 1;
   if (!st)
-    st = fit(&j, set, &rf, leave, NULL, 0, values, err);
+    st = fit(&j, set, &rf, NONE, NULL, 0, values, err);
   refit_free(&rf);
   job_free(&j);
   return st;
@@ -827,4 +847,152 @@ double xs_validate_ep_band_bias(const xs_validate_set *set, const char *arm,
   if (n)
     *n = k;
   return m;
+}
+
+xs_status xs_validate_megamoe_refit(xs_validate_set *moe, const xs_validate_set *ep,
+                                    const char *leave_out, xs_error *err) {
+  if (leave_out && strlen(leave_out) >= sizeof moe->refit_without)
+    return xs__fail(err, XS_INVALID, "the sources to leave out, \"%.40s...\", are %zu bytes; at most %zu",
+                    leave_out, strlen(leave_out), sizeof moe->refit_without - 1);
+  double v[XS_EP_CONSTANTS];
+  ep_job j = {"<set>", {{{0}, {0}, NULL, 0}}, 0};
+  xs_status st = xs_validate_ep_fit(ep, leave_out, v, err);
+  size_t out = 0;
+  for (size_t i = 0; i < ep->nrows; i++)
+    out += ep->rows[i].kind == 2 && left_out(ep->rows[i].source, leave_out);
+  xs__ep_params par;
+  for (size_t i = 0; i < moe->nrows && !st; i++) {
+    xs_validate_row *r = &moe->rows[i];
+    r->refit_us = NAN;
+    if (r->kind || strcmp(r->arm, "sequential") || (r->metric[0] && strcmp(r->metric, "time")))
+      continue;
+    /* the row's GPU with the refitted per-SM copy rate, and the refitted
+     * model constants, for its all-to-all */
+    xs_profile *prof;
+    double t;
+    int which;
+    if ((st = job_profile(&j, r->gpu, "none", &prof, &which, err)) ||
+        (st = job_apply(&j, v, &par, err)) ||
+        (st = xs__moe_time_ep(&r->config, prof, XS_MOE_SEQUENTIAL, &r->knobs, &par, &t, err)))
+      break;
+    r->refit_us = t * 1e6;
+  }
+  job_free(&j);
+  if (!st) {
+    moe->refitted = 1;
+    memcpy(moe->refit, v, sizeof v);
+    moe->refit_left_out = out;
+    moe->refit_rows = ep->nrows;
+    snprintf(moe->refit_without, sizeof moe->refit_without, "%s",
+             leave_out ? leave_out : "");
+  }
+  return st;
+}
+
+/* ---- groups of rows ---- */
+
+static const char *ep_field(const xs_validate_row *r, int field) {
+  return field == 0 ? r->arm : field == 1 ? r->ep.library
+                             : field == 2 ? r->ep.phase : r->source;
+}
+
+/* a row's index with its field's value, to sort by value then row (C11
+ * has no qsort_r to pass the field to the comparison) */
+typedef struct {
+  const char *value;
+  size_t row;
+} keyed;
+
+static int by_value_then_row(const void *a, const void *b) {
+  const keyed *x = a, *y = b;
+  int c = strcmp(x->value, y->value);
+  return c ? c : (x->row > y->row) - (x->row < y->row);
+}
+
+/* a run of one value in the sorted rows: its first row, and where it
+ * starts and ends in the sorted order */
+typedef struct {
+  size_t row, start, end;
+} run;
+
+static int by_first_row(const void *a, const void *b) {
+  const run *x = a, *y = b;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+void xs_validate_ep_groups_free(xs_validate_ep_groups *g) {
+  if (!g)
+    return;
+  free(g->name);
+  free(g->first);
+  free(g->idx);
+  memset(g, 0, sizeof *g);
+}
+
+xs_status xs_validate_ep_group(const xs_validate_set *set, int field,
+                               xs_validate_ep_groups *g, xs_error *err) {
+  if (!g)
+    return xs__fail(err, XS_INVALID, "xs_validate_ep_group: out is NULL");
+  memset(g, 0, sizeof *g);
+  if (!set || field < 0 || field > 3)
+    return xs__fail(err, XS_INVALID, "xs_validate_ep_group: %s",
+                    set ? "field is 0 to 3" : "the set is NULL");
+  size_t n = set->nrows, nr = 0;
+  keyed *sorted = malloc((n + 1) * sizeof *sorted);
+  run *runs = malloc((n + 1) * sizeof *runs);
+  g->idx = malloc((n + 1) * sizeof *g->idx);
+  g->first = malloc((n + 2) * sizeof *g->first);
+  g->name = malloc((n + 1) * sizeof *g->name);
+  if (!sorted || !runs || !g->idx || !g->first || !g->name) {
+    free(sorted);
+    free(runs);
+    xs_validate_ep_groups_free(g);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++)
+    sorted[i] = (keyed){ep_field(&set->rows[i], field), i};
+  qsort(sorted, n, sizeof *sorted, by_value_then_row);
+  for (size_t i = 0; i < n; i++) {
+    if (i && !strcmp(sorted[i].value, sorted[i - 1].value))
+      continue;
+    if (nr)
+      runs[nr - 1].end = i;
+    runs[nr++] = (run){sorted[i].row, i, n};
+  }
+  qsort(runs, nr, sizeof *runs, by_first_row);
+  size_t at = 0;
+  for (size_t k = 0; k < nr; k++) {
+    g->first[k] = at;
+    g->name[k] = ep_field(&set->rows[runs[k].row], field);
+    for (size_t i = runs[k].start; i < runs[k].end; i++)
+      g->idx[at++] = sorted[i].row;
+  }
+  g->first[nr] = at;
+  g->n = nr;
+  free(sorted);
+  free(runs);
+  return XS_OK;
+}
+
+double xs_validate_ep_median(const xs_validate_set *set, const size_t *idx, size_t n,
+                             int model, size_t *count, double *max_abs) {
+  if (!idx)
+    n = set ? set->nrows : 0;
+  double *v = malloc((n + 1) * sizeof *v), m = 0;
+  size_t k = 0;
+  for (size_t i = 0; v && i < n; i++) {
+    const xs_validate_row *r = &set->rows[idx ? idx[i] : i];
+    double e = model < 0 ? r->ep.loso_error : r->ep.model[model] / r->ep.measured - 1;
+    if (isnan(e))
+      continue;
+    v[k++] = fabs(e);
+    m = fmax(m, fabs(e));
+  }
+  double med = v && k ? xs__median_of(v, k) : NAN;
+  free(v);
+  if (count)
+    *count = k;
+  if (max_abs)
+    *max_abs = k ? m : NAN;
+  return med;
 }

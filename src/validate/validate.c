@@ -387,9 +387,15 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
       F[nneed + c] = colmap[nneed + c] >= 0 && colmap[nneed + c] < nf
                          ? &f[colmap[nneed + c]]
                          : NULL;
+    size_t before = j->out->nrows;
     st = row(j, F, lineno, r, err);
-    if (st)
+    if (st) {
+      if (j->out->nrows == before) { /* a row not kept: its source is not the set's */
+        free(r->source);
+        r->source = NULL;
+      }
       break;
+    }
     row_key(r, 1, &key);
     if (key.oom) {
       st = xs__fail(err, XS_NOMEM, "out of memory");
@@ -434,10 +440,9 @@ typedef struct {
 static xs_status row_start(csv_job *j, const field **F, size_t lineno,
                            xs_validate_row *row, int arm,
                            const row_number *nums, size_t n, xs_error *err) {
-  if (strlen(F[0]->s) >= sizeof row->source)
-    return xs__csv_fail(err, j->file, lineno, F[0]->col,
-                    "source: longer than %zu bytes", sizeof row->source - 1);
-  snprintf(row->source, sizeof row->source, "%s", F[0]->s);
+  /* the whole source: two of one repository differ past any length */
+  if (!(row->source = xs__strdup(F[0]->s)))
+    return xs__fail(err, XS_NOMEM, "out of memory");
   snprintf(row->gpu, sizeof row->gpu, "%s", F[1]->s);
   snprintf(row->arm, sizeof row->arm, "%s", F[arm]->s);
   for (size_t i = 0; i < n; i++)
@@ -486,7 +491,7 @@ static xs_status moe_row(csv_job *j, const field **F, size_t lineno,
   if (sched < 0)
     return xs__csv_fail(err, file, lineno, F[C_ARM]->col,
                     "arm: unknown \"%s\" (sequential, fused-split, fused-wave, "
-                    "fused-interleaved, fused-lag, baseline, searched)",
+                    "fused-interleaved, fused-lag, l1-then-l2, searched)",
                     row->arm);
   snprintf(row->metric, sizeof row->metric, "time");
   if (F[C_METRIC] && F[C_METRIC]->s[0]) {
@@ -682,6 +687,8 @@ xs_status xs__validate_csv(const char *file, const char *const *needed,
 int xs__csv_number(const char *s, double *out) { return number(s, out); }
 
 void xs_validate_free(xs_validate_set *set) {
+  for (size_t i = 0; set->rows && i < set->nrows; i++)
+    free(set->rows[i].source);
   free(set->rows);
   set->rows = NULL;
   set->nrows = 0;

@@ -68,7 +68,7 @@ int xs_fa_preset(const char *name, xs_fa_config *c) {
     c->batch = 1;
     c->layout = XS_FA_ZIGZAG;
     c->backward = 0;
-    snprintf(c->kernel, sizeof c->kernel, "fa2");
+    c->kernel[0] = '\0'; /* the best the GPU runs (xs_fa_kernel_resolve) */
     return 0;
   }
   return -1;
@@ -107,9 +107,10 @@ xs_status xs_fa_config_check(const xs_fa_config *c, xs_error *err) {
                     "or stripe", c->layout);
   if ((unsigned)c->timing >= XS_FA_TIMINGS)
     return xs__fail(err, XS_INVALID, "timing %d: expected pipelined or synced", c->timing);
-  if (strcmp(c->kernel, "fa2") && strcmp(c->kernel, "fa3") && strcmp(c->kernel, "fa4"))
-    return xs__fail(err, XS_INVALID, "kernel \"%s\": expected fa2, fa3 or fa4",
-                    c->kernel);
+  if (c->kernel[0] && strcmp(c->kernel, "fa2") && strcmp(c->kernel, "fa3") &&
+      strcmp(c->kernel, "fa4"))
+    return xs__fail(err, XS_INVALID, "kernel \"%s\": expected fa2, fa3 or fa4 (or "
+                    "none: the best the GPU runs)", c->kernel);
   return XS_OK;
 }
 

@@ -210,11 +210,14 @@ static xs_status ring_for(const xs_fa_config *c, const xs_profile *prof, xs_fa_p
 
 /* one path of the config's ring (or the local arm), under burstgap or,
  * with all, every model */
-static xs_status predict(const xs_fa_config *c, const xs_profile *prof, xs_fa_path path,
-                         int all, path_result *pr, xs_error *err) {
+static xs_status predict(const xs_fa_config *config, const xs_profile *prof,
+                         xs_fa_path path, int all, path_result *pr, xs_error *err) {
   xs__fa_ring r;
   xs__fa_costs t;
-  xs_status st = ring_for(c, prof, path, &r, &t, err);
+  xs_fa_config c[1];
+  xs_status st = xs_fa_kernel_resolve(config, prof, c, err);
+  if (!st)
+    st = ring_for(c, prof, path, &r, &t, err);
   if (st)
     return st;
   st = run_path(&r, &t, prof, path, 0, all, pr, NULL, err);
@@ -247,9 +250,14 @@ xs_status xs__fa_predict_models(const xs_fa_config *c, const xs_profile *prof,
 
 /* xs_fa_plan; baselines 0: the rings' burstgap times alone (the blocking,
  * serial and ideal times of the config's layout left NAN) */
-static xs_status plan(const xs_fa_config *c, const xs_profile *prof, int baselines,
+static xs_status plan(const xs_fa_config *config, const xs_profile *prof, int baselines,
                       xs_fa_result *out, xs_error *err) {
   memset(out, 0, sizeof *out);
+  /* the kernel the GPU runs (xs_fa_kernel_resolve) */
+  xs_fa_config c[1];
+  xs_status rs = xs_fa_kernel_resolve(config, prof, c, err);
+  if (rs)
+    return rs;
   xs__fa_costs t;
   xs__fa_costs_of(prof, &t);
   xs__fa_ring r;
@@ -372,12 +380,17 @@ const xs_fa_ring *xs_fa_ring_best(const xs_fa_ring *r, size_t n) {
   return b;
 }
 
-xs_status xs_fa_program(const xs_fa_config *c, const xs_profile *prof, xs_fa_path path,
-                        const xs_fa_choice *choice, xs_program **out, xs_error *err) {
+xs_status xs_fa_program(const xs_fa_config *config, const xs_profile *prof,
+                        xs_fa_path path, const xs_fa_choice *choice, xs_program **out,
+                        xs_error *err) {
   *out = NULL;
   xs__fa_ring r;
   xs__fa_costs t;
-  xs_status st = ring_for(c, prof, path, &r, &t, err);
+  xs_fa_config c[1];
+  xs_status st = xs_fa_kernel_resolve(config, prof, c, err);
+  if (st)
+    return st;
+  st = ring_for(c, prof, path, &r, &t, err);
   if (st)
     return st;
   unsigned k = choice ? choice->forward_sms : 0;

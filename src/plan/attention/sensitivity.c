@@ -70,14 +70,16 @@ static int by_score(const void *x, const void *y) {
   return strcmp(a->param, b->param);
 }
 
-xs_status xs_fa_sensitivity_run(const xs_fa_config *c, const xs_profile *prof, double tol,
-                                xs_fa_ring *base, xs_fa_sensitivity *out, size_t *n,
-                                xs_error *err) {
+xs_status xs_fa_sensitivity_run(const xs_fa_config *config, const xs_profile *prof,
+                                double tol, xs_fa_ring *base, xs_fa_sensitivity *out,
+                                size_t *n, xs_error *err) {
   *n = 0;
   if (!(tol >= 0 && tol <= 1))
     return xs__fail(err, XS_INVALID, "sensitivity: tolerance must be in [0, 1], got %g",
                     tol);
-  xs_status st = xs_fa_config_check(c, err);
+  /* the kernel the GPU runs: the figures moved are that kernel's */
+  xs_fa_config c[1];
+  xs_status st = xs_fa_kernel_resolve(config, prof, c, err);
   if (st)
     return st;
   xs__sens_param ps[XS_FA_SENS_MAX];

@@ -86,7 +86,7 @@ static xs_status phase_time(const xs_profile *prof, const xs__moe_wl *wl,
   flow->link = xs_profile_channel_name(prof, xs_profile_default_channel(prof));
   size_t sizes[1] = {tasks.n % (size_t)g->S};
   xs_eval_options o = {0, 1, NULL, NULL};
-  xs__moe_kctx kc = {wl, g, wl->c->name, 0, 12, flow->link, 0, NULL, 0, 0, {0, 0}};
+  xs__moe_kctx kc = {wl, g, wl->c->name, 0, 12, flow->link, 0, NULL, 0, 0, {0, 0}, NULL};
   if (!(st = xs__emit_new(&kc, t, b, nb, flow, &e, err)) &&
       !(st = xs__emit_split(e, sizes, 1)) &&
       !(st = xs__emit_phase(e, tasks.t, tasks.n, err)) &&

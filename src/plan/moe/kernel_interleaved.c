@@ -16,6 +16,10 @@
 #include <math.h>
 #include <stdlib.h>
 
+double xs__moe_default_warmup(size_t n1, size_t n2) {
+  return ceil((double)n1 / (double)n2) + 1;
+}
+
 xs_status xs__moe_kernel_interleaved(const xs__moe_kctx *k,
                                      xs_moe_pattern *kn, xs_program **out,
                                      xs_moe_breakdown *bd, xs_error *err) {
@@ -28,7 +32,7 @@ xs_status xs__moe_kernel_interleaved(const xs__moe_kctx *k,
   if (st)
     return st;
   size_t S = (size_t)k->g->S;
-  double warm = kn->warmup ? kn->warmup : ceil((double)n1 / (double)n2) + 1;
+  double warm = kn->warmup ? kn->warmup : xs__moe_default_warmup(n1, n2);
   kn->warmup = (unsigned)warm;
   size_t t1 = nb * n1, t2 = nb * n2, i1 = 0, i2 = 0;
   size_t w = (size_t)fmin((double)t1, warm * (double)S);

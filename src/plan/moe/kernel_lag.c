@@ -16,8 +16,8 @@
  * tiles read it. One barrier before the combine, overlapped by the
  * reduction of the tokens already complete ("early combine").
  *
- * The schedules "baseline" (all L1, then all L2) and "searched" (lag and
- * group searched) use the same machinery.
+ * The schedules "l1-then-l2" (all L1, then all L2: the kernel's one-wave
+ * order) and "searched" (lag and group searched) use the same machinery.
  */
 #include "plan/moe/moe.h"
 
@@ -62,7 +62,7 @@ static int lag_order(const xs__moe_block *b, size_t nb, size_t n1, size_t n2,
   return bad;
 }
 
-static size_t units_of(const xs__moe_block *b, size_t nb) {
+size_t xs__moe_lag_units(const xs__moe_block *b, size_t nb) {
   size_t nu = 0;
   for (size_t i = 0; i < nb;) {
     nu++;
@@ -72,6 +72,13 @@ static size_t units_of(const xs__moe_block *b, size_t nb) {
     i = j;
   }
   return nu;
+}
+
+int xs__moe_lag_ring(const xs__moe_wl *wl, const xs__tile_cfg *t) {
+  double cap = wl->c->capacity > 0 ? wl->c->capacity : wl->T;
+  /* a small buffer is a full pool, scheduled L1 then L2 (the wave order);
+   * so is a call of at most 256 tokens at BLOCK_M 64 */
+  return cap >= 1024 && !(t->bm <= 64 && wl->T <= 256);
 }
 
 xs_status xs__moe_kernel_lag(const xs__moe_kctx *k, xs_moe_pattern *kn,
@@ -88,11 +95,10 @@ xs_status xs__moe_kernel_lag(const xs__moe_kctx *k, xs_moe_pattern *kn,
   /* the default lag comes from the buffers' token bound (the capacity
    * when the call passes none) */
   double cap = wl->c->capacity > 0 ? wl->c->capacity : wl->T;
-  double units = (double)units_of(blocks, nb);
+  double units = (double)xs__moe_lag_units(blocks, nb);
   double lag = kn->lag ? kn->lag : xs__moe_default_lag(wl, cap);
   double group = kn->group ? kn->group : 4;
-  /* a small buffer is a full pool, scheduled L1 then L2 (the wave order) */
-  int ring = cap >= 1024 && !(tile.bm <= 64 && wl->T <= 256);
+  int ring = xs__moe_lag_ring(wl, &tile);
   if (!ring && !kn->lag)
     lag = units;
   kn->lag = (unsigned)fmin(lag, 1e9);

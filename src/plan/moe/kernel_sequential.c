@@ -61,7 +61,7 @@ static xs_status a2a_time(const xs__moe_kctx *k, const xs_profile *prof,
   s.expanded = graph;
   return xs__ep_kernel(c->ep_library[0] ? c->ep_library : XS__MOE_EP_LIBRARY,
                        c->ep_kernel[0] ? c->ep_kernel : XS__MOE_EP_KERNEL, phase,
-                       &s, prof, NULL, NULL, t, err);
+                       &s, prof, k->ep_par, NULL, t, err);
 }
 
 xs_status xs__moe_a2a_times(const xs__moe_kctx *k, const xs_profile *prof,

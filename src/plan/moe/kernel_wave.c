@@ -27,6 +27,11 @@ static double sgl_epw(const xs__moe_wl *wl, const xs__tile_cfg *t) {
   return xs__moe_default_epw(wl, t);
 }
 
+double xs__moe_wave_epw(const xs__moe_wl *wl, const xs__gemm_terms *g,
+                        const xs__tile_cfg *t) {
+  return g->hopper ? sgl_epw(wl, t) : xs__moe_default_epw(wl, t);
+}
+
 xs_status xs__moe_kernel_wave(const xs__moe_kctx *k, xs_moe_pattern *kn,
                               xs_program **out, xs_moe_breakdown *bd,
                               xs_error *err) {
@@ -38,10 +43,8 @@ xs_status xs__moe_kernel_wave(const xs__moe_kctx *k, xs_moe_pattern *kn,
   xs_status st = xs__moe_kernel_blocks(wl, &tile, kn, 0, &blocks, &nb, &n1, &n2, err);
   if (st)
     return st;
-  double epw = kn->experts_per_wave
-                   ? kn->experts_per_wave
-                   : (k->g->hopper ? sgl_epw(wl, &tile)
-                                   : xs__moe_default_epw(wl, &tile));
+  double epw = kn->experts_per_wave ? kn->experts_per_wave
+                                    : xs__moe_wave_epw(wl, k->g, &tile);
   kn->experts_per_wave = (unsigned)epw;
   xs__tasks tasks = {0};
   int bad = 0;

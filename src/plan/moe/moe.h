@@ -241,6 +241,7 @@ xs_status xs__emit_finish(xs__emit *e, xs_program **out, xs_moe_breakdown *bd,
  * reads the profile only through these typed fields, which the planner
  * resolves once (plan.c): a program is reused for a profile whose fields
  * here are the same. */
+struct xs__ep_params;
 struct xs__moe_kctx {
   const xs__moe_wl *wl;
   const xs__gemm_terms *g;
@@ -256,6 +257,8 @@ struct xs__moe_kctx {
   /* the sequential arm's all-to-all: its dispatch and combine kernels'
    * burstgap times (src/plan/ep/), set before the sequential kernel runs */
   double a2a_s[2];
+  const struct xs__ep_params *ep_par; /* the EP programs' constants the
+                         sequential arm's all-to-all takes (NULL: shipped) */
 };
 
 typedef xs_status (*xs__moe_kernel_fn)(const xs__moe_kctx *k,
@@ -278,7 +281,7 @@ xs_status xs__moe_kernel_wave(const xs__moe_kctx *k, xs_moe_pattern *kn,
 xs_status xs__moe_kernel_interleaved(const xs__moe_kctx *k,
                                      xs_moe_pattern *kn, xs_program **out,
                                      xs_moe_breakdown *bd, xs_error *err);
-/* the lag kernel; also the searched and baseline schedules, which are its
+/* the lag kernel; also the searched and l1-then-l2 schedules, which are its
  * machinery with xstage's own orders (lag = all units: all L1 first) */
 xs_status xs__moe_kernel_lag(const xs__moe_kctx *k, xs_moe_pattern *kn,
                              xs_program **out, xs_moe_breakdown *bd,
@@ -323,5 +326,15 @@ void xs__moe_tile_grouped(const xs__moe_wl *wl, const xs__gemm_terms *g,
                           xs__tile_cfg *t);
 double xs__moe_default_lag(const xs__moe_wl *wl, double bound);
 double xs__moe_default_epw(const xs__moe_wl *wl, const xs__tile_cfg *t);
+/* The defaults the kernels take at a tile: the wave kernels' experts per
+ * wave (kernel_wave.c: the SM90 port's rule or SM100's), the interleaved
+ * kernel's warm-up waves (n1, n2: a block's L1 and L2 tiles), and the lag
+ * kernel's buffer (1: L1's output goes to a ring, the lag order; 0: a full
+ * pool, all L1 first) and its units of up to 8 blocks of one expert. */
+double xs__moe_wave_epw(const xs__moe_wl *wl, const xs__gemm_terms *g,
+                        const xs__tile_cfg *t);
+double xs__moe_default_warmup(size_t n1, size_t n2);
+int xs__moe_lag_ring(const xs__moe_wl *wl, const xs__tile_cfg *t);
+size_t xs__moe_lag_units(const xs__moe_block *b, size_t nb);
 
 #endif

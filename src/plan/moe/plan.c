@@ -19,7 +19,7 @@
 #define DEFAULT_GROUPS 12
 
 static const char *const sched_names[XS_MOE_SCHEDULES] = {
-    "sequential", "baseline", "searched", "fused-split",
+    "sequential", "l1-then-l2", "searched", "fused-split",
     "fused-wave", "fused-interleaved", "fused-lag"};
 
 const char *xs_moe_schedule_name(xs_moe_schedule s) {
@@ -41,13 +41,13 @@ int xs_moe_schedule_interleaves(xs_moe_schedule s) {
 
 /* ---- knob rules ---- */
 
-/* searched: lag and group of the lag machinery; "all-l1-first" is the
- * baseline's order (a lag of 0 would mean the kernel's default: the
+/* searched: lag and group of the lag machinery; "all-l1-first" is
+ * l1-then-l2's order (a lag of 0 would mean the kernel's default: the
  * shortest lag is 1) */
 static const struct {
   const char *name;
   unsigned lag, group;
-} searched_rules[] = {{"all-l1-first", 0xffffff, 4}, {"lag-1", 1, 4},
+} searched_rules[] = {{"all-l1-first", XS_MOE_LAG_ALL, 4}, {"lag-1", 1, 4},
                       {"lag-2", 2, 4},   {"lag-4", 4, 4},
                       {"lag-8", 8, 4},   {"lag-16", 16, 4},
                       {"lag-1/g1", 1, 1}, {"lag-8/g1", 8, 1}};
@@ -62,7 +62,7 @@ static const char *const lag_rules[] = {"default", "lag/4", "lag/2",
 const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
   switch (s) {
   case XS_MOE_SEQUENTIAL:
-  case XS_MOE_BASELINE:
+  case XS_MOE_L1_THEN_L2:
   case XS_MOE_FUSED_SPLIT:
     return rule == 0 ? "default" : NULL;
   case XS_MOE_INTERLEAVED:
@@ -78,7 +78,7 @@ const char *xs_moe_rule_name(xs_moe_schedule s, unsigned rule) {
   }
 }
 
-/* The kernels that build programs: the baseline, searched and fused-lag
+/* The kernels that build programs: the l1-then-l2, searched and fused-lag
  * schedules share the lag kernel. */
 enum { K_SEQUENTIAL, K_LAG, K_SPLIT, K_WAVE, K_INTERLEAVED };
 
@@ -86,7 +86,7 @@ enum { K_SEQUENTIAL, K_LAG, K_SPLIT, K_WAVE, K_INTERLEAVED };
  * knobs the kernel was given (which, with the plan's workload and the
  * profile's kernel inputs, make the program): schedules that share a
  * kernel and rules whose knobs come out the same build the same program,
- * so it is built and evaluated once. The baseline is the searched
+ * so it is built and evaluated once. l1-then-l2 is the searched
  * schedule's all-L1-first rule; fused-lag's rules often equal searched
  * ones. The program is kept (up to KEEP_OPS ops in all) for the other
  * models and for a profile moved in a number the kernel does not read. */
@@ -253,13 +253,13 @@ static xs_status a2a_times(planner *pl, xs_error *err) {
   return XS_OK;
 }
 
-/* The kernel of schedule s, with the knobs it is given (the baseline's
+/* The kernel of schedule s, with the knobs it is given (l1-then-l2's
  * order is the lag kernel's all-L1-first); -1 for no schedule. */
 static int kernel_of(xs_moe_schedule s, xs_moe_pattern *kn) {
   switch (s) {
   case XS_MOE_SEQUENTIAL:
     return K_SEQUENTIAL;
-  case XS_MOE_BASELINE:
+  case XS_MOE_L1_THEN_L2:
     kn->lag = searched_rules[0].lag;
     kn->group = 4;
     return K_LAG;
@@ -347,11 +347,11 @@ static xs_status planner_rebase(planner *pl, const xs_profile *prof, xs_error *e
   return XS_OK;
 }
 
-/* Whether knobs kn of schedule s are its kernel's defaults (zeros; the
- * baseline has none of its own). */
+/* Whether knobs kn of schedule s are its kernel's defaults (zeros;
+ * l1-then-l2 has none of its own). */
 static int default_knobs(xs_moe_schedule s, const xs_moe_pattern *kn) {
   static const xs_moe_pattern zero = {0};
-  return (unsigned)s < XS_MOE_SCHEDULES && s != XS_MOE_BASELINE &&
+  return (unsigned)s < XS_MOE_SCHEDULES && s != XS_MOE_L1_THEN_L2 &&
          memcmp(kn, &zero, sizeof zero) == 0;
 }
 
@@ -893,10 +893,19 @@ xs_status xs_moe_options(const xs_moe_config *c, const xs_profile *prof,
 xs_status xs__moe_time(const xs_moe_config *c, const xs_profile *prof,
                        xs_moe_schedule s, const xs_moe_pattern *knobs,
                        double *time_s, xs_error *err) {
+  return xs__moe_time_ep(c, prof, s, knobs, NULL, time_s, err);
+}
+
+xs_status xs__moe_time_ep(const xs_moe_config *c, const xs_profile *prof,
+                          xs_moe_schedule s, const xs_moe_pattern *knobs,
+                          const struct xs__ep_params *par, double *time_s,
+                          xs_error *err) {
   planner *pl;
   xs_status st = xs__moe_planner_new(c, prof, &pl, err);
-  if (!st)
+  if (!st) {
+    pl->k.ep_par = par; /* before the all-to-all's times, which read it */
     st = xs__moe_planner_time(pl, s, knobs, time_s, err);
+  }
   xs__moe_planner_free(pl);
   return st;
 }
