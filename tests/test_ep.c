@@ -731,6 +731,7 @@ static void test_band_bias(void **st) {
   assert_int_equal(checked, 7);
   free(v);
   xs_validate_free(&set);
+  free(text);
 }
 
 /* The refits that leave each source out, two ways on the project's data:
@@ -790,6 +791,7 @@ static void test_by_source_linear(void **st) {
   free(vl);
   xs_validate_free(&exact);
   xs_validate_free(&lin);
+  free(text);
 }
 
 /* A fabric misspelt is refused naming the three built-in fabrics, and no
