@@ -746,6 +746,30 @@ int cli_validate_load(const char **datap, const char *dflt, char *found, size_t 
   return st ? cli_error("validate", &err) : 0;
 }
 
+void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
+                             size_t narms, int bands, cli_bias_fn bias) {
+  printf("    %-20s", "arm");
+  for (int b = 0; b < bands; b++) {
+    const char *label;
+    bias(set, NULL, b, &label, NULL);
+    printf(" %14s", label);
+  }
+  printf("\n");
+  for (size_t k = 0; k < narms; k++) {
+    printf("    %-20s", arms[k].name);
+    for (int b = 0; b < bands; b++) {
+      const char *label;
+      size_t n;
+      double v = bias(set, arms[k].name, b, &label, &n);
+      if (!isnan(v))
+        printf(" %+8.1f%% (%2zu)", 100 * v, n);
+      else
+        printf(" %14s", "-");
+    }
+    printf("\n");
+  }
+}
+
 void cli_validate_intervals_print(const xs_validate_set *set) {
   xs_validate_cover *c = NULL;
   size_t n = 0, rows = 0, inside = 0;

@@ -134,30 +134,6 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model,
          "  the other token bound is under \"lag bound\" below)\n");
 }
 
-void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
-                             size_t narms, int bands, cli_bias_fn bias) {
-  printf("    %-20s", "arm");
-  for (int b = 0; b < bands; b++) {
-    const char *label;
-    bias(set, NULL, b, &label, NULL);
-    printf(" %14s", label);
-  }
-  printf("\n");
-  for (size_t k = 0; k < narms; k++) {
-    printf("    %-20s", arms[k].name);
-    for (int b = 0; b < bands; b++) {
-      const char *label;
-      size_t n;
-      double v = bias(set, arms[k].name, b, &label, &n);
-      if (!isnan(v))
-        printf(" %+8.1f%% (%2zu)", 100 * v, n);
-      else
-        printf(" %14s", "-");
-    }
-    printf("\n");
-  }
-}
-
 static int by_value(const void *x, const void *y) {
   double a = *(const double *)x, b = *(const double *)y;
   return (a > b) - (a < b);
