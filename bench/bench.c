@@ -702,18 +702,6 @@ static int bench_tune(int quick) {
   if (sink < 0)
     printf("#\n");
   xs_tuner_free(t);
-  /* the most grid points a tuner takes, 16 to 16,384 tokens apart by
-   * equal ratios (the whole range from decode to prefill) */
-  double g64[XS_TUNER_MAX_POINTS];
-  for (int i = 0; i < XS_TUNER_MAX_POINTS; i++)
-    g64[i] = round(16 * pow(1024, i / (XS_TUNER_MAX_POINTS - 1.0)));
-  o.tokens = g64;
-  o.ntokens = quick ? 8 : XS_TUNER_MAX_POINTS;
-  t0 = now_s();
-  if (xs_tuner_create(&c, prof, &o, &t, &e))
-    die("tuner", &e);
-  printf("tuner_create_%zu %.3g s\n", o.ntokens, now_s() - t0);
-  xs_tuner_free(t);
   xs_profile_free(prof);
   /* the fit: PR 440's rows of the published timings */
   FILE *f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");
@@ -740,16 +728,24 @@ static int bench_tune(int quick) {
   printf("fit_megamoe_pr440_error_after %.1f %%\n", 100 * r.median_after);
   xs_moe_fit_free(&r);
   /* The fit on 1,000 rows (10x the project's data): the published H100
-   * rows (those without a quoted field) at 1,000 token counts, row i the
-   * (i mod n)-th at tokens + k (+ 7k past 64 tokens), k = i / n, its time
-   * moved with the square root of the tokens. */
+   * rows (their first 14 columns, before the quoted timing note) at 1,000
+   * token counts, row i the (i mod n)-th at tokens + k (+ 7k past 64
+   * tokens), k = i / n, its time moved with the square root of the
+   * tokens; each keeps its source, so that two sources' rows of one shape
+   * stay two rows. */
   enum { ROWS = 1000, COLS = 14 };
   char *base[64][COLS] = {{0}}, *lines = malloc(1 << 20);
   size_t nb = 0, used = 0;
   f = fopen(XSTAGE_SRC "/data/published/megamoe.csv", "rb");
   while (f && lines && nb < 64 && fgets(line, sizeof line, f)) {
-    if (line[0] == '#' || strchr(line, '"') || !strstr(line, ",h100-nvlink,"))
+    /* kernel times only: a row with a metric (the last column) is another
+     * quantity */
+    size_t len = strcspn(line, "\r\n");
+    if (line[0] == '#' || !strstr(line, ",h100-nvlink,") || (len && line[len - 1] != ','))
       continue;
+    char *quote = strchr(line, '"'); /* the timing note: past the columns used */
+    if (quote)
+      *quote = '\0';
     char *copy = lines + used, *save = NULL;
     used += (size_t)snprintf(copy, (1 << 20) - used, "%s", line) + 1;
     int col = 0;
@@ -771,8 +767,8 @@ static int bench_tune(int quick) {
   for (size_t i = 0; i < ROWS; i++) {
     char **b = base[i % nb];
     double tk = atof(b[11]), k = (double)(i / nb), nt = tk + (tk > 64 ? 7 * k : k);
-    n += (size_t)snprintf(big + n, cap - n, "bench,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%s,%.1f\n",
-                          b[1], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], nt, b[12],
+    n += (size_t)snprintf(big + n, cap - n, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%s,%.1f\n",
+                          b[0], b[1], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], nt, b[12],
                           atof(b[13]) * sqrt(nt / tk));
   }
   t0 = now_s();

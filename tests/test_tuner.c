@@ -648,12 +648,37 @@ static void test_replay(void **st) {
   xs_profile_free(prof);
 }
 
+/* A tuner whose planning passes XS_MOE_WORK_MAX is refused before any
+ * plan, the message naming its points and the limit (the message once read
+ * the tuner after freeing it: the sanitizer build checks it does not). */
+static void test_work_refused(void **st) {
+  (void)st;
+  xs_profile *prof = load("h200-nvlink");
+  xs_moe_config c;
+  assert_int_equal(xs_moe_preset("deepseek-v3", &c), XS_OK);
+  double g[XS_TUNER_MAX_POINTS];
+  for (int i = 0; i < XS_TUNER_MAX_POINTS; i++)
+    g[i] = round(16 * pow(1024, i / (XS_TUNER_MAX_POINTS - 1.0)));
+  xs_tuner_options o;
+  memset(&o, 0, sizeof o);
+  o.tokens = g;
+  o.ntokens = XS_TUNER_MAX_POINTS;
+  xs_tuner *t = (xs_tuner *)&o; /* set to NULL on refusal */
+  xs_error e;
+  assert_int_equal(xs_tuner_create(&c, prof, &o, &t, &e), XS_INVALID);
+  assert_null(t);
+  assert_non_null(strstr(e.message, "64 grid points up to 16384 tokens"));
+  assert_non_null(strstr(e.message, "XS_MOE_WORK_MAX"));
+  xs_profile_free(prof);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_kalman_is_batch_posterior),
                                      cmocka_unit_test(test_choose_while_observing),
                                      cmocka_unit_test(test_observers_take_turns),
                                      cmocka_unit_test(test_outlier),
                                      cmocka_unit_test(test_track_hbm),
-                                     cmocka_unit_test(test_replay)};
+                                     cmocka_unit_test(test_replay),
+                                     cmocka_unit_test(test_work_refused)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

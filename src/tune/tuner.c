@@ -275,13 +275,14 @@ xs_status xs_tuner_create(const xs_moe_config *config, const xs_profile *prof,
   for (size_t p = 0; p < t->npoints; p++)
     work += plans * xs__moe_plan_work(config, t->tokens[p]);
   if (work > XS_MOE_WORK_MAX) {
-    xs_tuner_free(t);
-    return xs__fail(err, XS_INVALID,
-                    "tuner: %zu grid points up to %g tokens, each planned %g times: "
-                    "about %.3g GEMM tiles of planning, more than the limit of %g "
-                    "(XS_MOE_WORK_MAX, about 6 s here): fewer or smaller token "
-                    "counts, or fewer terms", t->npoints, t->tokens[t->npoints - 1], plans,
-                    work, XS_MOE_WORK_MAX);
+    xs_status st2 = xs__fail(err, XS_INVALID,
+                             "tuner: %zu grid points up to %g tokens, each planned %g times: "
+                             "about %.3g GEMM tiles of planning, more than the limit of %g "
+                             "(XS_MOE_WORK_MAX, about 6 s here): fewer or smaller token "
+                             "counts, or fewer terms", t->npoints,
+                             t->tokens[t->npoints - 1], plans, work, XS_MOE_WORK_MAX);
+    xs_tuner_free(t); /* after the message, which reads it */
+    return st2;
   }
   for (size_t i = 0; i + 1 < t->npoints; i++)
     t->mid[i] = 0.5 * (log(t->tokens[i]) + log(t->tokens[i + 1]));
