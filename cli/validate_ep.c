@@ -51,16 +51,6 @@ static void help(FILE *f) {
           "                       exceeds F (a fraction, e.g. 0.15), after printing\n");
 }
 
-/* median and largest |error| of one model (-1: leave-one-source-out)
- * over rows idx[0..n) (idx NULL: every row) */
-static double median_of(const xs_validate_set *set, const size_t *idx, size_t n,
-                        int model, size_t *count, double *mx) {
-  return xs_validate_ep_median(set, idx, n, model, count, mx);
-}
-
-/* the rows of group k, for median_of */
-#define GROUP(g, k) (g).idx + (g).first[k], (g).first[(k) + 1] - (g).first[k]
-
 /* --json, or with csv its rows alone as CSV (--csv) */
 static int write_json(const xs_validate_set *set, const int *models, int loso,
                       const double *values, int csv) {
@@ -122,18 +112,18 @@ static int print_group(const xs_validate_set *set, int field, const char *title,
   printf("\n  by %s:\n", title);
   for (size_t k = 0; k < g.n; k++) {
     size_t n;
-    double mx, med = median_of(set, GROUP(g, k), 0, &n, &mx);
+    double mx, med = xs_validate_ep_median(set, &g, k, 0, &n, &mx);
     char lb[96];
     printf("    %-40s %3zu rows  median %5.1f%%  largest %6.1f%%",
            srcs ? cli_source_label(srcs, g.name[k], lb, sizeof lb)
                 : cli_text_cut(g.name[k], 40, lb, sizeof lb),
            n, 100 * med, 100 * mx);
     if (loso)
-      printf("  left out %5.1f%%", 100 * median_of(set, GROUP(g, k), -1, NULL, NULL));
+      printf("  left out %5.1f%%", 100 * xs_validate_ep_median(set, &g, k, -1, NULL, NULL));
     for (int m = 1; m < XS_MODEL_COUNT; m++)
       if (models[m])
         printf("  %s %5.1f%%", xs_model_name((xs_model)m),
-               100 * median_of(set, GROUP(g, k), m, NULL, NULL));
+               100 * xs_validate_ep_median(set, &g, k, m, NULL, NULL));
     printf("\n");
   }
   xs_validate_ep_groups_free(&g);
@@ -262,12 +252,12 @@ int cli_validate_ep(int argc, char **argv) {
     cli_sources wide = srcs;
     wide.width = 40;
     size_t n;
-    double mx, med = median_of(&set, NULL, 0, 0, &n, &mx);
+    double mx, med = xs_validate_ep_median(&set, NULL, 0, 0, &n, &mx);
     printf("\n  |error|: median %.1f%%, largest %.1f%% over %zu rows", 100 * med,
            100 * mx, n);
     if (loso)
       printf("; with each source left out of the fit: median %.1f%%",
-             100 * median_of(&set, NULL, 0, -1, NULL, NULL));
+             100 * xs_validate_ep_median(&set, NULL, 0, -1, NULL, NULL));
     printf("\n");
     static const char *const titles[] = {"library and kernel mode", "library", "phase",
                                          "source"};
@@ -294,7 +284,7 @@ int cli_validate_ep(int argc, char **argv) {
   if (!rc && svg) {
     char title[200];
     snprintf(title, sizeof title, "xstage validate ep: %zu rows, median |error| "
-             "%.1f%%", set.nrows, 100 * median_of(&set, NULL, 0, 0, NULL, NULL));
+             "%.1f%%", set.nrows, 100 * xs_validate_ep_median(&set, NULL, 0, 0, NULL, NULL));
     char *s = xs_validate_svg(&set, title);
     if (!s) {
       rc = cli_out_of_memory("validate");
@@ -308,8 +298,8 @@ int cli_validate_ep(int argc, char **argv) {
     if (xs_validate_ep_group(&set, 0, &g, &err))
       rc = cli_error("validate", &err);
     for (size_t k = 0; !rc && k < g.n; k++) {
-      double m = median_of(&set, GROUP(g, k), 0, NULL, NULL);
-      double l = loso ? median_of(&set, GROUP(g, k), -1, NULL, NULL) : 0;
+      double m = xs_validate_ep_median(&set, &g, k, 0, NULL, NULL);
+      double l = loso ? xs_validate_ep_median(&set, &g, k, -1, NULL, NULL) : 0;
       if (m > fail_above || l > fail_above) {
         fprintf(stderr, "xstage validate: %s: median |error| %.1f%%%s is above "
                         "--fail-above %.1f%%\n", g.name[k], 100 * fmax(m, l),

@@ -1556,12 +1556,13 @@ typedef struct xs_validate_ep_groups {
 XS_API xs_status xs_validate_ep_group(const xs_validate_set *set, int field,
                                       xs_validate_ep_groups *out, xs_error *err);
 XS_API void xs_validate_ep_groups_free(xs_validate_ep_groups *g);
-/* Over rows idx[0..n) of an EP set (idx NULL: every row), the median
- * |error| of a model (xs_model; -1: predicted with the source left out,
- * after xs_validate_ep_by_source) in the row's metric, their count and the
- * largest (NAN when none). */
-XS_API double xs_validate_ep_median(const xs_validate_set *set, const size_t *idx,
-                                    size_t n, int model, size_t *count, double *max_abs);
+/* Over the rows of group k of g (g NULL: every row of the set), the
+ * median |error| of a model (xs_model; -1: predicted with the source left
+ * out, after xs_validate_ep_by_source) in the row's metric, their count and
+ * the largest (NAN when none). */
+XS_API double xs_validate_ep_median(const xs_validate_set *set,
+                                    const xs_validate_ep_groups *g, size_t k, int model,
+                                    size_t *count, double *max_abs);
 /* `xstage validate ep --json` of a set: its rows (each with its 80%
  * interval after xs_validate_intervals) and the summaries per library and
  * mode, library, phase and source, the signed bias per library, mode and

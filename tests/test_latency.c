@@ -22,16 +22,7 @@
 #include "internal.h"
 #include <jansson.h>
 #include "plan/moe/moe.h"
-
-static xs_profile *load(const char *name) {
-  xs_profile *p;
-  xs_error e;
-  xs_status st = xs_profile_load(name, &p, &e);
-  if (st)
-    fprintf(stderr, "%s: %s\n", name, e.message);
-  assert_int_equal(st, XS_OK);
-  return p;
-}
+#include "testutil.h"
 
 /* one schedule's burstgap time with the kernel's own knobs */
 static double predict(const xs_moe_config *c, const xs_profile *p, xs_moe_schedule s) {
@@ -62,7 +53,7 @@ static int near(double a, double b, double rel, double abs_s) {
  * the difference is exact. */
 static void test_timing_launches(void **st) {
   (void)st;
-  xs_profile *p = load("h200-nvlink");
+  xs_profile *p = xs_test_profile("h200-nvlink");
   xs_kernel_costs k;
   xs_profile_kernel_costs(p, &k);
   static const struct {
@@ -94,7 +85,7 @@ static void test_timing_launches(void **st) {
  * once more, before anything else starts. */
 static void test_routing_chain(void **st) {
   (void)st;
-  xs_profile *p = load("h200-nvlink");
+  xs_profile *p = xs_test_profile("h200-nvlink");
   xs_kernel_costs k;
   xs_profile_kernel_costs(p, &k);
   xs_moe_config c;
@@ -122,7 +113,7 @@ static void test_routing_chain(void **st) {
  * kernel's gaps in HBM use absorb. */
 static void test_cold_l2(void **st) {
   (void)st;
-  xs_profile *p = load("h200-nvlink");
+  xs_profile *p = xs_test_profile("h200-nvlink");
   xs_kernel_costs k;
   xs_profile_kernel_costs(p, &k);
   const xs_channel *hbm = xs_profile_channel(p, (size_t)xs_profile_find_channel(p, "hbm"));
@@ -282,7 +273,7 @@ static void test_verdict(void **st) {
   xs_moe_config c;
   xs_moe_preset("glm", &c);
   c.tokens = 64;
-  xs_profile *prof = load("h200-nvlink");
+  xs_profile *prof = xs_test_profile("h200-nvlink");
   char *js;
   assert_int_equal(xs_moe_plan_json(&c, prof, 0.01, 0, 0, NULL, &js, &e), XS_OK);
   json_error_t je;

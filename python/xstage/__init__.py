@@ -414,17 +414,25 @@ def _profile_on(prof, fabric):
     return both
 
 
-def _schedule_mask(schedules):
-    if schedules is None:
+def _name_mask(what, names, noun, from_name, known):
+    """Names (a list, or one str with commas) into a bit mask through the
+    library's from_name (-1: unknown, named with the known ones); 0 for
+    None."""
+    if names is None:
         return 0
     mask = 0
-    for i, s in enumerate(_check.names("schedules", schedules, "schedule names")):
-        k = _lib.xs_moe_schedule_from_name(s.encode())
+    for i, s in enumerate(_check.names(what, names, noun + " names")):
+        k = from_name(s.encode())
         if k < 0:
-            raise InvalidInputError("schedules[%d]: %r is not a schedule (%s)"
-                                    % (i, s, ", ".join(MOE_SCHEDULES)))
+            raise InvalidInputError("%s[%d]: %r is not a %s (%s)"
+                                    % (what, i, s, noun, ", ".join(known)))
         mask |= 1 << k
     return mask
+
+
+def _schedule_mask(schedules):
+    return _name_mask("schedules", schedules, "schedule", _lib.xs_moe_schedule_from_name,
+                      MOE_SCHEDULES)
 
 
 def plan_megamoe(config: ConfigLike, prof: ProfileLike, tokens: Optional[int] = None,
@@ -743,14 +751,7 @@ def fit_megamoe(data_path: PathLike, base: ProfileLike,
     (None: every term the rows determine); source: only that source's rows;
     bootstrap: resamples (0: 200); seed: of the resampling (0: a fixed
     one)."""
-    mask = 0
-    if terms is not None:
-        for i, t in enumerate(_check.names("terms", terms, "term names")):
-            k = _lib.xs_moe_term_from_name(t.encode())
-            if k < 0:
-                raise InvalidInputError("terms[%d]: %r is not a term (%s)"
-                                        % (i, t, ", ".join(_MOE_TERM_NAMES)))
-            mask |= 1 << k
+    mask = _name_mask("terms", terms, "term", _lib.xs_moe_term_from_name, _MOE_TERM_NAMES)
     src = None if source is None else _check.text("source", source)
     opts = _lib.MoeFitOptions(mask, src, 0, _check.integer("bootstrap", bootstrap, 0, 100_000),
                               _check.integer("seed", seed, 0, 2 ** 53))

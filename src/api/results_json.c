@@ -1015,24 +1015,21 @@ xs_status xs_validate_json(const xs_validate_set *set, char **out, xs_error *err
 
 /* ---- validate ep ---- */
 
-/* the summary of rows idx[0..n) (idx NULL: all) */
-static json_t *ep_group_json(const xs_validate_set *set, const size_t *idx, size_t n,
-                             int loso) {
+/* the summary of group k of g (g NULL: all rows) */
+static json_t *ep_group_json(const xs_validate_set *set, const xs_validate_ep_groups *g,
+                             size_t k_group, int loso) {
   size_t k;
-  double mx, med = xs_validate_ep_median(set, idx, n, XS_MODEL_BURSTGAP, &k, &mx);
+  double mx, med = xs_validate_ep_median(set, g, k_group, XS_MODEL_BURSTGAP, &k, &mx);
   json_t *o = json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)k, "median_abs_error",
                         real_or_null(med), "max_abs_error", real_or_null(mx));
   if (o && loso &&
       xs__jput(o, "loso_median_abs_error",
-               real_or_null(xs_validate_ep_median(set, idx, n, -1, NULL, NULL)))) {
+               real_or_null(xs_validate_ep_median(set, g, k_group, -1, NULL, NULL)))) {
     json_decref(o);
     return NULL;
   }
   return o;
 }
-
-/* the rows of group k, for xs_validate_ep_median */
-#define EP_GROUP(g, k) (g).idx + (g).first[k], (g).first[(k) + 1] - (g).first[k]
 
 xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
                               const double *values, char **out, xs_error *err) {
@@ -1093,7 +1090,7 @@ xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
     json_t *by = json_object();
     bad |= xs__jput(sum, fields[f], by);
     for (size_t k = 0; k < g[f].n && !bad; k++)
-      bad |= xs__jput(by, g[f].name[k], ep_group_json(set, EP_GROUP(g[f], k), loso));
+      bad |= xs__jput(by, g[f].name[k], ep_group_json(set, &g[f], k, loso));
   }
   if (!bad) {
     /* the signed median per library and mode and token band */
@@ -1121,7 +1118,7 @@ xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models_mask,
       bad |= xs__jput(bm, xs_model_name((xs_model)m), mo);
       for (size_t k = 0; k < g[0].n && !bad; k++) {
         size_t n;
-        double mx, med = xs_validate_ep_median(set, EP_GROUP(g[0], k), m, &n, &mx);
+        double mx, med = xs_validate_ep_median(set, &g[0], k, m, &n, &mx);
         bad |= xs__jput(mo, g[0].name[k],
                         json_pack("{s:I,s:o,s:o}", "rows", (json_int_t)n, "median_abs_error",
                                   real_or_null(med), "max_abs_error", real_or_null(mx)));

@@ -896,39 +896,6 @@ static const char *ep_field(const xs_validate_row *r, int field) {
                              : field == 2 ? r->ep.phase : r->source;
 }
 
-/* a row's index with its field's value, to sort by value then row (C11
- * has no qsort_r to pass the field to the comparison) */
-typedef struct {
-  const char *value;
-  size_t row;
-} keyed;
-
-static int by_value_then_row(const void *a, const void *b) {
-  const keyed *x = a, *y = b;
-  int c = strcmp(x->value, y->value);
-  return c ? c : (x->row > y->row) - (x->row < y->row);
-}
-
-/* a run of one value in the sorted rows: its first row, and where it
- * starts and ends in the sorted order */
-typedef struct {
-  size_t row, start, end;
-} run;
-
-static int by_first_row(const void *a, const void *b) {
-  const run *x = a, *y = b;
-  return (x->row > y->row) - (x->row < y->row);
-}
-
-void xs_validate_ep_groups_free(xs_validate_ep_groups *g) {
-  if (!g)
-    return;
-  free(g->name);
-  free(g->first);
-  free(g->idx);
-  memset(g, 0, sizeof *g);
-}
-
 xs_status xs_validate_ep_group(const xs_validate_set *set, int field,
                                xs_validate_ep_groups *g, xs_error *err) {
   if (!g)
@@ -937,47 +904,13 @@ xs_status xs_validate_ep_group(const xs_validate_set *set, int field,
   if (!set || field < 0 || field > 3)
     return xs__fail(err, XS_INVALID, "xs_validate_ep_group: %s",
                     set ? "field is 0 to 3" : "the set is NULL");
-  size_t n = set->nrows, nr = 0;
-  keyed *sorted = malloc((n + 1) * sizeof *sorted);
-  run *runs = malloc((n + 1) * sizeof *runs);
-  g->idx = malloc((n + 1) * sizeof *g->idx);
-  g->first = malloc((n + 2) * sizeof *g->first);
-  g->name = malloc((n + 1) * sizeof *g->name);
-  if (!sorted || !runs || !g->idx || !g->first || !g->name) {
-    free(sorted);
-    free(runs);
-    xs_validate_ep_groups_free(g);
-    return xs__fail(err, XS_NOMEM, "out of memory");
-  }
-  for (size_t i = 0; i < n; i++)
-    sorted[i] = (keyed){ep_field(&set->rows[i], field), i};
-  qsort(sorted, n, sizeof *sorted, by_value_then_row);
-  for (size_t i = 0; i < n; i++) {
-    if (i && !strcmp(sorted[i].value, sorted[i - 1].value))
-      continue;
-    if (nr)
-      runs[nr - 1].end = i;
-    runs[nr++] = (run){sorted[i].row, i, n};
-  }
-  qsort(runs, nr, sizeof *runs, by_first_row);
-  size_t at = 0;
-  for (size_t k = 0; k < nr; k++) {
-    g->first[k] = at;
-    g->name[k] = ep_field(&set->rows[runs[k].row], field);
-    for (size_t i = runs[k].start; i < runs[k].end; i++)
-      g->idx[at++] = sorted[i].row;
-  }
-  g->first[nr] = at;
-  g->n = nr;
-  free(sorted);
-  free(runs);
-  return XS_OK;
+  return xs__validate_group_by(set, ep_field, field, g, err);
 }
 
-double xs_validate_ep_median(const xs_validate_set *set, const size_t *idx, size_t n,
-                             int model, size_t *count, double *max_abs) {
-  if (!idx)
-    n = set ? set->nrows : 0;
+double xs_validate_ep_median(const xs_validate_set *set, const xs_validate_ep_groups *g,
+                             size_t k_group, int model, size_t *count, double *max_abs) {
+  const size_t *idx = g ? g->idx + g->first[k_group] : NULL;
+  size_t n = g ? g->first[k_group + 1] - g->first[k_group] : set ? set->nrows : 0;
   double *v = malloc((n + 1) * sizeof *v), m = 0;
   size_t k = 0;
   for (size_t i = 0; v && i < n; i++) {

@@ -817,51 +817,97 @@ xs_status xs_validate_compare_arms(const xs_validate_set *set,
 }
 
 /* a group and the index of its first row, to order groups by */
+/* a run of one key in the sorted rows: its first row, and where it starts
+ * and ends in the sorted order */
 typedef struct {
-  size_t first;
-  xs_validate_group g;
-} first_group;
+  size_t row, start, end;
+} run;
 
-static int by_first(const void *x, const void *y) {
-  const first_group *a = x, *b = y;
-  return (a->first > b->first) - (a->first < b->first);
+static int by_first_row(const void *x, const void *y) {
+  const run *a = x, *b = y;
+  return (a->row > b->row) - (a->row < b->row);
+}
+
+void xs_validate_ep_groups_free(xs_validate_ep_groups *g) {
+  if (!g)
+    return;
+  free(g->name);
+  free(g->first);
+  free(g->idx);
+  memset(g, 0, sizeof *g);
+}
+
+xs_status xs__validate_group_by(const xs_validate_set *set,
+                                const char *(*key)(const xs_validate_row *, int), int which,
+                                xs_validate_ep_groups *g, xs_error *err) {
+  size_t n = set->nrows, nr = 0;
+  memset(g, 0, sizeof *g);
+  keyed *ix = malloc((n + 1) * sizeof *ix);
+  run *runs = malloc((n + 1) * sizeof *runs);
+  g->idx = malloc((n + 1) * sizeof *g->idx);
+  g->first = malloc((n + 2) * sizeof *g->first);
+  g->name = malloc((n + 1) * sizeof *g->name);
+  if (!ix || !runs || !g->idx || !g->first || !g->name) {
+    free(ix);
+    free(runs);
+    xs_validate_ep_groups_free(g);
+    return xs__fail(err, XS_NOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++)
+    ix[i] = (keyed){key(&set->rows[i], which), i};
+  qsort(ix, n, sizeof *ix, by_key);
+  for (size_t i = 0; i < n; i++) {
+    if (i && !strcmp(ix[i].key, ix[i - 1].key))
+      continue;
+    if (nr)
+      runs[nr - 1].end = i;
+    /* ix[i] is the run's first row: sorted by index within a key */
+    runs[nr++] = (run){ix[i].i, i, n};
+  }
+  qsort(runs, nr, sizeof *runs, by_first_row);
+  size_t at = 0;
+  for (size_t k = 0; k < nr; k++) {
+    g->first[k] = at;
+    g->name[k] = key(&set->rows[runs[k].row], which);
+    for (size_t i = runs[k].start; i < runs[k].end; i++)
+      g->idx[at++] = ix[i].i;
+  }
+  g->first[nr] = at;
+  g->n = nr;
+  free(ix);
+  free(runs);
+  return XS_OK;
+}
+
+static const char *arm_or_source(const xs_validate_row *r, int by_source) {
+  return by_source ? r->source : r->arm;
 }
 
 xs_status xs_validate_groups(const xs_validate_set *set, int by_source,
                              xs_validate_group **out, size_t *n, xs_error *err) {
   *out = NULL;
   *n = 0;
-  size_t nr = set->nrows, ng = 0;
-  keyed *ix = malloc((nr + 1) * sizeof *ix);
-  double *v = malloc((nr + 1) * sizeof *v);
-  first_group *fg = malloc((nr + 1) * sizeof *fg);
-  xs_validate_group *g = NULL;
-  if (ix && v && fg) {
-    for (size_t i = 0; i < nr; i++)
-      ix[i] = (keyed){by_source ? set->rows[i].source : set->rows[i].arm, i};
-    qsort(ix, nr, sizeof *ix, by_key);
-    for (size_t s = 0; s < nr;) {
-      size_t e = s, k = 0;
-      double mx = 0;
-      for (; e < nr && !strcmp(ix[s].key, ix[e].key); e++) {
-        const xs_validate_row *r = &set->rows[ix[e].i];
-        if (r->metric[0] && strcmp(r->metric, "time"))
-          continue; /* not a kernel's time: as xs_validate_median */
-        v[k++] = fabs(r->error);
-        mx = fmax(mx, fabs(r->error));
-      }
-      /* ix[s] is the group's first row: sorted by index within a key */
-      fg[ng++] = (first_group){ix[s].i, {ix[s].key, k, xs__median_of(v, k), k ? mx : NAN}};
-      s = e;
+  xs_validate_ep_groups gr;
+  xs_status st = xs__validate_group_by(set, arm_or_source, by_source, &gr, err);
+  if (st)
+    return st;
+  double *v = malloc((set->nrows + 1) * sizeof *v);
+  xs_validate_group *g = v ? malloc((gr.n + 1) * sizeof *g) : NULL;
+  for (size_t a = 0; g && a < gr.n; a++) {
+    size_t k = 0;
+    double mx = 0;
+    for (size_t j = gr.first[a]; j < gr.first[a + 1]; j++) {
+      const xs_validate_row *r = &set->rows[gr.idx[j]];
+      if (r->metric[0] && strcmp(r->metric, "time"))
+        continue; /* not a kernel's time: as xs_validate_median */
+      v[k++] = fabs(r->error);
+      mx = fmax(mx, fabs(r->error));
     }
-    qsort(fg, ng, sizeof *fg, by_first);
-    g = malloc((ng + 1) * sizeof *g);
+    g[a] = (xs_validate_group){gr.name[a], k, xs__median_of(v, k), k ? mx : NAN};
   }
-  for (size_t a = 0; g && a < ng; a++)
-    g[a] = fg[a].g;
-  free(ix);
   free(v);
-  free(fg);
+  size_t ng = gr.n;
+  xs_validate_ep_groups_free(&gr);
   if (!g)
     return xs__fail(err, XS_NOMEM, "out of memory");
   *out = g;

@@ -62,4 +62,13 @@ xs_status xs__validate_megamoe_burstgap(const char *text, size_t length,
 xs_status xs__validate_ep_by_source_within(xs_validate_set *set, double *values,
                                            double exact_work, xs_error *err);
 
+/* The rows grouped by a string of each row, key(row, which), the groups in
+ * order of first appearance: group k is named name[k] (the string of its
+ * first row) and holds rows idx[first[k]] .. idx[first[k + 1] - 1], in row
+ * order. By sorting the rows by key, then index: O(n log n) whatever the
+ * number of groups. Free with xs_validate_ep_groups_free. */
+xs_status xs__validate_group_by(const xs_validate_set *set,
+                                const char *(*key)(const xs_validate_row *, int), int which,
+                                xs_validate_ep_groups *g, xs_error *err);
+
 #endif
