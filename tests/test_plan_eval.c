@@ -403,6 +403,70 @@ static void test_tables_match_reference(void **state) {
   xs_profile_free(prof);
 }
 
+/* A planner evaluates a rule whose build writes back the knobs another
+ * rule's did once (plan.c's aliases): that holds where a kernel builds
+ * from the knobs it writes back. Each schedule's default program against
+ * the one its written-back knobs build, as JSON, and every option's time
+ * against its knobs' built anew, bit for bit; presets, token counts,
+ * uneven loads, two GPUs. */
+static void test_knobs_make_the_program(void **state) {
+  (void)state;
+  static const char *const profs[] = {"h200-nvlink", "b200-nvlink"};
+  static const double tokens[] = {1, 128, 1500};
+  size_t checked = 0;
+  for (int g = 0; g < 2; g++) {
+    xs_profile *prof = xs_test_profile(profs[g]);
+    for (size_t i = 0; i < xs_moe_preset_count(); i++)
+      for (int t = 0; t < 3; t++) {
+        xs_moe_config c;
+        xs_moe_preset(xs_moe_preset_name(i), &c);
+        c.tokens = tokens[t];
+        c.imbalance = (i + (size_t)t) % 3 == 0 ? 1.3 : 1;
+        char where[128];
+        snprintf(where, sizeof where, "%s %s T=%g imbalance %g", profs[g], c.name,
+                 c.tokens, c.imbalance);
+        xs_error e;
+        for (int s = 0; s < XS_MOE_SCHEDULES; s++) {
+          xs_moe_pattern used = {0};
+          xs_program *a = NULL, *b = NULL;
+          if (xs_moe_evaluate(&c, prof, (xs_moe_schedule)s, &used, NULL, NULL, &e))
+            continue; /* a schedule this shape cannot run */
+          assert_int_equal(xs_moe_program(&c, prof, (xs_moe_schedule)s, NULL, &a, &e), XS_OK);
+          assert_int_equal(xs_moe_program(&c, prof, (xs_moe_schedule)s, &used, &b, &e), XS_OK);
+          char *ja = xs_program_to_json(a), *jb = xs_program_to_json(b);
+          if (strcmp(ja, jb) != 0)
+            fail_msg("%s %s: the default's program differs from its knobs' (lag %u "
+                     "group %u experts/wave %u warmup %u block %ux%u)",
+                     where, xs_moe_schedule_name((xs_moe_schedule)s), used.lag,
+                     used.group, used.experts_per_wave, used.warmup, used.block_m,
+                     used.block_n);
+          free(ja);
+          free(jb);
+          xs_program_free(a);
+          xs_program_free(b);
+          checked++;
+        }
+        xs_moe_option o[XS_MOE_MAX_OPTIONS];
+        size_t no;
+        assert_int_equal(xs_moe_options(&c, prof, 0, o, &no, NULL, &e), XS_OK);
+        for (size_t k = 0; k < no; k++) {
+          double ts[XS_MODEL_COUNT];
+          xs_moe_pattern kn = o[k].knobs;
+          assert_int_equal(xs_moe_evaluate(&c, prof, o[k].schedule, &kn, ts, NULL, &e),
+                           XS_OK);
+          if (ts[XS_MODEL_BURSTGAP] != o[k].time_s)
+            fail_msg("%s %s rule %s: %.17g s as an option, %.17g s from its knobs", where,
+                     xs_moe_schedule_name(o[k].schedule),
+                     xs_moe_rule_name(o[k].schedule, o[k].rule), o[k].time_s,
+                     ts[XS_MODEL_BURSTGAP]);
+          checked++;
+        }
+      }
+    xs_profile_free(prof);
+  }
+  assert_true(checked > 500);
+}
+
 /* validate megamoe, ep and flashattn over the published rows */
 static void test_validate_matches_reference(void **state) {
   (void)state;
@@ -447,6 +511,7 @@ int main(void) {
       cmocka_unit_test(test_plans_match_reference),
       cmocka_unit_test(test_tables_match_reference),
       cmocka_unit_test(test_validate_matches_reference),
+      cmocka_unit_test(test_knobs_make_the_program),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,7 +90,7 @@ enum { K_SEQUENTIAL, K_LAG, K_SPLIT, K_WAVE, K_INTERLEAVED };
  * schedule's all-L1-first rule; fused-lag's rules often equal searched
  * ones. The program is kept (up to KEEP_OPS ops in all) for the other
  * models and for a profile moved in a number the kernel does not read. */
-typedef struct {
+typedef struct evaluated {
   int kernel;
   xs_moe_pattern in, used; /* given, and as the kernel wrote them back */
   double time_s[XS_MODEL_COUNT]; /* NAN until evaluated */
@@ -101,6 +101,11 @@ typedef struct {
   xs_moe_breakdown built;  /* what its build counted (the fixed time)    */
   xs_program *prog;        /* kept, or NULL                             */
   uint32_t map[4];         /* its channel codes -> the profile's        */
+  /* another entry of the same kernel whose build wrote back the same
+   * knobs: the same program (the kernels build from the knobs they write
+   * back; tests/test_plan_eval.c checks it), so its times are this one's
+   * and this entry holds nothing of its own; NULL for none */
+  struct evaluated *alias;
 } evaluated;
 /* programs kept in all: every program of a plan of 16384 tokens (about
  * 30 MB with their sends) */
@@ -595,6 +600,29 @@ static xs_status program(planner *pl, evaluated *m, xs_program **p, xs_program *
   return XS_OK;
 }
 
+/* Whether memo entry m's burstgap time (with its breakdown, with
+ * want_bd) is known, or known to be past stop_s. */
+static int is_known(const evaluated *m, double stop_s, int want_bd) {
+  return (!isnan(m->time_s[0]) && (m->have_bd || !want_bd)) ||
+         (isnan(m->time_s[0]) && m->above >= stop_s);
+}
+
+/* The entry other than m, of m's kernel, that m's just-built program
+ * repeats (it wrote back the same knobs), or NULL; none under the
+ * reference (xs__set_reference), which builds and evaluates each. */
+static evaluated *twin_of(planner *pl, const evaluated *m) {
+  if (xs__reference())
+    return NULL;
+  for (size_t i = 0; i < pl->nmemo; i++) {
+    evaluated *x = pl->memo[i];
+    if (x != m && !x->alias && x->kernel == m->kernel &&
+        (x->prog || !isnan(x->time_s[0]) || x->above > 0) &&
+        memcmp(&x->used, &m->used, sizeof m->used) == 0)
+      return x;
+  }
+  return NULL;
+}
+
 /* Schedule s with knobs kn (the knobs used written back) under burstgap,
  * from the plan's memo when its program was evaluated before, else built
  * and evaluated, stopping once its time is sure to pass stop_s; with
@@ -612,23 +640,41 @@ static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *k
   evaluated *m = memo_entry(pl, kernel, &in);
   if (!m)
     return xs__fail(err, XS_NOMEM, "out of memory");
-  int known = (!isnan(m->time_s[0]) && (m->have_bd || !want_bd)) ||
-              (isnan(m->time_s[0]) && m->above >= stop_s);
+  if (m->alias)
+    m = m->alias;
+  int known = is_known(m, stop_s, want_bd);
   if (!known) {
     xs_program *p, *tmp;
     xs_moe_breakdown b;
     double t = NAN;
     xs_status st = program(pl, m, &p, &tmp, err);
+    evaluated *twin = st ? NULL : twin_of(pl, m);
+    if (twin) {
+      /* the program twin's build made: what twin knows holds for it */
+      m->alias = twin;
+      if (m->prog && !twin->prog) { /* the memo keeps it as twin's */
+        twin->prog = m->prog;
+        memcpy(twin->map, m->map, sizeof twin->map);
+        m->prog = NULL;
+      } else if (m->prog) {
+        drop_program(pl, m);
+        p = twin->prog;
+      }
+      m = twin;
+    }
     b = m->built;
-    if (!st)
+    int repeat = twin && is_known(m, stop_s, want_bd); /* nothing to evaluate */
+    if (!st && !repeat)
       st = eval_burstgap(pl, p, m, stop_s, &t, want_bd ? &b : NULL, err);
-    if (!st && keep && t < INFINITY)
+    if (!st && keep && !repeat && t < INFINITY)
       *keep = tmp; /* a program past the memo's room, for the caller */
     else
       xs_program_free(tmp);
     if (st)
       return st;
-    if (t < INFINITY) {
+    if (repeat) {
+      /* twin's times stand */
+    } else if (t < INFINITY) {
       m->time_s[0] = t;
       m->bd = b;
       m->have_bd = want_bd;
