@@ -106,6 +106,7 @@ typedef struct evaluated {
    * back; tests/test_plan_eval.c checks it), so its times are this one's
    * and this entry holds nothing of its own; NULL for none */
   struct evaluated *alias;
+  int have_used;           /* its program was built once: used is known */
 } evaluated;
 /* programs kept in all: every program of a plan of 16384 tokens (about
  * 30 MB with their sends) */
@@ -588,6 +589,7 @@ static xs_status program(planner *pl, evaluated *m, xs_program **p, xs_program *
     return st;
   }
   m->used = used;
+  m->have_used = 1;
   double ops = program_ops(q);
   drop_program(pl, m);
   if (pl->kept_ops + ops <= KEEP_OPS) {
@@ -607,17 +609,18 @@ static int is_known(const evaluated *m, double stop_s, int want_bd) {
          (isnan(m->time_s[0]) && m->above >= stop_s);
 }
 
-/* The entry other than m, of m's kernel, that m's just-built program
- * repeats (it wrote back the same knobs), or NULL; none under the
- * reference (xs__set_reference), which builds and evaluates each. */
-static evaluated *twin_of(planner *pl, const evaluated *m) {
+/* The built entry other than m, of m's kernel, whose build wrote back
+ * the knobs kn (m's own, once m is built: its program repeats the other's;
+ * a new m's as given: the knobs another build wrote back build the same
+ * program), or NULL; none under the reference (xs__set_reference), which
+ * builds and evaluates each. */
+static evaluated *twin_of(planner *pl, const evaluated *m, const xs_moe_pattern *kn) {
   if (xs__reference())
     return NULL;
   for (size_t i = 0; i < pl->nmemo; i++) {
     evaluated *x = pl->memo[i];
-    if (x != m && !x->alias && x->kernel == m->kernel &&
-        (x->prog || !isnan(x->time_s[0]) || x->above > 0) &&
-        memcmp(&x->used, &m->used, sizeof m->used) == 0)
+    if (x != m && !x->alias && x->have_used && x->kernel == m->kernel &&
+        memcmp(&x->used, kn, sizeof *kn) == 0)
       return x;
   }
   return NULL;
@@ -640,6 +643,10 @@ static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *k
   evaluated *m = memo_entry(pl, kernel, &in);
   if (!m)
     return xs__fail(err, XS_NOMEM, "out of memory");
+  /* knobs that an earlier build wrote back (a tuner's or a table's option
+   * asked for by its values): that build's program, not built again */
+  if (!m->have_used && !m->alias)
+    m->alias = twin_of(pl, m, &in);
   if (m->alias)
     m = m->alias;
   int known = is_known(m, stop_s, want_bd);
@@ -648,7 +655,7 @@ static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *k
     xs_moe_breakdown b;
     double t = NAN;
     xs_status st = program(pl, m, &p, &tmp, err);
-    evaluated *twin = st ? NULL : twin_of(pl, m);
+    evaluated *twin = st ? NULL : twin_of(pl, m, &m->used);
     if (twin) {
       /* the program twin's build made: what twin knows holds for it */
       m->alias = twin;
