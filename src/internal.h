@@ -611,6 +611,17 @@ xs_status xs__gemm_table_time(const xs_profile *prof, const char *layout,
 
 /* the median of v[0..k), which it sorts; NAN when k is 0 */
 double xs__median_of(double *v, size_t k);
+/* One CSV line split into fields, in place (fields may be double-quoted,
+ * "" inside quotes is a quote): the field count, or -1 for an unterminated
+ * quote, -2 for more than max fields, -3 for a quote in the wrong place
+ * (after a quoted field's end, or inside an unquoted field), its column in
+ * *bad_col; xs__csv_split_why(code) says which, for a message. */
+typedef struct {
+  const char *s; /* into the line */
+  size_t col;    /* 1-based column of its first character */
+} xs__csv_field;
+int xs__csv_split(char *line, xs__csv_field *f, int max, size_t *bad_col);
+const char *xs__csv_split_why(int code);
 /* tests: the tuner's grid point of tokens: its m options' log times a
  * and gradients g (m x K) as built, and the belief's mean log time and
  * variance of each (arrays of XS_MOE_MAX_OPTIONS, x XS_MOE_TERMS for g) */

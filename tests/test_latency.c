@@ -241,6 +241,45 @@ static void test_interval_pooled(void **st) {
   assert_int_equal(xs_prediction_interval("tpu", "x", 1, &iv, &e), XS_INVALID);
 }
 
+/* The residual table's reader (data/residuals.csv's format): comments,
+ * CRLF, quoted fields with commas and doubled quotes; a line that is not
+ * eight fields, or whose quotes are wrong, refused with its line (and
+ * column). */
+static void test_resid_table(void **st) {
+  (void)st;
+  static const char ok[] =
+      "kind,family,source,gpu,arm,size,measured,predicted\n"
+      "# a comment\n"
+      "row,megamoe,\"DeepGEMM PR 440, \"\"H800\"\"\",H800,fused-lag,4096,120.5,110\r\n"
+      "pair,megamoe,src,H100,fused-split/sequential,64,1.25,1e0\n";
+  xs__resid_table t;
+  xs_error e;
+  assert_int_equal(xs__resid_table_parse(ok, strlen(ok), &t, &e), XS_OK);
+  assert_int_equal(t.nrows, 2);
+  assert_string_equal(t.rows[0].source, "DeepGEMM PR 440, \"H800\"");
+  assert_string_equal(t.rows[0].arm, "fused-lag");
+  assert_true(t.rows[0].size == 4096 && t.rows[0].measured == 120.5 && t.rows[0].predicted == 110);
+  assert_true(t.rows[1].pair && !strcmp(t.rows[1].arm, "pair") && t.rows[1].predicted == 1);
+  xs__resid_table_free(&t);
+  static const struct {
+    const char *line, *want;
+  } bad[] = {{"row,megamoe,\"open,H800,fused-lag,1,2,3", "residuals:2:1: a quoted field is not closed"},
+             {"row,megamoe,a\"b,H800,fused-lag,1,2,3", "residuals:2:14: a stray quote"},
+             {"row,megamoe,\"a\"b,H800,fused-lag,1,2,3", "residuals:2:16: a stray quote"},
+             {"row,megamoe,a,H800,fused-lag,1,2", "residuals:2: expected kind,family"},
+             {"row,megamoe,a,H800,fused-lag,1,2,3,4", "residuals:2: expected kind,family"},
+             {"row,megamoe,a,H800,fused-lag,1,2,x", "residuals:2: expected kind,family"},
+             {"row,megamoe,a,H800,fused-lag,1,0,3", "residuals:2: expected kind,family"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "kind,family,source,gpu,arm,size,measured,predicted\n%s\n",
+             bad[i].line);
+    if (xs__resid_table_parse(text, strlen(text), &t, &e) != XS_INVALID ||
+        strncmp(e.message, bad[i].want, strlen(bad[i].want)))
+      fail_msg("\"%s\": got \"%s\", want \"%s...\"", bad[i].line, e.message, bad[i].want);
+  }
+}
+
 /* A plan's verdict: the ratio of the runner-up over the chosen with the
  * interval of ratios from the built-in pairs, clear only when its low end
  * is above 1; and the JSON's intervals are the schedule's cell's interval
@@ -308,6 +347,7 @@ int main(void) {
                                      cmocka_unit_test(test_timing_text),
                                      cmocka_unit_test(test_intervals_monte_carlo),
                                      cmocka_unit_test(test_interval_pooled),
+                                     cmocka_unit_test(test_resid_table),
                                      cmocka_unit_test(test_verdict)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

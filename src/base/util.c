@@ -733,3 +733,59 @@ double xs__median_of(double *v, size_t k) {
   qsort(v, k, sizeof *v, by_value);
   return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
+
+/* ---- CSV lines ---- */
+
+int xs__csv_split(char *line, xs__csv_field *f, int max, size_t *bad_col) {
+  int n = 0, ended = 0;
+  char *r = line, *w;
+  while (n < max) {
+    f[n].col = (size_t)(r - line) + 1;
+    w = r;
+    f[n].s = w;
+    if (*r == '"') {
+      r++;
+      for (;;) {
+        if (!*r)
+          return -1;
+        if (*r == '"' && r[1] == '"') {
+          *w++ = '"';
+          r += 2;
+        } else if (*r == '"') {
+          r++;
+          break;
+        } else {
+          *w++ = *r++;
+        }
+      }
+      if (*r && *r != ',') {
+        *bad_col = (size_t)(r - line) + 1;
+        return -3;
+      }
+    } else {
+      while (*r && *r != ',') {
+        if (*r == '"') {
+          *bad_col = (size_t)(r - line) + 1;
+          return -3;
+        }
+        *w++ = *r++;
+      }
+    }
+    int last = *r != ',';
+    *w = '\0';
+    n++;
+    if (last) {
+      ended = 1;
+      break;
+    }
+    r++;
+  }
+  return ended ? n : -2;
+}
+
+const char *xs__csv_split_why(int code) {
+  return code == -1   ? "a quoted field is not closed"
+         : code == -3 ? "a stray quote (a quoted field ends at its closing quote; a "
+                        "quote inside a field is written \"\" within quotes)"
+                      : "more fields than the line may have";
+}

@@ -54,18 +54,6 @@ const char *xs__interval_band_name(const char *family, int band) {
   return !strcmp(family, "ep") ? ep[band] : !strcmp(family, "flashattn") ? fa[band] : moe[band];
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median_of(double *v, size_t n) {
-  if (!n)
-    return 0;
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* the residual of row i, log(measured / predicted) */
 static double resid(const xs__resid *r) { return log(r->measured / r->predicted); }
 
@@ -115,7 +103,7 @@ static void stats_of(const xs__resid *rows, size_t nrows, const char *family,
         continue;
       v[k++] = resid(r);
     }
-    cs[j] = median_of(v, k);
+    cs[j] = xs__median_of(v, k);
     for (size_t i = 0; i < k; i++)
       ss += (v[i] - cs[j]) * (v[i] - cs[j]);
     within += k;
@@ -133,7 +121,7 @@ static void stats_of(const xs__resid *rows, size_t nrows, const char *family,
       v += (cs[j] - mean) * (cs[j] - mean);
     o->tau2 = v / (double)(m - 1);
   }
-  o->all_mu = median_of(scratch, n);
+  o->all_mu = xs__median_of(scratch, n);
   double s2 = 0;
   for (size_t i = 0; i < n; i++)
     s2 += (scratch[i] - o->all_mu) * (scratch[i] - o->all_mu);
@@ -233,45 +221,6 @@ xs_status xs__interval_of(const xs__resid *rows, size_t nrows, const char *famil
 
 /* ---- the residual table (data/residuals.csv) ---- */
 
-/* one field of a CSV line at *p (quoted or not; "" inside quotes is a
- * quote), copied into dst (room n); *p moves past its comma. 0, or -1 at
- * the line's end before any field. */
-static int csv_field(const char **p, const char *end, char *dst, size_t n) {
-  const char *s = *p;
-  size_t k = 0;
-  if (s >= end)
-    return -1;
-  if (*s == '"') {
-    s++;
-    while (s < end) {
-      if (*s == '"') {
-        if (s + 1 < end && s[1] == '"') {
-          if (k + 1 < n)
-            dst[k++] = '"';
-          s += 2;
-          continue;
-        }
-        s++;
-        break;
-      }
-      if (k + 1 < n)
-        dst[k++] = *s;
-      s++;
-    }
-  } else {
-    while (s < end && *s != ',') {
-      if (k + 1 < n)
-        dst[k++] = *s;
-      s++;
-    }
-  }
-  dst[k] = '\0';
-  if (s < end && *s == ',')
-    s++;
-  *p = s;
-  return 0;
-}
-
 void xs__resid_table_free(xs__resid_table *t) {
   if (!t)
     return;
@@ -298,6 +247,8 @@ xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t
   size_t cap = 0, scap = 0, lineno = 0;
   size_t (*offs)[3] = NULL; /* family, source, arm offsets per row */
   size_t ocap = 0;
+  char *line = NULL; /* a copy of the line, split in place */
+  size_t lcap = 0;
   const char *p = text, *end = text + len;
   int header = 0;
   xs_status st = XS_OK;
@@ -315,14 +266,31 @@ xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t
       header = 1;
       continue;
     }
-    char f[8][512];
-    int nf = 0;
-    while (nf < 8 && csv_field(&q, le, f[nf], sizeof f[nf]) == 0)
-      nf++;
+    size_t len_q = (size_t)(le - q);
+    if (xs__grow(&line, &lcap, len_q + 1, 1)) {
+      st = xs__fail(err, XS_NOMEM, "out of memory");
+      break;
+    }
+    memcpy(line, q, len_q);
+    line[len_q] = '\0';
+    xs__csv_field f[8];
+    size_t bad_col = 1;
+    int nf = xs__csv_split(line, f, 8, &bad_col);
+    if (nf == -1 || nf == -3) {
+      st = xs__fail(err, XS_INVALID, "residuals:%zu:%zu: %s", lineno, nf == -3 ? bad_col : 1,
+                    xs__csv_split_why(nf));
+      break;
+    }
     char *e1, *e2, *e3;
-    double size = strtod(f[5], &e1), meas = strtod(f[6], &e2), pred = strtod(f[7], &e3);
-    if (nf != 8 || *e1 || *e2 || *e3 || !(meas > 0) || !(pred > 0) || !isfinite(meas) ||
-        !isfinite(pred)) {
+    double size = 0, meas = 0, pred = 0;
+    int ok = nf == 8;
+    if (ok) {
+      size = strtod(f[5].s, &e1);
+      meas = strtod(f[6].s, &e2);
+      pred = strtod(f[7].s, &e3);
+      ok = !*e1 && !*e2 && !*e3;
+    }
+    if (!ok || !(meas > 0) || !(pred > 0) || !isfinite(meas) || !isfinite(pred)) {
       st = xs__fail(err, XS_INVALID, "residuals:%zu: expected kind,family,source,gpu,arm,"
                     "size,measured,predicted with positive numbers", lineno);
       break;
@@ -334,13 +302,13 @@ xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t
     }
     xs__resid *r = &t->rows[t->nrows];
     memset(r, 0, sizeof *r);
-    r->pair = !strcmp(f[0], "pair");
+    r->pair = !strcmp(f[0].s, "pair");
     r->size = size;
     r->measured = meas;
     r->predicted = pred;
-    if (pool_add(t, &scap, f[1], &offs[t->nrows][0]) ||
-        pool_add(t, &scap, f[2], &offs[t->nrows][1]) ||
-        pool_add(t, &scap, r->pair ? "pair" : f[4], &offs[t->nrows][2])) {
+    if (pool_add(t, &scap, f[1].s, &offs[t->nrows][0]) ||
+        pool_add(t, &scap, f[2].s, &offs[t->nrows][1]) ||
+        pool_add(t, &scap, r->pair ? "pair" : f[4].s, &offs[t->nrows][2])) {
       st = xs__fail(err, XS_NOMEM, "out of memory");
       break;
     }
@@ -353,6 +321,7 @@ xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t
       t->rows[i].arm = t->strings + offs[i][2];
     }
   free(offs);
+  free(line);
   if (st)
     xs__resid_table_free(t);
   return st;

@@ -18,58 +18,6 @@
 
 typedef xs__csv_field field;
 
-/* Splits one CSV line (fields may be double-quoted, "" inside quotes is a
- * quote); line is modified in place. Returns the field count, or -1 for
- * an unterminated quote, -2 for more than max fields, -3 for a quote in
- * the wrong place (after a quoted field's end, or inside an unquoted
- * field), its column in *bad_col. */
-static int split(char *line, field *f, int max, size_t *bad_col) {
-  int n = 0, ended = 0;
-  char *r = line, *w;
-  while (n < max) {
-    f[n].col = (size_t)(r - line) + 1;
-    w = r;
-    f[n].s = w;
-    if (*r == '"') {
-      r++;
-      for (;;) {
-        if (!*r)
-          return -1;
-        if (*r == '"' && r[1] == '"') {
-          *w++ = '"';
-          r += 2;
-        } else if (*r == '"') {
-          r++;
-          break;
-        } else {
-          *w++ = *r++;
-        }
-      }
-      if (*r && *r != ',') {
-        *bad_col = (size_t)(r - line) + 1;
-        return -3;
-      }
-    } else {
-      while (*r && *r != ',') {
-        if (*r == '"') {
-          *bad_col = (size_t)(r - line) + 1;
-          return -3;
-        }
-        *w++ = *r++;
-      }
-    }
-    int last = *r != ',';
-    *w = '\0';
-    n++;
-    if (last) {
-      ended = 1;
-      break;
-    }
-    r++;
-  }
-  return ended ? n : -2;
-}
-
 static const char *const need[] = {
     "source", "gpu",          "ep",        "hidden", "intermediate",
     "experts", "topk",        "shared_experts", "act_dtype", "weight_dtype",
@@ -325,14 +273,11 @@ static xs_status csv_rows(csv_job *j, const char *text, size_t length,
     buf[len] = '\0';
     field f[MAX_COLS];
     size_t bad_col = 1;
-    int nf = split(buf, f, MAX_COLS, &bad_col);
+    int nf = xs__csv_split(buf, f, MAX_COLS, &bad_col);
     if (nf < 0) {
-      st = nf == -1   ? xs__csv_fail(err, j->file, lineno, 1, "a quoted field is not closed")
-           : nf == -3 ? xs__csv_fail(err, j->file, lineno, bad_col,
-                                 "a stray quote (a quoted field ends at its closing "
-                                 "quote; a quote inside a field is written \"\" "
-                                 "within quotes)")
-                      : xs__csv_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS);
+      st = nf == -2 ? xs__csv_fail(err, j->file, lineno, 1, "more than %d columns", MAX_COLS)
+                    : xs__csv_fail(err, j->file, lineno, nf == -3 ? bad_col : 1, "%s",
+                                   xs__csv_split_why(nf));
       break;
     }
     if (!have_header) {

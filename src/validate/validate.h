@@ -27,10 +27,6 @@ xs_status xs__validate_fa_predict(xs_validate_row *row, const xs_profile *prof,
  * row() gets each data row's fields in that order (optional ones NULL
  * when the header lacks them), each with its 1-based column, and fills
  * the row; the set grows by it and progress is called. */
-typedef struct {
-  const char *s; /* into a copy of the line */
-  size_t col;    /* 1-based column of its first character */
-} xs__csv_field;
 typedef xs_status (*xs__csv_row_fn)(void *user, const xs__csv_field **f,
                                     size_t lineno, xs_validate_row *row,
                                     xs_error *err);
