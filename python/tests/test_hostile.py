@@ -92,3 +92,32 @@ def test_comma_locale(locales, name, tmp_path):
     assert before == after
     assert "expected 0 (the default) to 1, got 2.5" in after[3]
     assert after[4] == "1.50 us"
+
+
+# the locale set before the library's first call: the plan's intervals
+CHILD_FIRST = textwrap.dedent("""
+    import json, locale, sys
+    if sys.argv[1] != "C":
+        locale.setlocale(locale.LC_ALL, sys.argv[1])
+    import xstage
+    p = xstage.plan_megamoe("deepseek-v3", "h200-nvlink", tokens=64).to_dict()
+    print(json.dumps([p["schedules"][s]["interval_us"] for s in sorted(p["schedules"])]))
+""")
+
+
+@pytest.mark.parametrize("name", ["de_DE.UTF-8", "tr_TR.UTF-8"])
+def test_comma_locale_first(locales, name, tmp_path):
+    """A host program that sets a comma-decimal locale before its first
+    plan: the built-in residual table, read at the first interval asked
+    for, took "0.5" for 0 with ".5" left over and was refused
+    ('residuals:7: expected kind,family,...'), so every plan came without
+    intervals (null); now they are those of the C locale."""
+    env = dict(os.environ, LOCPATH=locales,
+               PYTHONPATH=os.path.dirname(os.path.dirname(xstage.__file__)))
+    out = []
+    for loc in ("C", name):
+        r = subprocess.run([sys.executable, "-c", CHILD_FIRST, loc], capture_output=True,
+                           text=True, env=env, cwd=str(tmp_path))
+        assert r.returncode == 0, r.stderr[-2000:]
+        out.append(json.loads(r.stdout))
+    assert out[0] == out[1] and len(out[0]) == 7

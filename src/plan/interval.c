@@ -241,6 +241,14 @@ static int pool_add(xs__resid_table *t, size_t *cap, const char *s, size_t *off)
   return 0;
 }
 
+/* a whole field as a decimal number, with a point whatever the locale of
+ * the host (the built-in table is read at the first interval asked for,
+ * under whatever locale the host program has set by then) */
+static int whole_number(const char *s, double *v) {
+  const char *end;
+  return xs__decimal(s, v, &end) || *end ? -1 : 0;
+}
+
 xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t,
                                 xs_error *err) {
   memset(t, 0, sizeof *t);
@@ -281,15 +289,9 @@ xs_status xs__resid_table_parse(const char *text, size_t len, xs__resid_table *t
                     xs__csv_split_why(nf));
       break;
     }
-    char *e1, *e2, *e3;
     double size = 0, meas = 0, pred = 0;
-    int ok = nf == 8;
-    if (ok) {
-      size = strtod(f[5].s, &e1);
-      meas = strtod(f[6].s, &e2);
-      pred = strtod(f[7].s, &e3);
-      ok = !*e1 && !*e2 && !*e3;
-    }
+    int ok = nf == 8 && !whole_number(f[5].s, &size) && !whole_number(f[6].s, &meas) &&
+             !whole_number(f[7].s, &pred);
     if (!ok || !(meas > 0) || !(pred > 0) || !isfinite(meas) || !isfinite(pred)) {
       st = xs__fail(err, XS_INVALID, "residuals:%zu: expected kind,family,source,gpu,arm,"
                     "size,measured,predicted with positive numbers", lineno);
