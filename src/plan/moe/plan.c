@@ -643,8 +643,9 @@ static xs_status evaluate_rule(planner *pl, xs_moe_schedule s, xs_moe_pattern *k
   evaluated *m = memo_entry(pl, kernel, &in);
   if (!m)
     return xs__fail(err, XS_NOMEM, "out of memory");
-  /* knobs that an earlier build wrote back (a tuner's or a table's option
-   * asked for by its values): that build's program, not built again */
+  /* knobs that an earlier build wrote back (the tuner times each option on
+   * its moved profiles by its values): that build's program, not built
+   * again */
   if (!m->have_used && !m->alias)
     m->alias = twin_of(pl, m, &in);
   if (m->alias)
