@@ -746,28 +746,41 @@ int cli_validate_load(const char **datap, const char *dflt, char *found, size_t 
   return st ? cli_error("validate", &err) : 0;
 }
 
-void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
-                             size_t narms, int bands, cli_bias_fn bias) {
-  printf("    %-20s", "arm");
+void cli_validate_bias_rows(const xs_validate_set *set, const char *head, int width,
+                            const char *const *names, size_t n, int count_width, int bands,
+                            cli_bias_fn bias) {
+  printf("    %-*s", width, head);
   for (int b = 0; b < bands; b++) {
     const char *label;
     bias(set, NULL, b, &label, NULL);
     printf(" %14s", label);
   }
   printf("\n");
-  for (size_t k = 0; k < narms; k++) {
-    printf("    %-20s", arms[k].name);
+  for (size_t k = 0; k < n; k++) {
+    char cut[64];
+    printf("    %-*s", width, cli_text_cut(names[k], (size_t)width, cut, sizeof cut));
     for (int b = 0; b < bands; b++) {
       const char *label;
-      size_t n;
-      double v = bias(set, arms[k].name, b, &label, &n);
+      size_t rows;
+      double v = bias(set, names[k], b, &label, &rows);
       if (!isnan(v))
-        printf(" %+8.1f%% (%2zu)", 100 * v, n);
+        printf(" %+8.1f%% (%*zu)", 100 * v, count_width, rows);
       else
         printf(" %14s", "-");
     }
     printf("\n");
   }
+}
+
+void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
+                             size_t narms, int bands, cli_bias_fn bias) {
+  const char **names = malloc((narms + 1) * sizeof *names);
+  if (!names)
+    return;
+  for (size_t k = 0; k < narms; k++)
+    names[k] = arms[k].name;
+  cli_validate_bias_rows(set, "arm", 20, names, narms, 2, bands, bias);
+  free(names);
 }
 
 void cli_validate_intervals_print(const xs_validate_set *set) {

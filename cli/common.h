@@ -239,10 +239,14 @@ void cli_validate_fa_rows(const xs_validate_set *set, const char *data, int mode
                           const cli_sources *sources);
 int cli_validate_fa_sections(const xs_validate_set *set, const xs_validate_group *arms,
                              size_t narms);
-/* The signed median per arm (rows) and band (columns) that bias gives,
- * "-" where it gives NAN. */
+/* The signed median per name (rows, under head: names cut to width) and
+ * band (columns) that bias gives, with its count of rows (count_width
+ * digits), "-" where it gives NAN; cli_validate_bias_table: per arm. */
 typedef double (*cli_bias_fn)(const xs_validate_set *set, const char *arm, int band,
                               const char **label, size_t *n);
+void cli_validate_bias_rows(const xs_validate_set *set, const char *head, int width,
+                            const char *const *names, size_t n, int count_width, int bands,
+                            cli_bias_fn bias);
 void cli_validate_bias_table(const xs_validate_set *set, const xs_validate_group *arms,
                              size_t narms, int bands, cli_bias_fn bias);
 

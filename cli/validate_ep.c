@@ -77,26 +77,9 @@ static int print_bias(const xs_validate_set *set) {
     return cli_error("validate", &err);
   printf("\n  signed median error of the time per library and kernel mode and "
          "tokens per rank\n  (predicted over published - 1; bands of 3 rows or "
-         "more):\n    %-26s", "library/kernel");
-  for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
-    const char *label;
-    xs_validate_ep_band_bias(set, NULL, b, &label, NULL);
-    printf(" %14s", label);
-  }
-  printf("\n");
-  for (size_t k = 0; k < g.n; k++) {
-    char name[32];
-    printf("    %-26s", cli_text_cut(g.name[k], 26, name, sizeof name));
-    for (int b = 0; b < XS_VALIDATE_EP_BANDS; b++) {
-      size_t n;
-      double v = xs_validate_ep_band_bias(set, g.name[k], b, NULL, &n);
-      if (isnan(v))
-        printf(" %14s", "-");
-      else
-        printf(" %+8.1f%% (%3zu)", 100 * v, n);
-    }
-    printf("\n");
-  }
+         "more):\n");
+  cli_validate_bias_rows(set, "library/kernel", 26, g.name, g.n, 3, XS_VALIDATE_EP_BANDS,
+                         xs_validate_ep_band_bias);
   xs_validate_ep_groups_free(&g);
   return 0;
 }
