@@ -1491,7 +1491,8 @@ XS_API xs_status xs_validate_fa_summary(const xs_validate_set *set, double thres
                                         xs_validate_fa_stats *out, xs_error *err);
 /* The signed median error of an arm's ring rows in sequence band i
  * (tokens per rank <= 4096, 4097 to 16384, > 16384; *label "<=4k",
- * "4-16k", ">16k"), NAN for a band without rows; *n its rows. */
+ * "4-16k", ">16k"), NAN for a band without rows; *n its rows (label and n
+ * may be NULL). */
 #define XS_VALIDATE_FA_BANDS 3
 XS_API double xs_validate_fa_band_bias(const xs_validate_set *set, const char *arm,
                                        int i, const char **label, size_t *n);
@@ -1537,7 +1538,7 @@ XS_API xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
  * *label "<=128", "129-1024", ">1024"), of the predicted time over the
  * published time less 1 (a row in GB/s counts by the time its figure
  * stands for, so that the sign means the same in every metric); NAN for
- * a band of fewer than 3 rows; *n its rows. */
+ * a band of fewer than 3 rows; *n its rows (label and n may be NULL). */
 #define XS_VALIDATE_EP_BANDS 3
 XS_API double xs_validate_ep_band_bias(const xs_validate_set *set,
                                        const char *arm, int i,
@@ -1647,7 +1648,8 @@ XS_API void xs_validate_pair_stats_of(const xs_validate_pair *pairs, size_t n,
                                       xs_validate_pair_stats *out);
 /* The signed median error of an arm's rows in token band i of the bias
  * table (<= 64, 128 to 512, >= 1024 tokens per rank; *label "<=64",
- * "128-512", ">=1024"), NAN for a band of fewer than 3 rows; *n its rows. */
+ * "128-512", ">=1024"), NAN for a band of fewer than 3 rows; *n its rows
+ * (label and n may be NULL). */
 #define XS_VALIDATE_BANDS 3
 XS_API double xs_validate_band_bias(const xs_validate_set *set, const char *arm,
                                     int i, const char **label, size_t *n);

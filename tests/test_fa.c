@@ -439,6 +439,9 @@ static void test_bias_and_timing(void **st) {
   assert_string_equal(label, "<=4k");
   assert_int_equal(n, 1);
   assert_true(near(lo, set.rows[5].error, 1e-12));
+  /* label and n may be NULL (the MegaMoE table's too) */
+  assert_true(xs_validate_fa_band_bias(&set, "local", 0, NULL, NULL) == lo);
+  assert_true(isnan(xs_validate_band_bias(&set, "local", 0, NULL, NULL)));
   xs_profile_free(prof);
   xs_validate_free(&set);
 }

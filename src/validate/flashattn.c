@@ -104,11 +104,5 @@ double xs_validate_fa_band_bias(const xs_validate_set *set, const char *arm, int
   static const double b[XS_VALIDATE_FA_BANDS][2] = {
       {0, 4096}, {4097, 16384}, {16385, INFINITY}};
   static const char *const names[XS_VALIDATE_FA_BANDS] = {"<=4k", "4-16k", ">16k"};
-  i = i < 0 ? 0 : i >= XS_VALIDATE_FA_BANDS ? XS_VALIDATE_FA_BANDS - 1 : i;
-  *label = names[i];
-  size_t k;
-  double v = xs_validate_bias(set, arm, b[i][0], b[i][1], &k);
-  if (n)
-    *n = k;
-  return k ? v : NAN;
+  return xs__validate_band_bias(set, arm, i, b, names, XS_VALIDATE_FA_BANDS, 1, label, n);
 }

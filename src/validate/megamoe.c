@@ -303,15 +303,22 @@ void xs_validate_pair_stats_of(const xs_validate_pair *p, size_t n,
   free(v);
 }
 
+double xs__validate_band_bias(const xs_validate_set *set, const char *arm, int i,
+                              const double (*bands)[2], const char *const *names, int nb,
+                              size_t min_rows, const char **label, size_t *n) {
+  i = i < 0 ? 0 : i >= nb ? nb - 1 : i;
+  if (label)
+    *label = names[i];
+  size_t k;
+  double v = xs_validate_bias(set, arm, bands[i][0], bands[i][1], &k);
+  if (n)
+    *n = k;
+  return k >= min_rows ? v : NAN;
+}
+
 double xs_validate_band_bias(const xs_validate_set *set, const char *arm, int i,
                              const char **label, size_t *n) {
   static const double b[XS_VALIDATE_BANDS][2] = {{0, 64}, {128, 512}, {1024, INFINITY}};
   static const char *const names[XS_VALIDATE_BANDS] = {"<=64", "128-512", ">=1024"};
-  i = i < 0 ? 0 : i >= XS_VALIDATE_BANDS ? XS_VALIDATE_BANDS - 1 : i;
-  *label = names[i];
-  size_t k;
-  double v = xs_validate_bias(set, arm, b[i][0], b[i][1], &k);
-  if (n)
-    *n = k;
-  return k >= 3 ? v : NAN;
+  return xs__validate_band_bias(set, arm, i, b, names, XS_VALIDATE_BANDS, 3, label, n);
 }

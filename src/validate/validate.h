@@ -46,6 +46,14 @@ int xs__csv_number(const char *s, double *out);
 xs_status xs__csv_fail(xs_error *err, const char *file, size_t line, size_t col,
                        const char *fmt, ...) XS__PRINTF(5, 6);
 
+/* The signed median error (xs_validate_bias) of an arm's rows in band i
+ * of bands (clamped to 0 .. nb - 1; *label its name, when label is not
+ * NULL; *n its rows), NAN for fewer than min_rows rows: the MegaMoE and
+ * ring attention bias tables' bands. */
+double xs__validate_band_bias(const xs_validate_set *set, const char *arm, int i,
+                              const double (*bands)[2], const char *const *names, int nb,
+                              size_t min_rows, const char **label, size_t *n);
+
 /* xs_validate_megamoe_with one given profile, each row predicted under
  * burstgap alone, with its knobs as written (for the fit, which predicts
  * its rows again; the knobs left 0 are the kernel's defaults either way) */
