@@ -134,17 +134,6 @@ static void moe_rows(const xs_validate_set *set, const char *data, int model,
          "  the other token bound is under \"lag bound\" below)\n");
 }
 
-static int by_value(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-/* the median of v[0..n), sorting it */
-static double median_of(double *v, size_t n) {
-  qsort(v, n, sizeof *v, by_value);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* the sections after the medians: models, bias, pairs, pull end, lag
  * bound, leave one out */
 static int moe_sections(const xs_validate_set *set, const xs_validate_group *arms,
@@ -273,24 +262,15 @@ static int moe_sections(const xs_validate_set *set, const xs_validate_group *arm
              xs_ep_constant_value(i));
     printf("  the sequential rows with them, median |error| (with the shipped constants):\n");
     for (size_t k = 0; k <= nsources; k++) {
-      double *a = malloc((set->nrows + 1) * sizeof *a), *b = malloc((set->nrows + 1) * sizeof *b);
-      size_t m = 0;
-      for (size_t i = 0; a && b && i < set->nrows; i++) {
-        const xs_validate_row *r = &set->rows[i];
-        if (r->refit_us > 0 && (k == nsources || !strcmp(r->source, sources[k].name))) {
-          a[m] = fabs(r->refit_us / r->measured_us - 1);
-          b[m++] = fabs(r->error);
-        }
-      }
-      if (m && a && b) {
+      size_t m;
+      double mb, ma = xs_validate_refit_median(set, k == nsources ? NULL : sources[k].name,
+                                               &mb, &m);
+      if (m) {
         char nm[48];
-        double ma = median_of(a, m), mb = median_of(b, m);
         printf("    %-34s %3zu rows: %5.1f%% (%5.1f%%)\n",
                k == nsources ? "all" : cli_text(sources[k].name, nm, sizeof nm), m,
                100 * ma, 100 * mb);
       }
-      free(a);
-      free(b);
     }
   }
   return 0;

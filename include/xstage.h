@@ -1586,6 +1586,12 @@ XS_API xs_status xs_validate_ep_json(const xs_validate_set *set, unsigned models
 XS_API xs_status xs_validate_megamoe_refit(xs_validate_set *megamoe,
                                            const xs_validate_set *ep,
                                            const char *leave_out, xs_error *err);
+/* Over the rows predicted again by xs_validate_megamoe_refit (those of
+ * source; NULL: all), the median |error| with the refitted constants,
+ * and (shipped, may be NULL) with the shipped ones; NAN when there is no
+ * such row; *n (may be NULL) their count. */
+XS_API double xs_validate_refit_median(const xs_validate_set *megamoe, const char *source,
+                                       double *shipped, size_t *n);
 
 /* The median of |error| over rows for which keep(row, ctx) is true (all
  * when keep is NULL); *n receives their count; NAN when none. */

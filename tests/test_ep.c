@@ -864,6 +864,26 @@ static void test_megamoe_refit(void **st) {
     assert_true(fabs(r->refit_us / r->predicted_us - 1) <= 0.02);
   }
   assert_true(seq >= 20);
+  /* the medians over the refitted rows, against a median by hand */
+  {
+    double ra[512], rb[512], shipped;
+    size_t k = 0, m;
+    for (size_t i = 0; i < moe.nrows && k < 512; i++)
+      if (moe.rows[i].refit_us > 0) {
+        ra[k] = fabs(moe.rows[i].refit_us / moe.rows[i].measured_us - 1);
+        rb[k++] = fabs(moe.rows[i].error);
+      }
+    qsort(ra, k, sizeof *ra, cmp_double);
+    qsort(rb, k, sizeof *rb, cmp_double);
+    double med = xs_validate_refit_median(&moe, NULL, &shipped, &m);
+    assert_int_equal(m, seq);
+    assert_int_equal(k, seq);
+    double wa = k % 2 ? ra[k / 2] : (ra[k / 2 - 1] + ra[k / 2]) / 2;
+    double wb = k % 2 ? rb[k / 2] : (rb[k / 2 - 1] + rb[k / 2]) / 2;
+    if (med != wa || shipped != wb)
+      fail_msg("refit median %.9g (by hand %.9g), shipped %.9g (%.9g)", med, wa, shipped, wb);
+    assert_true(isnan(xs_validate_refit_median(&moe, "no such source", NULL, &m)) && m == 0);
+  }
   /* a pattern longer than the set keeps is refused, not cut */
   char longer[200];
   memset(longer, 'a', sizeof longer - 2);

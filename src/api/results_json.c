@@ -840,41 +840,21 @@ static int moe_summary(const xs_validate_set *set, const xs_validate_group *arms
     json_t *rc = json_object(), *rbs = json_object();
     for (size_t i = 0; i < XS_EP_CONSTANTS; i++)
       bad |= xs__jput(rc, xs_ep_constant_name(i), json_real(set->refit[i]));
-    double *a = malloc((set->nrows + 1) * sizeof *a), *b = malloc((set->nrows + 1) * sizeof *b);
-    size_t n = 0;
-    for (size_t i = 0; a && b && i < set->nrows; i++)
-      if (set->rows[i].kind == 0 && !isnan(set->rows[i].refit_us) && set->rows[i].refit_us > 0) {
-        a[n] = fabs(set->rows[i].refit_us / set->rows[i].measured_us - 1);
-        b[n++] = fabs(set->rows[i].error);
-      }
-    for (size_t k = 0; a && b && k < nsources && !bad; k++) {
-      size_t m = 0;
-      double *ra = malloc((set->nrows + 1) * sizeof *ra), *rb = malloc((set->nrows + 1) * sizeof *rb);
-      for (size_t i = 0; ra && rb && i < set->nrows; i++) {
-        const xs_validate_row *r = &set->rows[i];
-        if (r->kind == 0 && !isnan(r->refit_us) && r->refit_us > 0 &&
-            !strcmp(r->source, sources[k].name)) {
-          ra[m] = fabs(r->refit_us / r->measured_us - 1);
-          rb[m++] = fabs(r->error);
-        }
-      }
-      if (m && ra && rb)
+    for (size_t k = 0; k < nsources && !bad; k++) {
+      size_t m;
+      double mb, ma = xs_validate_refit_median(set, sources[k].name, &mb, &m);
+      if (m)
         bad |= xs__jput(rbs, sources[k].name, json_pack("{s:I,s:o,s:o}", "rows",
-            (json_int_t)m, "median_abs_error", real_or_null(xs__median_of(ra, m)),
-            "shipped_median_abs_error", real_or_null(xs__median_of(rb, m))));
-      free(ra);
-      free(rb);
+            (json_int_t)m, "median_abs_error", real_or_null(ma),
+            "shipped_median_abs_error", real_or_null(mb)));
     }
-    if (!a || !b)
-      bad = 1;
-    else
-      bad |= xs__jput(sum, "refit", json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:o,s:o},s:o}",
-          "without", set->refit_without, "left_out_rows", (json_int_t)set->refit_left_out,
-          "of_rows", (json_int_t)set->refit_rows, "constants", rc, "sequential", "rows",
-          (json_int_t)n, "median_abs_error", real_or_null(xs__median_of(a, n)),
-          "shipped_median_abs_error", real_or_null(xs__median_of(b, n)), "by_source", rbs));
-    free(a);
-    free(b);
+    size_t n;
+    double mb, ma = xs_validate_refit_median(set, NULL, &mb, &n);
+    bad |= xs__jput(sum, "refit", json_pack("{s:s,s:I,s:I,s:o,s:{s:I,s:o,s:o},s:o}",
+        "without", set->refit_without, "left_out_rows", (json_int_t)set->refit_left_out,
+        "of_rows", (json_int_t)set->refit_rows, "constants", rc, "sequential", "rows",
+        (json_int_t)n, "median_abs_error", real_or_null(ma),
+        "shipped_median_abs_error", real_or_null(mb), "by_source", rbs));
   }
   bad |= xs__jput(sum, "leave_one_out", json_pack("{s:o,s:o}", "by_source", bysrc,
                                                   "by_kernel", byk));

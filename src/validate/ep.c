@@ -825,6 +825,27 @@ xs_status xs_validate_ep_by_source(xs_validate_set *set, double *values,
   return xs__validate_ep_by_source_within(set, values, XS_EP_EXACT_WORK, err);
 }
 
+double xs_validate_refit_median(const xs_validate_set *set, const char *source,
+                                double *shipped, size_t *n) {
+  double *a = malloc((set->nrows + 1) * sizeof *a), *b = malloc((set->nrows + 1) * sizeof *b);
+  size_t m = 0;
+  for (size_t i = 0; a && b && i < set->nrows; i++) {
+    const xs_validate_row *r = &set->rows[i];
+    if (r->refit_us > 0 && (!source || !strcmp(r->source, source))) {
+      a[m] = fabs(r->refit_us / r->measured_us - 1);
+      b[m++] = fabs(r->error);
+    }
+  }
+  double med = a && b ? xs__median_of(a, m) : NAN;
+  if (shipped)
+    *shipped = a && b ? xs__median_of(b, m) : NAN;
+  if (n)
+    *n = m;
+  free(a);
+  free(b);
+  return med;
+}
+
 double xs_validate_ep_band_bias(const xs_validate_set *set, const char *arm,
                                 int i, const char **label, size_t *n) {
   static const double band[XS_VALIDATE_EP_BANDS][2] = {
