@@ -84,16 +84,6 @@ typedef struct {
   size_t points;        /* sizes (medians) fitted */
 } raw_fit;
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
-static double median_of(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* SSE of the issue model with its knee at `knee`; beta gets (o, a, b). */
 static int issue_fit_at(size_t n, const double *one, const double *by,
                         const double *iy, double knee, double *lo, double *hi,
@@ -141,8 +131,8 @@ static int fit_once(const xs_sample *rows, const size_t *idx, size_t nrows,
     }
     one[n] = 1;
     by[n] = b;
-    iy[n] = median_of(tmp, m);
-    dy[n] = median_of(tmp2, m);
+    iy[n] = xs__median_of(tmp, m);
+    dy[n] = xs__median_of(tmp2, m);
     n++;
   }
   /* delivery: a line in B */
